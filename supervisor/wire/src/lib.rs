@@ -1,0 +1,44 @@
+//! `ddbx-wire`: the only vocabulary that ddbx's two sides share.
+//!
+//! The local debugger (LD, `libddbx_preload.so`, inside every debuggee) and the global debugger
+//! (GD, the supervisor inside the `ddbx` process) never depend on each other; both depend on this
+//! crate. It defines:
+//!
+//! * [`ids`]: logical actor ids (`p1`, `p2`, …), stable across record and replay;
+//! * [`history`]: the per-actor history (one RON record per line, a versioned header), its
+//!   writer and its checking reader;
+//! * [`manifest`]: what a recording needs to be re-run (command, cwd, environment, actors);
+//! * [`proto`]: the LD↔GD messages, named by direction ([`proto::LdToGd`], [`proto::GdToLd`]);
+//! * [`errno`] and [`events`]: small value types that print readably in histories.
+//!
+//! Nothing here allocates on its own or starts threads: the preload links it into other
+//! people's processes.
+
+pub mod errno;
+pub mod events;
+pub mod history;
+pub mod ids;
+pub mod manifest;
+pub mod proto;
+
+pub use errno::Errno;
+pub use events::Events;
+pub use history::{History, HistoryError, Record};
+pub use ids::ActorId;
+
+/// Version of the history and manifest file formats. A file with another version is refused.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Version of the LD↔GD protocol, checked in the handshake.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Environment variables through which the GD configures each LD.
+pub mod env {
+    /// Path of the GD's Unix socket. Without it the preload stays inert.
+    pub const GD_SOCKET: &str = "DDBX_GD";
+    /// `"<pid>:<actor>:<index>"`: set for a process started by posix_spawn or by ddbx itself;
+    /// valid only when `<pid>` is the new process's parent pid.
+    pub const SPAWN: &str = "DDBX_SPAWN";
+    /// Where the LD writes its own diagnostics (a file path); default: nowhere.
+    pub const LD_LOG: &str = "DDBX_LD_LOG";
+}

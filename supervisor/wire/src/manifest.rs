@@ -1,0 +1,206 @@
+//! The session manifest: what is needed to re-run a recording, and what the record saw.
+//!
+//! Stored as `manifest.ron` (pretty RON) in the recording's directory, next to `history/`.
+//! It is rewritten atomically whenever an actor appears, so a recording whose `ddbx` was
+//! killed still lists every actor it saw.
+
+use crate::history::Origin;
+use crate::{ActorId, FORMAT_VERSION};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// How a process ended.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// exit(status) or return from main.
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+}
+
+impl ExitStatus {
+    /// The shell's view of it: the status, or 128 + signal.
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Exited(s) => s,
+            ExitStatus::Signaled(sig) => 128 + sig,
+        }
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Exited(s) => write!(f, "exit {s}"),
+            ExitStatus::Signaled(sig) => write!(f, "signal {sig}"),
+        }
+    }
+}
+
+/// Where a recording stands.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// `ddbx record` is (or was, if it died) running.
+    Recording,
+    /// The whole process tree exited; the recording is complete.
+    Complete,
+    /// The recording was stopped (ddbx interrupted, or the program was refused).
+    Interrupted,
+}
+
+/// One actor as the record saw it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// Its logical id.
+    pub id: ActorId,
+    /// How it was created (replay's key for giving a new process this id).
+    pub origin: Origin,
+    /// Its process id in the record.
+    pub pid: i32,
+    /// The program and arguments of its first image.
+    pub argv: Vec<String>,
+    /// The host it ran on.
+    pub host: String,
+    /// How it ended, when ddbx learnt it.
+    #[serde(default)]
+    pub exit: Option<ExitStatus>,
+}
+
+/// The manifest of one recording.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Must equal [`FORMAT_VERSION`].
+    pub format: u32,
+    /// The ddbx version that recorded it.
+    pub ddbx_version: String,
+    /// The command line, as given to `ddbx record`.
+    pub command: Vec<String>,
+    /// The working directory it ran in.
+    pub cwd: PathBuf,
+    /// The environment it ran with (without ddbx's own variables).
+    pub env: Vec<(String, String)>,
+    /// The host of the session.
+    pub host: String,
+    /// Where the recording stands.
+    pub state: SessionState,
+    /// Every actor, in id order.
+    pub actors: Vec<ActorInfo>,
+    /// Kinds of I/O seen but not recorded (UDP, pipes, …), one line each.
+    #[serde(default)]
+    pub passthrough: Vec<String>,
+    /// Why the recording was interrupted, if it was.
+    #[serde(default)]
+    pub problem: Option<String>,
+}
+
+/// A manifest that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// Missing or unreadable.
+    #[error("{path}: cannot read the manifest: {source} (is this a directory made by `ddbx record`?)")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not a manifest of a format this ddbx reads.
+    #[error("{path}:{line}:{col}: {problem}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// What was expected and found.
+        problem: String,
+    },
+}
+
+impl Manifest {
+    /// The file name inside a recording directory.
+    pub const FILE: &'static str = "manifest.ron";
+
+    /// Reads and checks `dir/manifest.ron`.
+    pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
+        let path = dir.join(Self::FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let manifest: Manifest = ron::from_str(&text).map_err(|e| ManifestError::Malformed {
+            path: path.clone(),
+            line: e.span.start.line,
+            col: e.span.start.col,
+            problem: format!("expected a ddbx manifest: {}", e.code),
+        })?;
+        if manifest.format != FORMAT_VERSION {
+            return Err(ManifestError::Malformed {
+                path,
+                line: 1,
+                col: 1,
+                problem: format!(
+                    "manifest format {} is not supported by this ddbx (it reads format {FORMAT_VERSION})",
+                    manifest.format
+                ),
+            });
+        }
+        Ok(manifest)
+    }
+
+    /// Writes `dir/manifest.ron` atomically (temporary file, then rename).
+    pub fn store(&self, dir: &Path) -> std::io::Result<()> {
+        let text = ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::new())
+            .map_err(std::io::Error::other)?;
+        let tmp = dir.join(format!(".{}.tmp", Self::FILE));
+        std::fs::write(&tmp, text + "\n")?;
+        std::fs::rename(&tmp, dir.join(Self::FILE))
+    }
+
+    /// The actor with this id.
+    pub fn actor(&self, id: ActorId) -> Option<&ActorInfo> {
+        self.actors.iter().find(|a| a.id == id)
+    }
+
+    /// Path of an actor's history inside recording directory `dir`.
+    pub fn history_path(dir: &Path, id: ActorId) -> PathBuf {
+        dir.join("history").join(format!("{id}.ron"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_and_loads() {
+        let dir = std::env::temp_dir().join(format!("ddbx-wire-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let m = Manifest {
+            format: FORMAT_VERSION,
+            ddbx_version: "0".into(),
+            command: vec!["./a".into()],
+            cwd: "/".into(),
+            env: vec![("A".into(), "b\nc".into())],
+            host: "h".into(),
+            state: SessionState::Complete,
+            actors: vec![ActorInfo {
+                id: ActorId(1),
+                origin: Origin::Root,
+                pid: 5,
+                argv: vec!["./a".into()],
+                host: "h".into(),
+                exit: Some(ExitStatus::Exited(0)),
+            }],
+            passthrough: vec![],
+            problem: None,
+        };
+        m.store(&dir).unwrap();
+        assert_eq!(Manifest::load(&dir).unwrap(), m);
+        std::fs::write(dir.join(Manifest::FILE), "(format: 1, oops)").unwrap();
+        let e = Manifest::load(&dir).unwrap_err().to_string();
+        assert!(e.contains("manifest.ron:1:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

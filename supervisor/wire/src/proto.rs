@@ -1,0 +1,207 @@
+//! The LD↔GD protocol: one RON message per line over the GD's Unix stream socket.
+//!
+//! Every LD opens its own connection when its process image starts (and again in each forked
+//! child), says [`LdToGd::Hello`], and waits for [`GdToLd::Welcome`]. After that, the LD sends
+//! one-way notes and, in replay, asks questions that the GD answers in order. Recording never
+//! waits for the GD on the data path: only `Hello` is a round trip.
+
+use crate::history::{Addr, Origin};
+use crate::manifest::ExitStatus;
+use crate::{ActorId, PROTOCOL_VERSION};
+use serde::{Deserialize, Serialize};
+
+/// What a new process image knows about where it came from.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// A forked child: the parent's memory told it who the parent was and the child's number.
+    Fork {
+        /// The parent actor.
+        parent: ActorId,
+        /// The parent's creation counter for this child.
+        index: u32,
+    },
+    /// Started by posix_spawn (or by ddbx, with parent `p0`): from the environment.
+    Spawn {
+        /// The parent actor (`p0`: ddbx itself, i.e. this is the root).
+        parent: ActorId,
+        /// The parent's creation counter for this child.
+        index: u32,
+    },
+    /// Nothing known: the GD decides from the pid (an exec'd image of a known actor) or the
+    /// parent pid (a child created inside libc).
+    Unknown,
+}
+
+/// Whether the session records or replays.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Log every nondeterministic outcome.
+    Record,
+    /// Make every outcome come out as logged.
+    Replay,
+}
+
+/// Messages from an LD to the GD.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum LdToGd {
+    /// First message of every connection: who am I? Answered by [`GdToLd::Welcome`].
+    Hello {
+        /// Must equal [`PROTOCOL_VERSION`].
+        protocol: u32,
+        /// This process.
+        pid: i32,
+        /// Its parent.
+        ppid: i32,
+        /// What the process knows of its origin.
+        claim: Claim,
+        /// The program image's arguments.
+        argv: Vec<String>,
+    },
+    /// Replay: a connect succeeded; this is its address, for the acceptor's [`LdToGd::WhoIs`].
+    Connected {
+        /// The connecting actor.
+        actor: ActorId,
+        /// Its connect event number.
+        event: u64,
+        /// Local address of the connecting socket.
+        local: Addr,
+        /// Address connected to.
+        remote: Addr,
+    },
+    /// Replay: which actor's connect is this accepted connection? Answered by [`GdToLd::Peer`].
+    WhoIs {
+        /// Local address of the accepted socket.
+        local: Addr,
+        /// Peer address of the accepted socket.
+        remote: Addr,
+        /// Unix sockets: the connecting process (SO_PEERCRED).
+        peer_pid: Option<i32>,
+    },
+    /// I/O of a kind ddbx does not record yet (UDP, pipes): reported once per kind.
+    Passthrough {
+        /// The actor.
+        actor: ActorId,
+        /// One line saying what.
+        what: String,
+    },
+    /// Replay: the program did something its history does not expect. All actors stop.
+    Diverged {
+        /// The actor.
+        actor: ActorId,
+        /// The event number at which it diverged.
+        event: u64,
+        /// What the history expected.
+        expected: String,
+        /// What happened.
+        found: String,
+    },
+    /// The program does something ddbx cannot record faithfully: the session stops.
+    Unsupported {
+        /// The actor.
+        actor: ActorId,
+        /// What, and what to do about it.
+        what: String,
+    },
+    /// The actor's process is exiting.
+    Exiting {
+        /// The actor.
+        actor: ActorId,
+        /// Its events so far (its history length).
+        events: u64,
+        /// How.
+        status: ExitStatus,
+    },
+}
+
+/// What the LD must know to replay an actor.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplayPlan {
+    /// The recorded history to follow.
+    pub history: String,
+    /// For each of this actor's accept events: the connecting actor and its connect event
+    /// (`(my event, peer, peer event)`). Accepts from outside the session are absent.
+    pub accepts: Vec<(u64, ActorId, u64)>,
+    /// How the record ended, when it did not end with an `Exit` record (killed).
+    pub killed_by: Option<i32>,
+}
+
+/// Messages from the GD to an LD.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum GdToLd {
+    /// Answer to `Hello`.
+    Welcome {
+        /// Who this process is.
+        actor: ActorId,
+        /// How it came to be (`Exec` images get the origin of their actor).
+        origin: Origin,
+        /// Whether this image continues an actor after exec.
+        exec: bool,
+        /// Record or replay.
+        mode: Mode,
+        /// Where to write the history (record; in replay, the replay's own history, if any).
+        history_out: Option<String>,
+        /// Per-actor state file (event counter shared across exec).
+        state_file: String,
+        /// Replay only: what to follow.
+        replay: Option<ReplayPlan>,
+    },
+    /// Answer to `WhoIs`: the connect event that made this connection (`None`: not managed).
+    Peer {
+        /// The connecting actor and its connect event, if it is one of ours.
+        peer: Option<(ActorId, u64)>,
+    },
+    /// This process must not run under the session (replay: a process the record never had).
+    Refuse {
+        /// Why.
+        why: String,
+    },
+}
+
+/// Encodes a message as one line (with its newline).
+pub fn encode<T: Serialize>(msg: &T) -> String {
+    let mut line = ron::to_string(msg).unwrap_or_default();
+    line.push('\n');
+    line
+}
+
+/// Decodes one line (without its newline).
+pub fn decode<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, ron::error::SpannedError> {
+    ron::from_str(line)
+}
+
+/// Checks the protocol version of a `Hello`.
+pub fn protocol_matches(protocol: u32) -> bool {
+    protocol == PROTOCOL_VERSION
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_single_lines() {
+        let msgs = [
+            LdToGd::Hello {
+                protocol: PROTOCOL_VERSION,
+                pid: 1,
+                ppid: 0,
+                claim: Claim::Spawn {
+                    parent: ActorId(0),
+                    index: 1,
+                },
+                argv: vec!["a\nb".into()],
+            },
+            LdToGd::Diverged {
+                actor: ActorId(2),
+                event: 4,
+                expected: "Recv(fd: 3, n: 2)".into(),
+                found: "Send".into(),
+            },
+        ];
+        for m in msgs {
+            let line = encode(&m);
+            assert_eq!(line.matches('\n').count(), 1, "{line}");
+            assert_eq!(decode::<LdToGd>(line.trim_end()).unwrap(), m);
+        }
+    }
+}
