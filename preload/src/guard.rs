@@ -1,0 +1,55 @@
+//! The re-entrancy guard: ddbx's own I/O is never recorded.
+//!
+//! Every hook enters the guard before doing anything. Inside it (our own work, or a nested
+//! hook call made by it, or a signal handler that interrupts a hook), calls go straight to the
+//! real libc function. The flag is a const-initialised thread local without a destructor, so it
+//! works before our constructor, in signal handlers and in TLS destructors.
+
+use std::cell::Cell;
+
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    static TID: Cell<i32> = const { Cell::new(0) };
+}
+
+/// Proof that this thread is inside a hook; leaving the scope leaves the guard.
+pub struct Guard(());
+
+impl Guard {
+    /// Enters the guard, or `None` when this thread is already inside one.
+    pub fn enter() -> Option<Guard> {
+        INSIDE
+            .try_with(|inside| {
+                if inside.get() {
+                    None
+                } else {
+                    inside.set(true);
+                    Some(Guard(()))
+                }
+            })
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = INSIDE.try_with(|inside| inside.set(false));
+    }
+}
+
+/// This thread's kernel id, cached (reset after fork by [`forget_tid`]).
+pub fn tid() -> i32 {
+    TID.try_with(|t| {
+        if t.get() == 0 {
+            t.set(crate::sys::gettid());
+        }
+        t.get()
+    })
+    .unwrap_or_else(|_| crate::sys::gettid())
+}
+
+/// Forgets the cached tid (in a forked child, the thread has a new one).
+pub fn forget_tid() {
+    let _ = TID.try_with(|t| t.set(0));
+}

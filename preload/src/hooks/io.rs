@@ -1,0 +1,254 @@
+//! Data on channel ends: the read/write, recv/send families and their fortified variants.
+//! Only stream sockets are recorded; every other fd passes straight through.
+
+use super::{hook, ld_for_io};
+use crate::{real, record, replay, sys};
+use ddbx_wire::proto::Mode;
+use libc::{c_int, c_uint, c_void, iovec, mmsghdr, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t, timespec};
+
+/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
+fn on_recv(fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
+    let Some(ld) = ld_for_io(fd) else {
+        return call(len);
+    };
+    match ld.mode {
+        Mode::Record => {
+            let r = call(len);
+            let err = sys::errno();
+            ld.emit(&record::recv(fd, r, err));
+            sys::set_errno(err);
+            r
+        }
+        Mode::Replay => replay::io::recv(ld, fd, len, call),
+    }
+}
+
+/// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`.
+fn on_send(fd: c_int, len: usize, mut call: impl FnMut(usize, usize) -> isize) -> isize {
+    let Some(ld) = ld_for_io(fd) else {
+        return call(0, len);
+    };
+    match ld.mode {
+        Mode::Record => {
+            let r = call(0, len);
+            let err = sys::errno();
+            ld.emit(&record::send(fd, r, err));
+            sys::set_errno(err);
+            r
+        }
+        Mode::Replay => replay::io::send(ld, fd, len, call),
+    }
+}
+
+/// The bytes `offset..offset + n` of an iovec array, as another iovec array.
+///
+/// # Safety
+/// `iov` must point to `cnt` valid iovecs.
+unsafe fn iov_slice(iov: *const iovec, cnt: c_int, offset: usize, n: usize) -> Vec<iovec> {
+    let mut out = Vec::new();
+    let mut skip = offset;
+    let mut left = n;
+    for i in 0..cnt.max(0) as usize {
+        if left == 0 {
+            break;
+        }
+        // SAFETY: i < cnt.
+        let v = unsafe { *iov.add(i) };
+        if skip >= v.iov_len {
+            skip -= v.iov_len;
+            continue;
+        }
+        let take = (v.iov_len - skip).min(left);
+        out.push(iovec {
+            // SAFETY: within the caller's buffer.
+            iov_base: unsafe { (v.iov_base as *mut u8).add(skip) }.cast(),
+            iov_len: take,
+        });
+        left -= take;
+        skip = 0;
+    }
+    out
+}
+
+/// Total length of an iovec array.
+///
+/// # Safety
+/// `iov` must point to `cnt` valid iovecs.
+unsafe fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
+    (0..cnt.max(0) as usize)
+        // SAFETY: i < cnt.
+        .map(|i| unsafe { (*iov.add(i)).iov_len })
+        .sum()
+}
+
+hook! {
+    /// read(2).
+    fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+        on_recv(fd, n, |m| unsafe { real::read(fd, buf, m) })
+    }
+}
+
+hook! {
+    /// The fortified read(2).
+    fn __read_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t) -> ssize_t {
+        on_recv(fd, n, |m| unsafe { real::__read_chk(fd, buf, m, buflen) })
+    }
+}
+
+hook! {
+    /// recv(2).
+    fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+        on_recv(fd, n, |m| unsafe { real::recv(fd, buf, m, flags) })
+    }
+}
+
+hook! {
+    /// The fortified recv(2).
+    fn __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t {
+        on_recv(fd, n, |m| unsafe { real::__recv_chk(fd, buf, m, buflen, flags) })
+    }
+}
+
+hook! {
+    /// recvfrom(2).
+    fn recvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
+        on_recv(fd, n, |m| unsafe { real::recvfrom(fd, buf, m, flags, addr, len) })
+    }
+}
+
+hook! {
+    /// The fortified recvfrom(2).
+    fn __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
+        on_recv(fd, n, |m| unsafe { real::__recvfrom_chk(fd, buf, m, buflen, flags, addr, len) })
+    }
+}
+
+hook! {
+    /// readv(2).
+    fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+        let total = iov_len(iov, cnt);
+        on_recv(fd, total, |m| {
+            let part = iov_slice(iov, cnt, 0, m);
+            real::readv(fd, part.as_ptr(), part.len() as c_int)
+        })
+    }
+}
+
+hook! {
+    /// recvmsg(2).
+    fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+        if msg.is_null() {
+            return real::recvmsg(fd, msg, flags);
+        }
+        let total = iov_len((*msg).msg_iov, (*msg).msg_iovlen as c_int);
+        on_recv(fd, total, |m| {
+            let part = iov_slice((*msg).msg_iov, (*msg).msg_iovlen as c_int, 0, m);
+            let mut copy = *msg;
+            copy.msg_iov = part.as_ptr() as *mut iovec;
+            copy.msg_iovlen = part.len() as _;
+            let r = real::recvmsg(fd, &mut copy, flags);
+            (*msg).msg_namelen = copy.msg_namelen;
+            (*msg).msg_controllen = copy.msg_controllen;
+            (*msg).msg_flags = copy.msg_flags;
+            r
+        })
+    }
+}
+
+hook! {
+    /// recvmmsg(2): on a stream socket, received as one message.
+    fn recvmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int, timeout: *mut timespec) -> c_int {
+        if msgs.is_null() || vlen == 0 || !crate::fds::is_stream(fd) {
+            return real::recvmmsg(fd, msgs, vlen, flags, timeout);
+        }
+        let r = recvmsg(fd, &mut (*msgs).msg_hdr, flags & !libc::MSG_WAITFORONE);
+        if r < 0 {
+            return -1;
+        }
+        (*msgs).msg_len = r as c_uint;
+        1
+    }
+}
+
+hook! {
+    /// write(2).
+    fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+        on_send(fd, n, |off, m| unsafe { real::write(fd, (buf as *const u8).add(off).cast(), m) })
+    }
+}
+
+hook! {
+    /// send(2).
+    fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+        on_send(fd, n, |off, m| unsafe { real::send(fd, (buf as *const u8).add(off).cast(), m, flags) })
+    }
+}
+
+hook! {
+    /// sendto(2).
+    fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
+        on_send(fd, n, |off, m| unsafe { real::sendto(fd, (buf as *const u8).add(off).cast(), m, flags, addr, len) })
+    }
+}
+
+hook! {
+    /// writev(2).
+    fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+        let total = iov_len(iov, cnt);
+        on_send(fd, total, |off, m| {
+            let part = iov_slice(iov, cnt, off, m);
+            real::writev(fd, part.as_ptr(), part.len() as c_int)
+        })
+    }
+}
+
+hook! {
+    /// sendmsg(2).
+    fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
+        if msg.is_null() {
+            return real::sendmsg(fd, msg, flags);
+        }
+        let total = iov_len((*msg).msg_iov, (*msg).msg_iovlen as c_int);
+        on_send(fd, total, |off, m| {
+            let part = iov_slice((*msg).msg_iov, (*msg).msg_iovlen as c_int, off, m);
+            let mut copy = *msg;
+            copy.msg_iov = part.as_ptr() as *mut iovec;
+            copy.msg_iovlen = part.len() as _;
+            if off > 0 {
+                // Ancillary data goes with the first part only.
+                copy.msg_control = std::ptr::null_mut();
+                copy.msg_controllen = 0;
+            }
+            real::sendmsg(fd, &copy, flags)
+        })
+    }
+}
+
+hook! {
+    /// sendmmsg(2): on a stream socket, sent as one message.
+    fn sendmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int) -> c_int {
+        if msgs.is_null() || vlen == 0 || !crate::fds::is_stream(fd) {
+            return real::sendmmsg(fd, msgs, vlen, flags);
+        }
+        let r = sendmsg(fd, &(*msgs).msg_hdr, flags);
+        if r < 0 {
+            return -1;
+        }
+        (*msgs).msg_len = r as c_uint;
+        1
+    }
+}
+
+hook! {
+    /// sendfile(2): a send on the output fd.
+    fn sendfile(out: c_int, input: c_int, off: *mut off_t, n: size_t) -> ssize_t {
+        on_send(out, n, |_, m| unsafe { real::sendfile(out, input, off, m) })
+    }
+}
+
+hook! {
+    /// sendfile64(2).
+    fn sendfile64(out: c_int, input: c_int, off: *mut off_t, n: size_t) -> ssize_t {
+        on_send(out, n, |_, m| unsafe { real::sendfile64(out, input, off, m) })
+    }
+}

@@ -1,0 +1,161 @@
+//! The real libc functions behind our hooks, found with `dlsym(RTLD_NEXT, …)`.
+//!
+//! Each is resolved once, eagerly in our constructor (and lazily if a hook runs before it, as
+//! hooks do when another library's constructor makes a socket), and cached in an atomic. A
+//! symbol that cannot be found aborts with a message: a hook that silently did nothing would be
+//! a wrong recording.
+
+#![allow(clippy::missing_safety_doc, non_snake_case)]
+
+use libc::{
+    c_char, c_int, c_uint, c_void, epoll_event, fd_set, iovec, mmsghdr, msghdr, nfds_t, off_t,
+    pid_t, pollfd, sigset_t, size_t, sockaddr, socklen_t, ssize_t, timespec, timeval,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn lookup(name: &'static [u8]) -> usize {
+    // SAFETY: name is NUL-terminated; dlsym has no other preconditions.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) };
+    if p.is_null() {
+        let msg = b"ddbx: cannot find the real libc function behind a hook; aborting\n";
+        crate::sys::write_all(2, msg);
+        crate::sys::write_all(2, &name[..name.len() - 1]);
+        crate::sys::write_all(2, b"\n");
+        // SAFETY: abort has no preconditions.
+        unsafe { libc::abort() }
+    }
+    p as usize
+}
+
+macro_rules! reals {
+    ($( fn $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {
+        /// Cached addresses, one per real function.
+        #[allow(non_upper_case_globals)]
+        mod slot {
+            use super::AtomicUsize;
+            $( pub static $name: AtomicUsize = AtomicUsize::new(0); )*
+        }
+        $(
+            /// The real libc function of this name.
+            #[inline]
+            pub unsafe fn $name($($arg: $ty),*) -> $ret {
+                let mut p = slot::$name.load(Ordering::Relaxed);
+                if p == 0 {
+                    p = lookup(concat!(stringify!($name), "\0").as_bytes());
+                    slot::$name.store(p, Ordering::Relaxed);
+                }
+                // SAFETY: p is the address of the libc function with this signature.
+                unsafe {
+                    let f: unsafe extern "C" fn($($ty),*) -> $ret = std::mem::transmute(p);
+                    f($($arg),*)
+                }
+            }
+        )*
+        /// Resolves every real function now (from the constructor), so that no hook resolves
+        /// one later inside a signal handler or across a fork.
+        pub fn resolve_all() {
+            $(
+                if slot::$name.load(Ordering::Relaxed) == 0 {
+                    slot::$name.store(
+                        lookup(concat!(stringify!($name), "\0").as_bytes()),
+                        Ordering::Relaxed,
+                    );
+                }
+            )*
+            if FCNTL.load(Ordering::Relaxed) == 0 {
+                FCNTL.store(lookup(b"fcntl\0"), Ordering::Relaxed);
+            }
+            if IOCTL.load(Ordering::Relaxed) == 0 {
+                IOCTL.store(lookup(b"ioctl\0"), Ordering::Relaxed);
+            }
+        }
+    };
+}
+
+reals! {
+    fn fork() -> pid_t;
+    fn vfork() -> pid_t;
+    fn _Fork() -> pid_t;
+    fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int;
+    fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int;
+    fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
+    fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int;
+    fn _exit(status: c_int) -> ();
+    fn _Exit(status: c_int) -> ();
+    fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
+    fn socketpair(domain: c_int, ty: c_int, protocol: c_int, sv: *mut c_int) -> c_int;
+    fn listen(fd: c_int, backlog: c_int) -> c_int;
+    fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
+    fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
+    fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int;
+    fn close(fd: c_int) -> c_int;
+    fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int;
+    fn shutdown(fd: c_int, how: c_int) -> c_int;
+    fn dup(fd: c_int) -> c_int;
+    fn dup2(old: c_int, new: c_int) -> c_int;
+    fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int;
+    fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t;
+    fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t;
+    fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t;
+    fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t;
+    fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t;
+    fn recvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t;
+    fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t;
+    fn recvmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int, timeout: *mut timespec) -> c_int;
+    fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t;
+    fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t;
+    fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t;
+    fn sendmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int) -> c_int;
+    fn sendfile(out: c_int, input: c_int, off: *mut off_t, n: size_t) -> ssize_t;
+    fn sendfile64(out: c_int, input: c_int, off: *mut off_t, n: size_t) -> ssize_t;
+    fn __read_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t) -> ssize_t;
+    fn __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t;
+    fn __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t;
+    fn select(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, t: *mut timeval) -> c_int;
+    fn pselect(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, t: *const timespec, mask: *const sigset_t) -> c_int;
+    fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int;
+    fn ppoll(fds: *mut pollfd, n: nfds_t, t: *const timespec, mask: *const sigset_t) -> c_int;
+    fn __poll_chk(fds: *mut pollfd, n: nfds_t, timeout: c_int, fdslen: size_t) -> c_int;
+    fn __ppoll_chk(fds: *mut pollfd, n: nfds_t, t: *const timespec, mask: *const sigset_t, fdslen: size_t) -> c_int;
+    fn epoll_create(size: c_int) -> c_int;
+    fn epoll_create1(flags: c_int) -> c_int;
+    fn epoll_ctl(ep: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int;
+    fn epoll_wait(ep: c_int, evs: *mut epoll_event, max: c_int, timeout: c_int) -> c_int;
+    fn epoll_pwait(ep: c_int, evs: *mut epoll_event, max: c_int, timeout: c_int, mask: *const sigset_t) -> c_int;
+    fn epoll_pwait2(ep: c_int, evs: *mut epoll_event, max: c_int, t: *const timespec, mask: *const sigset_t) -> c_int;
+    fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
+    fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
+}
+
+static FCNTL: AtomicUsize = AtomicUsize::new(0);
+static IOCTL: AtomicUsize = AtomicUsize::new(0);
+
+/// The real (variadic) fcntl, called with one integer-sized argument.
+pub unsafe fn fcntl(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int {
+    let mut p = FCNTL.load(Ordering::Relaxed);
+    if p == 0 {
+        p = lookup(b"fcntl\0");
+        FCNTL.store(p, Ordering::Relaxed);
+    }
+    // SAFETY: p is libc's variadic fcntl.
+    unsafe {
+        let f: unsafe extern "C" fn(c_int, c_int, ...) -> c_int = std::mem::transmute(p);
+        f(fd, cmd, arg)
+    }
+}
+
+/// The real (variadic) ioctl, called with one integer-sized argument.
+pub unsafe fn ioctl(fd: c_int, req: libc::c_ulong, arg: libc::c_ulong) -> c_int {
+    let mut p = IOCTL.load(Ordering::Relaxed);
+    if p == 0 {
+        p = lookup(b"ioctl\0");
+        IOCTL.store(p, Ordering::Relaxed);
+    }
+    // SAFETY: p is libc's variadic ioctl.
+    unsafe {
+        let f: unsafe extern "C" fn(c_int, libc::c_ulong, ...) -> c_int = std::mem::transmute(p);
+        f(fd, req, arg)
+    }
+}

@@ -1,0 +1,139 @@
+//! Replay of receives and sends on channel ends.
+
+use super::Backoff;
+use crate::ld::Ld;
+use crate::sys;
+use ddbx_wire::history::Call;
+use ddbx_wire::Record;
+use libc::c_int;
+
+/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
+pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
+    let rec = ld.expect(
+        |r| match r {
+            Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
+            Record::Fail { call: Call::Recv, fd: f, .. } => *f == fd,
+            _ => false,
+        },
+        || format!("a receive of up to {len} bytes on fd {fd}"),
+    );
+    match rec {
+        Record::Recv { n, .. } => {
+            let n = n as usize;
+            if n > len {
+                ld.diverge(&format!("a receive of up to {len} bytes on fd {fd} (the record got {n})"));
+            }
+            wait_for_bytes(ld, fd, n);
+            let r = loop {
+                let r = call(n);
+                if r < 0 && sys::errno() == libc::EINTR {
+                    continue;
+                }
+                break r;
+            };
+            if r != n as isize {
+                let err = sys::errno();
+                ld.diverge(&format!("a receive on fd {fd} that returned {r} (errno {err}) although {n} bytes were waiting"));
+            }
+            ld.advance(&rec);
+            r
+        }
+        Record::NoData { .. } => {
+            ld.advance(&rec);
+            sys::set_errno(libc::EAGAIN);
+            -1
+        }
+        Record::Fail { err, .. } => {
+            ld.advance(&rec);
+            sys::set_errno(err.0);
+            -1
+        }
+        _ => unreachable_record(ld),
+    }
+}
+
+/// Waits until `n` bytes are waiting on `fd` (`n == 0`: until the end of the stream is there).
+fn wait_for_bytes(ld: &mut Ld, fd: c_int, n: usize) {
+    let mut backoff = Backoff::new();
+    let wanted = (libc::POLLIN | libc::POLLRDHUP) as i16;
+    let ended = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as c_int;
+    loop {
+        let avail = sys::bytes_available(fd);
+        if avail < 0 {
+            return; // not a socket we can measure: let the call decide
+        }
+        let avail = avail as usize;
+        if n > 0 && avail >= n {
+            return;
+        }
+        if n == 0 && avail > 0 {
+            ld.diverge(&format!(
+                "{avail} more bytes on fd {fd} where the record saw the end of the stream"
+            ));
+        }
+        let revents = sys::poll_one(fd, wanted, 0);
+        if revents > 0 && revents & ended != 0 {
+            // The peer sends nothing more: what is there is all there will be.
+            let avail = sys::bytes_available(fd).max(0) as usize;
+            if (n == 0 && avail == 0) || (n > 0 && avail >= n) {
+                return;
+            }
+            ld.diverge(&format!(
+                "the end of the stream on fd {fd} after {avail} bytes, where the record received {n}"
+            ));
+        }
+        if avail > 0 {
+            backoff.pause(); // some bytes, not enough: poll would not wait
+        } else {
+            sys::poll_one(fd, wanted, 1000);
+        }
+    }
+}
+
+/// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n` of the
+/// program's data.
+pub fn send(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize, usize) -> isize) -> isize {
+    let rec = ld.expect(
+        |r| match r {
+            Record::Send { fd: f, .. } => *f == fd,
+            Record::Fail { call: Call::Send, fd: f, .. } => *f == fd,
+            _ => false,
+        },
+        || format!("a send of {len} bytes on fd {fd}"),
+    );
+    match rec {
+        Record::Send { n, .. } => {
+            let n = n as usize;
+            if n > len {
+                ld.diverge(&format!("a send of {len} bytes on fd {fd} (the record sent {n})"));
+            }
+            let mut sent = 0;
+            while sent < n {
+                let r = call(sent, n - sent);
+                if r > 0 {
+                    sent += r as usize;
+                    continue;
+                }
+                let err = sys::errno();
+                if r < 0 && (err == libc::EAGAIN || err == libc::EINTR) {
+                    sys::poll_one(fd, libc::POLLOUT, 1000);
+                    continue;
+                }
+                ld.diverge(&format!("a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"));
+            }
+            ld.advance(&rec);
+            n as isize
+        }
+        Record::Fail { err, .. } => {
+            ld.advance(&rec);
+            sys::set_errno(err.0);
+            -1
+        }
+        _ => unreachable_record(ld),
+    }
+}
+
+/// `expect` only returns records its predicate accepted; this is for the compiler.
+pub fn unreachable_record(ld: &mut Ld) -> ! {
+    ld.diverge("an internal inconsistency in ddbx's replay (please report)")
+}

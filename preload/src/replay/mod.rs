@@ -1,0 +1,30 @@
+//! Replay: making each call come out as its history record says (DESIGN §3).
+//!
+//! Mirrors `record/`. Before a call, the LD looks at the actor's next record; it waits until
+//! the outcome the record names is really possible (the bytes have arrived, the fd is ready,
+//! the right peer has connected), then makes the call produce exactly that outcome. Anything
+//! the record does not expect is a divergence.
+
+pub mod accept;
+pub mod connect;
+pub mod io;
+pub mod ready;
+
+use crate::sys;
+
+/// Waits with a growing pause (20 µs up to 2 ms): for states that a poll cannot wait for
+/// (fewer bytes than needed have arrived; a server is not listening yet).
+pub struct Backoff(u64);
+
+impl Backoff {
+    /// A fresh backoff.
+    pub fn new() -> Backoff {
+        Backoff(20)
+    }
+
+    /// Sleeps, and lengthens the next pause.
+    pub fn pause(&mut self) {
+        sys::sleep_us(self.0);
+        self.0 = (self.0 * 2).min(2000);
+    }
+}

@@ -1,0 +1,66 @@
+//! Replay of select, poll and epoll: the recorded ready set, once those fds really are ready.
+//!
+//! The real readiness call is not made: the kernel's answer (and, for edge-triggered epoll, its
+//! memory of what it already reported) does not matter; the history's does.
+
+use super::io::unreachable_record;
+use super::Backoff;
+use crate::ld::Ld;
+use crate::sys;
+use ddbx_wire::history::{Call, ReadyFd, WaitCall};
+use ddbx_wire::{Events, Record};
+use libc::c_int;
+
+/// The next record, which must be a ready set of `call` (or its failure). `Err(errno)` for a
+/// recorded failure (already advanced past); `Ok(fds)` once every recorded fd is ready (the
+/// caller reports them and then calls [`done`]).
+pub fn next_ready_set(ld: &mut Ld, call: WaitCall, what: &str) -> Result<Vec<ReadyFd>, c_int> {
+    let rec = ld.expect(
+        |r| match r {
+            Record::Ready { call: c, .. } => *c == call,
+            Record::Fail { call: Call::Wait, .. } => true,
+            _ => false,
+        },
+        || what.to_string(),
+    );
+    match rec {
+        Record::Ready { fds, .. } => {
+            for f in &fds {
+                wait_until_ready(f.fd, f.ev);
+            }
+            Ok(fds)
+        }
+        Record::Fail { err, .. } => {
+            ld.advance(&rec);
+            Err(err.0)
+        }
+        _ => unreachable_record(ld),
+    }
+}
+
+/// The ready set has been reported to the program.
+pub fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
+    ld.advance(&Record::Ready { call, fds });
+}
+
+/// Waits until `fd` really reports every event of `ev` that can be waited for.
+fn wait_until_ready(fd: c_int, ev: Events) {
+    let waitable = Events::IN | Events::PRI | Events::OUT | Events::RDHUP | Events::HUP | Events::ERR;
+    let want = ev.0 & waitable;
+    if want == 0 || ev.0 & 0x20 != 0 {
+        return; // nothing to wait for, or POLLNVAL (a closed fd): report as recorded
+    }
+    let mut backoff = Backoff::new();
+    loop {
+        let got = sys::poll_one(fd, (want & !(Events::HUP | Events::ERR)) as i16, 1000);
+        if got < 0 && sys::errno() != libc::EINTR {
+            return;
+        }
+        if got > 0 {
+            if got as u32 & want == want {
+                return;
+            }
+            backoff.pause(); // part of it: poll would report the same at once
+        }
+    }
+}

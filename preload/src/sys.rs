@@ -1,0 +1,233 @@
+//! Raw system calls for the LD's own I/O.
+//!
+//! Everything the LD does for itself (talking to the GD, writing its history, waiting for
+//! data in replay) goes through these, never through the libc entry points that the preload
+//! exports: those are our own hooks. They are async-signal-safe and allocation-free.
+
+use libc::{c_int, c_long, c_void};
+
+/// The calling thread's errno.
+pub fn errno() -> c_int {
+    // SAFETY: __errno_location always returns a valid pointer to this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets the calling thread's errno.
+pub fn set_errno(value: c_int) {
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = value }
+}
+
+fn ret(r: c_long) -> isize {
+    r as isize
+}
+
+/// read(2).
+pub fn read(fd: c_int, buf: &mut [u8]) -> isize {
+    // SAFETY: buf is valid for buf.len() bytes.
+    ret(unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) })
+}
+
+/// write(2) of the whole buffer, retrying on EINTR and short writes. Returns false on error.
+pub fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
+    while !buf.is_empty() {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = ret(unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) });
+        if n < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            return false;
+        }
+        buf = &buf[n as usize..];
+    }
+    true
+}
+
+/// close(2).
+pub fn close(fd: c_int) {
+    // SAFETY: closing an fd has no memory-safety preconditions.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+}
+
+/// fcntl(2) with an integer argument.
+pub fn fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    // SAFETY: integer-argument fcntl commands only.
+    unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) as c_int }
+}
+
+/// Moves `fd` to the lowest free number at or above `min` (close-on-exec), closing the original.
+pub fn move_high(fd: c_int, min: c_int) -> c_int {
+    let high = fcntl(fd, libc::F_DUPFD_CLOEXEC, min as c_long);
+    if high >= 0 {
+        close(fd);
+        high
+    } else {
+        fd
+    }
+}
+
+/// openat(2) relative to the cwd.
+pub fn open(path: &[u8], flags: c_int, mode: libc::mode_t) -> c_int {
+    let mut buf = [0u8; 512];
+    let Some(cpath) = cstr(path, &mut buf) else {
+        set_errno(libc::ENAMETOOLONG);
+        return -1;
+    };
+    // SAFETY: cpath is NUL-terminated.
+    unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, cpath, flags, mode) as c_int }
+}
+
+/// Copies `s` into `buf` with a NUL terminator.
+pub fn cstr(s: &[u8], buf: &mut [u8; 512]) -> Option<*const libc::c_char> {
+    if s.len() >= buf.len() || s.contains(&0) {
+        return None;
+    }
+    buf[..s.len()].copy_from_slice(s);
+    buf[s.len()] = 0;
+    Some(buf.as_ptr().cast())
+}
+
+/// A connected Unix stream socket to `path`, close-on-exec, or -1.
+pub fn connect_unix(path: &[u8]) -> c_int {
+    // SAFETY: plain syscalls on a sockaddr_un we fill ourselves.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_socket,
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        ) as c_int;
+        if fd < 0 {
+            return -1;
+        }
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        if path.len() >= addr.sun_path.len() {
+            close(fd);
+            return -1;
+        }
+        for (dst, src) in addr.sun_path.iter_mut().zip(path) {
+            *dst = *src as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
+        loop {
+            let r = libc::syscall(
+                libc::SYS_connect,
+                fd,
+                &addr as *const libc::sockaddr_un,
+                len as libc::socklen_t,
+            );
+            if r == 0 {
+                return fd;
+            }
+            if errno() != libc::EINTR {
+                close(fd);
+                return -1;
+            }
+        }
+    }
+}
+
+/// poll(2) on one fd; returns revents, 0 on timeout, -1 on error.
+pub fn poll_one(fd: c_int, events: i16, timeout_ms: c_int) -> c_int {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: (timeout_ms / 1000) as libc::time_t,
+        tv_nsec: ((timeout_ms % 1000) as libc::c_long) * 1_000_000,
+    };
+    let tsp: *const libc::timespec = if timeout_ms < 0 { std::ptr::null() } else { &ts };
+    // SAFETY: one valid pollfd; a valid or null timespec.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ppoll,
+            &mut p as *mut libc::pollfd,
+            1,
+            tsp,
+            std::ptr::null::<c_void>(),
+            0,
+        )
+    };
+    if r < 0 {
+        -1
+    } else if r == 0 {
+        0
+    } else {
+        p.revents as c_int
+    }
+}
+
+/// Bytes waiting in a socket's receive queue (FIONREAD), or -1.
+pub fn bytes_available(fd: c_int) -> isize {
+    let mut n: c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    let r = unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::FIONREAD, &mut n as *mut c_int) };
+    if r < 0 { -1 } else { n as isize }
+}
+
+/// Sleeps `micros` microseconds (restarting after signals).
+pub fn sleep_us(micros: u64) {
+    let mut ts = libc::timespec {
+        tv_sec: (micros / 1_000_000) as libc::time_t,
+        tv_nsec: ((micros % 1_000_000) * 1000) as libc::c_long,
+    };
+    loop {
+        let mut rem = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid timespecs.
+        let r = unsafe { libc::syscall(libc::SYS_nanosleep, &ts as *const _, &mut rem as *mut _) };
+        if r == 0 || errno() != libc::EINTR {
+            return;
+        }
+        ts = rem;
+    }
+}
+
+/// getpid(2).
+pub fn getpid() -> c_int {
+    // SAFETY: no preconditions.
+    unsafe { libc::syscall(libc::SYS_getpid) as c_int }
+}
+
+/// getppid(2).
+pub fn getppid() -> c_int {
+    // SAFETY: no preconditions.
+    unsafe { libc::syscall(libc::SYS_getppid) as c_int }
+}
+
+/// gettid(2).
+pub fn gettid() -> c_int {
+    // SAFETY: no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as c_int }
+}
+
+/// Kills this process with `sig`.
+pub fn kill_self(sig: c_int) {
+    // SAFETY: no memory preconditions.
+    unsafe { libc::syscall(libc::SYS_kill, getpid(), sig) };
+}
+
+/// _exit(2) of the whole process.
+pub fn exit_group(status: c_int) -> ! {
+    // SAFETY: never returns.
+    unsafe {
+        libc::syscall(libc::SYS_exit_group, status);
+    }
+    #[allow(clippy::empty_loop)]
+    loop {}
+}
+
+/// Writes a diagnostic line to the LD log fd (if the user asked for one), never to the
+/// program's stdout/stderr.
+pub fn diag(fd: c_int, msg: &str) {
+    if fd >= 0 {
+        write_all(fd, msg.as_bytes());
+        write_all(fd, b"\n");
+    }
+}
