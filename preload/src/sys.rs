@@ -140,7 +140,11 @@ pub fn poll_one(fd: c_int, events: i16, timeout_ms: c_int) -> c_int {
         tv_sec: (timeout_ms / 1000) as libc::time_t,
         tv_nsec: ((timeout_ms % 1000) as libc::c_long) * 1_000_000,
     };
-    let tsp: *const libc::timespec = if timeout_ms < 0 { std::ptr::null() } else { &ts };
+    let tsp: *const libc::timespec = if timeout_ms < 0 {
+        std::ptr::null()
+    } else {
+        &ts
+    };
     // SAFETY: one valid pollfd; a valid or null timespec.
     let r = unsafe {
         libc::syscall(

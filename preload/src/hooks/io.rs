@@ -4,7 +4,10 @@
 use super::{hook, ld_for_io};
 use crate::{real, record, replay, sys};
 use ddbx_wire::proto::Mode;
-use libc::{c_int, c_uint, c_void, iovec, mmsghdr, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t, timespec};
+use libc::{
+    c_int, c_uint, c_void, iovec, mmsghdr, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t,
+    timespec,
+};
 
 /// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
 fn on_recv(fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {

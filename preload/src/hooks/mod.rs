@@ -49,7 +49,10 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     }
     if kind & fds::PIPE != 0 {
         if let Some(ld) = ld::active() {
-            ld.passthrough(passthrough::PIPE, "pipes: data read from and written to pipes");
+            ld.passthrough(
+                passthrough::PIPE,
+                "pipes: data read from and written to pipes",
+            );
         }
     } else if kind & fds::OTHER_SOCKET != 0
         && let Some(ld) = ld::active()

@@ -77,7 +77,11 @@ unsafe fn on_accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: 
             let r = unsafe { real::accept4(fd, addr, len, flags) };
             let err = sys::errno();
             if r >= 0 {
-                let nonblock = if flags & libc::SOCK_NONBLOCK != 0 { fds::NONBLOCK } else { 0 };
+                let nonblock = if flags & libc::SOCK_NONBLOCK != 0 {
+                    fds::NONBLOCK
+                } else {
+                    0
+                };
                 fds::set(r, fds::STREAM | nonblock);
             }
             ld.emit(&record::accept(fd, r, err));

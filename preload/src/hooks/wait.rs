@@ -3,9 +3,9 @@
 
 use super::hook;
 use crate::{fds, ld, real, record, replay, sys};
+use ddbx_wire::Events;
 use ddbx_wire::history::{ReadyFd, WaitCall};
 use ddbx_wire::proto::Mode;
-use ddbx_wire::Events;
 use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd, sigset_t, size_t, timespec, timeval};
 
 /// The LD, when a readiness call that watches a channel end must be recorded or replayed.
@@ -41,7 +41,10 @@ unsafe fn on_poll(pfds: *mut pollfd, n: nfds_t, call: impl FnOnce() -> c_int) ->
             let ready = entries
                 .iter()
                 .filter(|p| r > 0 && p.revents != 0)
-                .map(|p| ReadyFd { fd: p.fd, ev: Events(p.revents as u16 as u32) })
+                .map(|p| ReadyFd {
+                    fd: p.fd,
+                    ev: Events(p.revents as u16 as u32),
+                })
                 .collect();
             ld.emit(&record::ready(WaitCall::Poll, r, err, ready));
             sys::set_errno(err);
@@ -55,12 +58,17 @@ unsafe fn on_poll(pfds: *mut pollfd, n: nfds_t, call: impl FnOnce() -> c_int) ->
                     -1
                 }
                 Ok(set) => {
-                    if let Some(missing) = set.iter().find(|f| !entries.iter().any(|p| p.fd == f.fd)) {
+                    if let Some(missing) =
+                        set.iter().find(|f| !entries.iter().any(|p| p.fd == f.fd))
+                    {
                         ld.diverge(&format!("{what} (the record saw fd {} ready)", missing.fd));
                     }
                     let mut count = 0;
                     for p in entries.iter_mut() {
-                        p.revents = set.iter().find(|f| f.fd == p.fd).map_or(0, |f| f.ev.0 as u16 as i16);
+                        p.revents = set
+                            .iter()
+                            .find(|f| f.fd == p.fd)
+                            .map_or(0, |f| f.ev.0 as u16 as i16);
                         if p.revents != 0 {
                             count += 1;
                         }
@@ -112,7 +120,9 @@ unsafe fn on_select(
     let n = n.clamp(0, libc::FD_SETSIZE as c_int);
     // SAFETY: each set is null or the caller's fd_set.
     let isset = |set: *mut fd_set, fd: c_int| !set.is_null() && unsafe { libc::FD_ISSET(fd, set) };
-    let watched: Vec<c_int> = (0..n).filter(|fd| isset(r, *fd) || isset(w, *fd) || isset(e, *fd)).collect();
+    let watched: Vec<c_int> = (0..n)
+        .filter(|fd| isset(r, *fd) || isset(w, *fd) || isset(e, *fd))
+        .collect();
     let Some(ld) = ld_for_wait(watched.iter().any(|fd| fds::is_stream(*fd))) else {
         return call();
     };
@@ -230,7 +240,12 @@ hook! {
 }
 
 /// epoll_wait and its variants; `call()` makes the real call.
-unsafe fn on_epoll(ep: c_int, evs: *mut epoll_event, max: c_int, call: impl FnOnce() -> c_int) -> c_int {
+unsafe fn on_epoll(
+    ep: c_int,
+    evs: *mut epoll_event,
+    max: c_int,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
     let Some(ld) = ld_for_wait(fds::kind(ep) & fds::WATCHES_STREAMS != 0) else {
         return call();
     };
@@ -248,7 +263,10 @@ unsafe fn on_epoll(ep: c_int, evs: *mut epoll_event, max: c_int, call: impl FnOn
                         "epoll_wait reported data {data:#x}, which was never registered with epoll_ctl"
                     ));
                 };
-                ready.push(ReadyFd { fd, ev: Events(e.events) });
+                ready.push(ReadyFd {
+                    fd,
+                    ev: Events(e.events),
+                });
             }
             ld.emit(&record::ready(WaitCall::Epoll, r, err, ready));
             sys::set_errno(err);
@@ -263,14 +281,22 @@ unsafe fn on_epoll(ep: c_int, evs: *mut epoll_event, max: c_int, call: impl FnOn
                 }
                 Ok(set) => {
                     if set.len() > max.max(0) as usize {
-                        ld.diverge(&format!("{what} for at most {max} events (the record got {})", set.len()));
+                        ld.diverge(&format!(
+                            "{what} for at most {max} events (the record got {})",
+                            set.len()
+                        ));
                     }
                     for (i, f) in set.iter().enumerate() {
                         let Some(data) = fds::ep_data(ep, f.fd) else {
                             ld.diverge(&format!("{what} in which fd {} is not registered", f.fd));
                         };
                         // SAFETY: i < max entries of the caller's array.
-                        unsafe { *evs.add(i) = epoll_event { events: f.ev.0, u64: data } };
+                        unsafe {
+                            *evs.add(i) = epoll_event {
+                                events: f.ev.0,
+                                u64: data,
+                            }
+                        };
                     }
                     let count = set.len() as c_int;
                     replay::ready::done(ld, WaitCall::Epoll, set);

@@ -4,7 +4,7 @@
 //! handed out by the later accept they belong to: the paper's dummy accept.
 
 use super::io::unreachable_record;
-use crate::ld::{Ld, HIGH_FD};
+use crate::ld::{HIGH_FD, Ld};
 use crate::{fds, real, sys};
 use ddbx_wire::history::Call;
 use ddbx_wire::proto::{GdToLd, LdToGd};
@@ -15,11 +15,21 @@ use libc::{c_int, sockaddr, socklen_t};
 ///
 /// # Safety
 /// `addr`/`len` as for accept4.
-pub unsafe fn accept(ld: &mut Ld, fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int {
+pub unsafe fn accept(
+    ld: &mut Ld,
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
     let rec = ld.expect(
         |r| match r {
             Record::Accept { fd: f, .. } => *f == fd,
-            Record::Fail { call: Call::Accept, fd: f, .. } => *f == fd,
+            Record::Fail {
+                call: Call::Accept,
+                fd: f,
+                ..
+            } => *f == fd,
             _ => false,
         },
         || format!("an accept on fd {fd}"),
@@ -49,13 +59,31 @@ pub unsafe fn accept(ld: &mut Ld, fd: c_int, addr: *mut sockaddr, len: *mut sock
     }
     // The program's flags: non-blocking and close-on-exec as it asked.
     let fl = sys::fcntl(got, libc::F_GETFL, 0);
-    let fl = if flags & libc::SOCK_NONBLOCK != 0 { fl | libc::O_NONBLOCK } else { fl & !libc::O_NONBLOCK };
+    let fl = if flags & libc::SOCK_NONBLOCK != 0 {
+        fl | libc::O_NONBLOCK
+    } else {
+        fl & !libc::O_NONBLOCK
+    };
     sys::fcntl(got, libc::F_SETFL, fl as libc::c_long);
-    let cloexec = if flags & libc::SOCK_CLOEXEC != 0 { libc::FD_CLOEXEC } else { 0 };
+    let cloexec = if flags & libc::SOCK_CLOEXEC != 0 {
+        libc::FD_CLOEXEC
+    } else {
+        0
+    };
     sys::fcntl(got, libc::F_SETFD, cloexec as libc::c_long);
-    fds::set(got, fds::STREAM | if flags & libc::SOCK_NONBLOCK != 0 { fds::NONBLOCK } else { 0 });
+    fds::set(
+        got,
+        fds::STREAM
+            | if flags & libc::SOCK_NONBLOCK != 0 {
+                fds::NONBLOCK
+            } else {
+                0
+            },
+    );
     if got != new_fd {
-        ld.diverge(&format!("an accept on fd {fd} that returned fd {got} where the record had fd {new_fd}"));
+        ld.diverge(&format!(
+            "an accept on fd {fd} that returned fd {got} where the record had fd {new_fd}"
+        ));
     }
     if !addr.is_null() && !len.is_null() {
         // SAFETY: the program's buffers, as for accept4.
@@ -100,7 +128,14 @@ fn accept_any(fd: c_int) -> c_int {
     loop {
         sys::poll_one(fd, libc::POLLIN, 1000);
         // SAFETY: null address buffers are allowed.
-        let got = unsafe { real::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) };
+        let got = unsafe {
+            real::accept4(
+                fd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            )
+        };
         if got >= 0 {
             return got;
         }
@@ -115,8 +150,16 @@ fn accept_any(fd: c_int) -> c_int {
 fn who_is(ld: &mut Ld, fd: c_int) -> Option<(ActorId, u64)> {
     let local = fds::socket_addr(fd, false);
     let remote = fds::socket_addr(fd, true);
-    let peer_pid = if local.starts_with("unix:") { fds::peer_pid(fd) } else { None };
-    match ld.request(&LdToGd::WhoIs { local, remote, peer_pid }) {
+    let peer_pid = if local.starts_with("unix:") {
+        fds::peer_pid(fd)
+    } else {
+        None
+    };
+    match ld.request(&LdToGd::WhoIs {
+        local,
+        remote,
+        peer_pid,
+    }) {
         Some(GdToLd::Peer { peer }) => peer,
         _ => None,
     }

@@ -2,8 +2,8 @@
 //! listens (retrying while it is not up yet), then tells the GD its address so that the
 //! acceptor can recognise it.
 
-use super::io::unreachable_record;
 use super::Backoff;
+use super::io::unreachable_record;
 use crate::ld::Ld;
 use crate::{fds, real, sys};
 use ddbx_wire::proto::LdToGd;
@@ -35,7 +35,11 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
     // Connect for real, blocking, until the peer is there.
     let flags = sys::fcntl(fd, libc::F_GETFL, 0);
     if flags & libc::O_NONBLOCK != 0 {
-        sys::fcntl(fd, libc::F_SETFL, (flags & !libc::O_NONBLOCK) as libc::c_long);
+        sys::fcntl(
+            fd,
+            libc::F_SETFL,
+            (flags & !libc::O_NONBLOCK) as libc::c_long,
+        );
     }
     let mut backoff = Backoff::new();
     loop {
@@ -50,7 +54,9 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
             libc::ECONNREFUSED | libc::ENOENT | libc::EAGAIN => backoff.pause(),
             _ => {
                 let name = Errno(e);
-                ld.diverge(&format!("a connect on fd {fd} to {remote} that failed with {name}"));
+                ld.diverge(&format!(
+                    "a connect on fd {fd} to {remote} that failed with {name}"
+                ));
             }
         }
     }
@@ -66,7 +72,12 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         remote: remote.clone(),
     };
     ld.send(&note);
-    let observed = Record::Connect { fd, err, local, remote };
+    let observed = Record::Connect {
+        fd,
+        err,
+        local,
+        remote,
+    };
     ld.advance(&observed);
     match err {
         None => 0,

@@ -3,8 +3,8 @@
 use super::Backoff;
 use crate::ld::Ld;
 use crate::sys;
-use ddbx_wire::history::Call;
 use ddbx_wire::Record;
+use ddbx_wire::history::Call;
 use libc::c_int;
 
 /// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
@@ -12,7 +12,11 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
     let rec = ld.expect(
         |r| match r {
             Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
-            Record::Fail { call: Call::Recv, fd: f, .. } => *f == fd,
+            Record::Fail {
+                call: Call::Recv,
+                fd: f,
+                ..
+            } => *f == fd,
             _ => false,
         },
         || format!("a receive of up to {len} bytes on fd {fd}"),
@@ -21,7 +25,9 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
         Record::Recv { n, .. } => {
             let n = n as usize;
             if n > len {
-                ld.diverge(&format!("a receive of up to {len} bytes on fd {fd} (the record got {n})"));
+                ld.diverge(&format!(
+                    "a receive of up to {len} bytes on fd {fd} (the record got {n})"
+                ));
             }
             wait_for_bytes(ld, fd, n);
             let r = loop {
@@ -55,7 +61,7 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
 /// Waits until `n` bytes are waiting on `fd` (`n == 0`: until the end of the stream is there).
 fn wait_for_bytes(ld: &mut Ld, fd: c_int, n: usize) {
     let mut backoff = Backoff::new();
-    let wanted = (libc::POLLIN | libc::POLLRDHUP) as i16;
+    let wanted = libc::POLLIN | libc::POLLRDHUP;
     let ended = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as c_int;
     loop {
         let avail = sys::bytes_available(fd);
@@ -92,11 +98,20 @@ fn wait_for_bytes(ld: &mut Ld, fd: c_int, n: usize) {
 
 /// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n` of the
 /// program's data.
-pub fn send(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize, usize) -> isize) -> isize {
+pub fn send(
+    ld: &mut Ld,
+    fd: c_int,
+    len: usize,
+    mut call: impl FnMut(usize, usize) -> isize,
+) -> isize {
     let rec = ld.expect(
         |r| match r {
             Record::Send { fd: f, .. } => *f == fd,
-            Record::Fail { call: Call::Send, fd: f, .. } => *f == fd,
+            Record::Fail {
+                call: Call::Send,
+                fd: f,
+                ..
+            } => *f == fd,
             _ => false,
         },
         || format!("a send of {len} bytes on fd {fd}"),
@@ -105,7 +120,9 @@ pub fn send(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize, usiz
         Record::Send { n, .. } => {
             let n = n as usize;
             if n > len {
-                ld.diverge(&format!("a send of {len} bytes on fd {fd} (the record sent {n})"));
+                ld.diverge(&format!(
+                    "a send of {len} bytes on fd {fd} (the record sent {n})"
+                ));
             }
             let mut sent = 0;
             while sent < n {
@@ -119,7 +136,9 @@ pub fn send(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize, usiz
                     sys::poll_one(fd, libc::POLLOUT, 1000);
                     continue;
                 }
-                ld.diverge(&format!("a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"));
+                ld.diverge(&format!(
+                    "a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"
+                ));
             }
             ld.advance(&rec);
             n as isize

@@ -3,8 +3,8 @@
 //! The real readiness call is not made: the kernel's answer (and, for edge-triggered epoll, its
 //! memory of what it already reported) does not matter; the history's does.
 
-use super::io::unreachable_record;
 use super::Backoff;
+use super::io::unreachable_record;
 use crate::ld::Ld;
 use crate::sys;
 use ddbx_wire::history::{Call, ReadyFd, WaitCall};
@@ -18,7 +18,9 @@ pub fn next_ready_set(ld: &mut Ld, call: WaitCall, what: &str) -> Result<Vec<Rea
     let rec = ld.expect(
         |r| match r {
             Record::Ready { call: c, .. } => *c == call,
-            Record::Fail { call: Call::Wait, .. } => true,
+            Record::Fail {
+                call: Call::Wait, ..
+            } => true,
             _ => false,
         },
         || what.to_string(),
@@ -45,7 +47,8 @@ pub fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
 
 /// Waits until `fd` really reports every event of `ev` that can be waited for.
 fn wait_until_ready(fd: c_int, ev: Events) {
-    let waitable = Events::IN | Events::PRI | Events::OUT | Events::RDHUP | Events::HUP | Events::ERR;
+    let waitable =
+        Events::IN | Events::PRI | Events::OUT | Events::RDHUP | Events::HUP | Events::ERR;
     let want = ev.0 & waitable;
     if want == 0 || ev.0 & 0x20 != 0 {
         return; // nothing to wait for, or POLLNVAL (a closed fd): report as recorded

@@ -109,7 +109,11 @@ mod tests {
     fn prints_and_parses() {
         for bits in [0, 1, 0x11, 0x2001, 0x8000_0001] {
             let text = ron::to_string(&Events(bits)).unwrap();
-            assert_eq!(ron::from_str::<Events>(&text).unwrap(), Events(bits), "{text}");
+            assert_eq!(
+                ron::from_str::<Events>(&text).unwrap(),
+                Events(bits),
+                "{text}"
+            );
         }
         assert_eq!(Events(0x11).to_string(), "in|hup");
     }

@@ -235,14 +235,20 @@ impl Record {
         line
     }
 
-    /// A copy with what changes from run to run (pids, ports) blanked, for comparing runs.
+    /// A copy with what changes from run to run blanked, for comparing runs: pids, ports, and
+    /// program arguments after `argv[0]` (they may hold a temporary file name or a pid, which
+    /// ddbx does not replay yet).
     pub fn without_run_details(&self) -> Record {
         let mut r = self.clone();
         match &mut r {
-            Record::Start { pid, ppid, .. } => {
+            Record::Start {
+                pid, ppid, argv, ..
+            } => {
                 *pid = 0;
                 *ppid = 0;
+                argv.truncate(1);
             }
+            Record::Exec { argv } => argv.truncate(1),
             Record::Connect { local, remote, .. } => {
                 *local = blank_port(local);
                 *remote = blank_port(remote);
@@ -343,7 +349,10 @@ impl History {
         let text = String::from_utf8(text).map_err(|e| HistoryError {
             path: path.to_path_buf(),
             line: 0,
-            problem: format!("expected UTF-8 text, found invalid bytes at offset {}", e.utf8_error().valid_up_to()),
+            problem: format!(
+                "expected UTF-8 text, found invalid bytes at offset {}",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
         History::parse(path, &text)
     }
@@ -362,9 +371,20 @@ impl History {
         let mut numbered = lines.iter().enumerate().map(|(i, l)| (i + 1, *l));
         let (first_no, first) = numbered
             .find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
-            .ok_or_else(|| err(1, "expected a `Header(format: …, actor: …)` line, found an empty file".into()))?;
+            .ok_or_else(|| {
+                err(
+                    1,
+                    "expected a `Header(format: …, actor: …)` line, found an empty file".into(),
+                )
+            })?;
         let header_text = first.trim().strip_prefix("Header").ok_or_else(|| {
-            err(first_no, format!("expected `Header(format: {FORMAT_VERSION}, actor: …)`, found `{}`", clip(first)))
+            err(
+                first_no,
+                format!(
+                    "expected `Header(format: {FORMAT_VERSION}, actor: …)`, found `{}`",
+                    clip(first)
+                ),
+            )
         })?;
         let header: Header = ron::from_str(header_text)
             .map_err(|e| err(first_no, format!("malformed header: {e}")))?;
@@ -385,9 +405,17 @@ impl History {
                 continue;
             }
             let record: Record = ron::from_str(line).map_err(|e| {
-                err(no, format!("expected a history record such as `Recv(fd: 4, n: 17)`, found `{}` ({e})", clip(line)))
+                err(
+                    no,
+                    format!(
+                        "expected a history record such as `Recv(fd: 4, n: 17)`, found `{}` ({e})",
+                        clip(line)
+                    ),
+                )
             })?;
-            checker.check(&record, records.len() + 1).map_err(|p| err(no, p))?;
+            checker
+                .check(&record, records.len() + 1)
+                .map_err(|p| err(no, p))?;
             records.push(record);
         }
         Ok(History {
@@ -421,7 +449,10 @@ struct Checker {
 impl Checker {
     fn check(&mut self, r: &Record, event: usize) -> Result<(), String> {
         if self.exited {
-            return Err(format!("event {event}: expected nothing after `Exit`, found `{}`", r.kind()));
+            return Err(format!(
+                "event {event}: expected nothing after `Exit`, found `{}`",
+                r.kind()
+            ));
         }
         match r {
             Record::Start { .. } if self.started => {
@@ -429,7 +460,10 @@ impl Checker {
             }
             Record::Start { .. } => self.started = true,
             _ if !self.started => {
-                return Err(format!("event {event}: expected `Start` as the first event, found `{}`", r.kind()));
+                return Err(format!(
+                    "event {event}: expected `Start` as the first event, found `{}`",
+                    r.kind()
+                ));
             }
             Record::Fork { index } | Record::Spawn { index } => {
                 if *index != self.last_child_index + 1 {
@@ -450,13 +484,18 @@ impl Checker {
             | Record::Send { fd, .. } => Some(*fd),
             Record::Accept { fd, new_fd, .. } => {
                 if *new_fd < 0 {
-                    return Err(format!("event {event}: accepted fd must be >= 0, found {new_fd}"));
+                    return Err(format!(
+                        "event {event}: accepted fd must be >= 0, found {new_fd}"
+                    ));
                 }
                 Some(*fd)
             }
             Record::Ready { fds, .. } => {
                 if let Some(bad) = fds.iter().find(|f| f.fd < 0) {
-                    return Err(format!("event {event}: ready fd must be >= 0, found {}", bad.fd));
+                    return Err(format!(
+                        "event {event}: ready fd must be >= 0, found {}",
+                        bad.fd
+                    ));
                 }
                 None
             }
@@ -495,7 +534,10 @@ mod tests {
             },
             Record::Ready {
                 call: WaitCall::Epoll,
-                fds: vec![ReadyFd { fd: 4, ev: Events(0x11) }],
+                fds: vec![ReadyFd {
+                    fd: 4,
+                    ev: Events(0x11),
+                }],
             },
             Record::Recv { fd: 4, n: 17 },
             Record::NoData { fd: 4 },
@@ -538,9 +580,14 @@ mod tests {
         text.push_str("\nRecv(fd: 4, bytes: 3)\n");
         let e = History::parse(Path::new("h.ron"), &text).unwrap_err();
         assert_eq!(e.line, 3);
-        assert!(e.to_string().starts_with("h.ron:3: expected a history record"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("h.ron:3: expected a history record"),
+            "{e}"
+        );
 
-        let e = History::parse(Path::new("h.ron"), "Header(format: 99, actor: \"p1\")\n").unwrap_err();
+        let e =
+            History::parse(Path::new("h.ron"), "Header(format: 99, actor: \"p1\")\n").unwrap_err();
         assert!(e.problem.contains("format 99"), "{e}");
 
         let text = format!("{}Recv(fd: 4, n: 3)\n", header_line(ActorId(1)));

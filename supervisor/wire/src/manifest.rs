@@ -97,7 +97,9 @@ pub struct Manifest {
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// Missing or unreadable.
-    #[error("{path}: cannot read the manifest: {source} (is this a directory made by `ddbx record`?)")]
+    #[error(
+        "{path}: cannot read the manifest: {source} (is this a directory made by `ddbx record`?)"
+    )]
     Io {
         /// The file.
         path: PathBuf,

@@ -1,0 +1,476 @@
+//! The embedding API: record and replay a program from Rust, as the CLI does.
+
+use crate::error::Error;
+use crate::exit;
+use ddbx_supervisor::Recording;
+use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};
+use ddbx_supervisor::wire::manifest::{ActorInfo, ExitStatus};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Where ddbx's own human-readable lines (`ddbx: …`) go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Messages {
+    /// To standard error (the program's own output is never mixed into it by ddbx).
+    #[default]
+    Stderr,
+    /// To this file (created or truncated).
+    File(PathBuf),
+    /// Nowhere; they are still returned in the outcome.
+    Quiet,
+}
+
+/// What to record.
+#[derive(Debug, Clone, Default)]
+pub struct RecordOptions {
+    /// The program and its arguments; the program is looked up in `PATH` like a shell does.
+    pub command: Vec<String>,
+    /// The recording directory: must not exist or be empty. `None`: `ddbx-run-N` in the
+    /// current directory, N the smallest free integer ≥ 1.
+    pub out_dir: Option<PathBuf>,
+    /// Where ddbx's lines go.
+    pub messages: Messages,
+    /// Catch SIGINT/SIGTERM: stop every process and end as interrupted (for command lines).
+    pub handle_signals: bool,
+}
+
+/// What to replay.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// The recording directory.
+    pub dir: PathBuf,
+    /// Where the replay writes its own histories and manifest (must not exist or be empty).
+    pub history_out: Option<PathBuf>,
+    /// Where ddbx's lines go.
+    pub messages: Messages,
+    /// Catch SIGINT/SIGTERM: stop every process and end as interrupted (for command lines).
+    pub handle_signals: bool,
+}
+
+/// How a record or replay ended, as a word (the `outcome` field of the JSON output).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutcomeKind {
+    /// Record: the whole process tree exited.
+    Complete,
+    /// Replay: the recorded end was reached.
+    ReachedEnd,
+    /// Replay: the program did not follow the recording.
+    Diverged,
+    /// The program did something ddbx cannot handle.
+    Unsupported,
+    /// ddbx was interrupted.
+    Interrupted,
+}
+
+impl OutcomeKind {
+    /// `complete`, `reached_end`, `diverged`, `unsupported`, `interrupted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Complete => "complete",
+            OutcomeKind::ReachedEnd => "reached_end",
+            OutcomeKind::Diverged => "diverged",
+            OutcomeKind::Unsupported => "unsupported",
+            OutcomeKind::Interrupted => "interrupted",
+        }
+    }
+
+    fn of(end: &End) -> OutcomeKind {
+        match end {
+            End::Complete => OutcomeKind::Complete,
+            End::ReachedEnd => OutcomeKind::ReachedEnd,
+            End::Diverged(_) => OutcomeKind::Diverged,
+            End::Unsupported { .. } => OutcomeKind::Unsupported,
+            End::Interrupted { .. } => OutcomeKind::Interrupted,
+        }
+    }
+}
+
+/// What a record did.
+#[derive(Debug, Clone)]
+pub struct RecordOutcome {
+    /// The recording directory.
+    pub dir: PathBuf,
+    /// How it ended.
+    pub kind: OutcomeKind,
+    /// The details of the end (divergence, unsupported call, signal).
+    pub end: End,
+    /// The exit code `ddbx record` uses (see [`crate::exit`]).
+    pub exit_code: i32,
+    /// The root process's status.
+    pub root_status: Option<ExitStatus>,
+    /// Every actor recorded.
+    pub actors: Vec<ActorInfo>,
+    /// Kinds of I/O that were not recorded (`what (p3, p5)`).
+    pub passthrough: Vec<String>,
+    /// Every `ddbx: …` line, in order.
+    pub messages: Vec<String>,
+}
+
+/// What a replay did.
+#[derive(Debug, Clone)]
+pub struct ReplayOutcome {
+    /// The recording replayed.
+    pub dir: PathBuf,
+    /// How it ended.
+    pub kind: OutcomeKind,
+    /// The details of the end (divergence, unsupported call, signal).
+    pub end: End,
+    /// The exit code `ddbx replay` uses (see [`crate::exit`]).
+    pub exit_code: i32,
+    /// The root process's status in the replay.
+    pub root_status: Option<ExitStatus>,
+    /// The actors the replay created (this run's pids).
+    pub actors: Vec<ActorInfo>,
+    /// Recorded events over all actors.
+    pub events: u64,
+    /// Where the replay's own histories went.
+    pub history_out: Option<PathBuf>,
+    /// Every `ddbx: …` line, in order.
+    pub messages: Vec<String>,
+}
+
+/// Records `options.command` under ddbx.
+pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
+    let Some(program_name) = options.command.first() else {
+        return Err(Error::Usage(
+            "expected a program to record after `--`, found nothing".into(),
+        ));
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
+    let env = session_env();
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let program = resolve_program(program_name, path_var, &cwd)?;
+    let out_dir = match &options.out_dir {
+        Some(dir) => {
+            prepare_empty_dir(dir, "-o")?;
+            dir.clone()
+        }
+        None => default_out_dir(&cwd)?,
+    };
+    let mut sink = open_sink(&options.messages)?;
+    let mut early = Vec::new();
+    let line = format!("ddbx: recording to {}", out_dir.display());
+    sink(&line);
+    early.push(line);
+
+    let runtime = RuntimeDir::create()?;
+    let preload = crate::preload::locate(runtime.path())?;
+    let outcome = session::run(SessionConfig {
+        mode: SessionMode::Record {
+            out_dir: out_dir.clone(),
+        },
+        argv: options.command.clone(),
+        program,
+        cwd,
+        env,
+        preload,
+        runtime,
+        handle_signals: options.handle_signals,
+        on_message: sink,
+    })?;
+    let kind = OutcomeKind::of(&outcome.end);
+    let exit_code = match &outcome.end {
+        End::Complete | End::ReachedEnd => outcome.root_status.map_or(0, ExitStatus::code),
+        other => end_code(other),
+    };
+    early.extend(outcome.messages);
+    Ok(RecordOutcome {
+        dir: out_dir,
+        kind,
+        end: outcome.end,
+        exit_code,
+        root_status: outcome.root_status,
+        actors: outcome.actors,
+        passthrough: outcome.passthrough,
+        messages: early,
+    })
+}
+
+/// Replays the recording in `options.dir`.
+pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
+    let recording = Recording::open(&options.dir)?;
+    let manifest = &recording.manifest;
+    if manifest.command.is_empty() {
+        return Err(Error::BadRecording(format!(
+            "{}: expected the recorded command, found an empty `command`",
+            options.dir.join("manifest.ron").display()
+        )));
+    }
+    if !manifest.cwd.is_dir() {
+        return Err(Error::Usage(format!(
+            "the recording ran in {}, which is not a directory here: replay needs the same files",
+            manifest.cwd.display()
+        )));
+    }
+    let path_var = manifest
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let program = resolve_program(&manifest.command[0], path_var, &manifest.cwd)?;
+    if let Some(dir) = &options.history_out {
+        prepare_empty_dir(dir, "--history-out")?;
+    }
+    let mut sink = open_sink(&options.messages)?;
+    let mut early = Vec::new();
+    for warning in &recording.warnings {
+        let line = format!("ddbx: {warning}");
+        sink(&line);
+        early.push(line);
+    }
+    let actor_count = manifest.actors.len();
+    let recorded_root = manifest
+        .actor(ddbx_supervisor::wire::ActorId::ROOT)
+        .and_then(|a| a.exit);
+    let argv = manifest.command.clone();
+    let cwd = manifest.cwd.clone();
+    let env = manifest.env.clone();
+    let runtime = RuntimeDir::create()?;
+    let preload = crate::preload::locate(runtime.path())?;
+    let outcome = session::run(SessionConfig {
+        mode: SessionMode::Replay {
+            recording: Box::new(recording),
+            history_out: options.history_out.clone(),
+        },
+        argv,
+        program,
+        cwd,
+        env,
+        preload,
+        runtime,
+        handle_signals: options.handle_signals,
+        on_message: sink,
+    })?;
+    let kind = OutcomeKind::of(&outcome.end);
+    let mut messages = early;
+    messages.extend(outcome.messages);
+    let exit_code = match &outcome.end {
+        End::Complete | End::ReachedEnd => recorded_root
+            .or(outcome.root_status)
+            .map_or(0, ExitStatus::code),
+        other => end_code(other),
+    };
+    if kind == OutcomeKind::ReachedEnd {
+        let line = format!(
+            "ddbx: replay reached the recorded end ({actor_count} actors, {} events)",
+            outcome.events
+        );
+        if options.messages != Messages::Quiet {
+            let mut sink = open_sink_append(&options.messages);
+            sink(&line);
+        }
+        messages.push(line);
+    }
+    Ok(ReplayOutcome {
+        dir: options.dir,
+        kind,
+        end: outcome.end,
+        exit_code,
+        root_status: outcome.root_status,
+        actors: outcome.actors,
+        events: outcome.events,
+        history_out: options.history_out,
+        messages,
+    })
+}
+
+/// The exit code of a session that did not end normally.
+fn end_code(end: &End) -> i32 {
+    match end {
+        End::Diverged(_) => exit::DIVERGED,
+        End::Unsupported { .. } => exit::UNSUPPORTED,
+        End::Interrupted { signal } => exit::interrupted(*signal),
+        End::Complete | End::ReachedEnd => 0,
+    }
+}
+
+/// This process's environment without ddbx's own variables, as the program will get it.
+fn session_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .filter(|(k, _)| !DDBX_VARIABLES.contains(&k.as_str()))
+        .collect()
+}
+
+/// Finds the executable a shell would run for `name`: a name with a `/` is a path (relative
+/// to `cwd`); otherwise each `PATH` entry is tried in order (an empty entry is `cwd`).
+pub fn resolve_program(name: &str, path_var: Option<&str>, cwd: &Path) -> Result<PathBuf, Error> {
+    if name.is_empty() {
+        return Err(Error::Usage(
+            "expected a program name, found an empty string".into(),
+        ));
+    }
+    if name.contains('/') {
+        let path = cwd.join(name);
+        return match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Ok(path),
+            Ok(m) if m.is_file() => Err(Error::Usage(format!(
+                "`{name}` is not executable (mode {:o}): expected a program",
+                m.permissions().mode() & 0o7777
+            ))),
+            Ok(_) => Err(Error::Usage(format!(
+                "`{name}` is a directory, expected a program"
+            ))),
+            Err(_) => Err(Error::Usage(format!(
+                "`{name}`: no such program (looked for {})",
+                path.display()
+            ))),
+        };
+    }
+    let path_var = path_var.unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    for dir in path_var.split(':') {
+        let dir = if dir.is_empty() {
+            cwd.to_path_buf()
+        } else {
+            cwd.join(dir)
+        };
+        let candidate = dir.join(name);
+        if let Ok(m) = std::fs::metadata(&candidate)
+            && m.is_file()
+            && m.permissions().mode() & 0o111 != 0
+        {
+            return Ok(candidate);
+        }
+    }
+    Err(Error::Usage(format!(
+        "`{name}`: program not found in PATH ({path_var})"
+    )))
+}
+
+/// Makes sure `dir` is a new or empty directory (ddbx never overwrites a recording).
+fn prepare_empty_dir(dir: &Path, option: &str) -> Result<(), Error> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Error::Usage(format!(
+                    "{option} {}: expected a new or empty directory, found one with files in it \
+                     (ddbx never overwrites a recording; choose another directory or remove it)",
+                    dir.display()
+                )));
+            }
+            Ok(())
+        }
+        Err(_) if dir.exists() => Err(Error::Usage(format!(
+            "{option} {}: expected a directory, found a file",
+            dir.display()
+        ))),
+        Err(_) => std::fs::create_dir_all(dir).map_err(|e| {
+            Error::Usage(format!("{option} {}: cannot create it: {e}", dir.display()))
+        }),
+    }
+}
+
+/// Creates `ddbx-run-N` in `cwd`, N the smallest integer ≥ 1 not taken.
+fn default_out_dir(cwd: &Path) -> Result<PathBuf, Error> {
+    for n in 1..100_000u32 {
+        let name = PathBuf::from(format!("ddbx-run-{n}"));
+        match std::fs::create_dir(cwd.join(&name)) {
+            Ok(()) => return Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "cannot create {} for the recording: {e} (give another directory with -o)",
+                    cwd.join(&name).display()
+                )));
+            }
+        }
+    }
+    Err(Error::Usage(format!(
+        "every name ddbx-run-1 … ddbx-run-99999 in {} is taken: give a directory with -o",
+        cwd.display()
+    )))
+}
+
+/// Something that prints ddbx's lines.
+type Sink = Box<dyn FnMut(&str) + Send>;
+
+/// The line printer for a [`Messages`] destination (the file is created or truncated).
+fn open_sink(messages: &Messages) -> Result<Sink, Error> {
+    Ok(match messages {
+        Messages::Stderr => Box::new(|line: &str| eprintln!("{line}")),
+        Messages::Quiet => Box::new(|_: &str| {}),
+        Messages::File(path) => {
+            let mut file = std::fs::File::create(path).map_err(|e| {
+                Error::Usage(format!(
+                    "--messages {}: cannot create it: {e}",
+                    path.display()
+                ))
+            })?;
+            Box::new(move |line: &str| {
+                let _ = writeln!(file, "{line}");
+            })
+        }
+    })
+}
+
+/// Like [`open_sink`], appending to a file already started.
+fn open_sink_append(messages: &Messages) -> Sink {
+    match messages {
+        Messages::File(path) => {
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path);
+            match file {
+                Ok(mut file) => Box::new(move |line: &str| {
+                    let _ = writeln!(file, "{line}");
+                }),
+                Err(_) => Box::new(|_: &str| {}),
+            }
+        }
+        Messages::Stderr => Box::new(|line: &str| eprintln!("{line}")),
+        Messages::Quiet => Box::new(|_: &str| {}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_resolve_like_a_shell() {
+        let cwd = Path::new("/");
+        assert_eq!(
+            resolve_program("sh", Some("/nonexistent:/bin:/usr/bin"), cwd)
+                .unwrap()
+                .file_name()
+                .unwrap(),
+            "sh"
+        );
+        assert!(resolve_program("/bin/sh", None, cwd).is_ok());
+        let e = resolve_program("no-such-program-ddbx", Some("/bin"), cwd).unwrap_err();
+        assert_eq!(e.exit_code(), exit::USAGE);
+        assert!(e.to_string().contains("not found in PATH"), "{e}");
+        let e = resolve_program("./etc", None, cwd).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn output_dirs_must_be_new_or_empty() {
+        let base = std::env::temp_dir().join(format!("ddbx-api-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("rec");
+        prepare_empty_dir(&dir, "-o").unwrap();
+        prepare_empty_dir(&dir, "-o").unwrap();
+        std::fs::write(dir.join("manifest.ron"), "x").unwrap();
+        let e = prepare_empty_dir(&dir, "-o").unwrap_err();
+        assert!(e.to_string().contains("never overwrites"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("manifest.ron")).unwrap(),
+            "x"
+        );
+        assert_eq!(default_out_dir(&base).unwrap(), PathBuf::from("ddbx-run-1"));
+        assert_eq!(default_out_dir(&base).unwrap(), PathBuf::from("ddbx-run-2"));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,257 @@
+//! The `ddbx` command line: one file per subcommand, each a thin layer over the library.
+//!
+//! Errors print as `ddbx: error: <message>` on standard error, with the exit codes of
+//! [`crate::exit`]. Every subcommand takes `--json`:
+//!
+//! * `ps`, `show`: one JSON object on standard output (schemas in [`ps`] and [`show`]);
+//! * `record`, `replay`: one JSON object, at the end, on the message stream (standard error or
+//!   `--messages FILE`) instead of the `ddbx: …` lines (schemas in [`record`] and [`replay`]).
+
+pub mod json;
+pub mod ps;
+pub mod record;
+pub mod replay;
+pub mod show;
+
+use crate::error::Error;
+use crate::exit;
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+
+const AFTER_HELP: &str = "\
+Examples:
+  ddbx record -- ./server 4000       record a run into ddbx-run-1
+  ddbx replay ddbx-run-1             replay it, forcing the recorded outcomes
+  ddbx ps ddbx-run-1                 list the recorded processes (actors)
+  ddbx show ddbx-run-1 p3            one actor's events, with peers resolved
+
+Exit codes: the program's own status (record; replay that reached the end),
+2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
+130/143 interrupted by SIGINT/SIGTERM.";
+
+/// ddbx: record and replay multi-process socket programs.
+#[derive(Debug, Parser)]
+#[command(name = "ddbx", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Record a run of a program and every process it starts.
+    Record(record::Args),
+    /// Replay a recording exactly.
+    Replay(replay::Args),
+    /// List the actors (processes) of a recording.
+    Ps(ps::Args),
+    /// Show one actor's events.
+    Show(show::Args),
+}
+
+/// Runs `ddbx` with the process's arguments; returns the exit code.
+pub fn main() -> i32 {
+    main_with(std::env::args_os())
+}
+
+/// Runs `ddbx` with these arguments (the first is the program name); returns the exit code.
+pub fn main_with<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit::USAGE } else { 0 };
+        }
+    };
+    let result = match cli.command {
+        Command::Record(args) => record::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::Ps(args) => ps::run(args),
+        Command::Show(args) => show::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ddbx: error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Writes one JSON value (and a newline) to the message stream (`--messages FILE` or stderr).
+pub(crate) fn write_json_message(
+    value: &serde_json::Value,
+    messages: Option<&std::path::Path>,
+) -> Result<(), Error> {
+    let text = format!("{value}\n");
+    match messages {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display()))),
+        None => {
+            eprint!("{text}");
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn argument_errors_are_usage_errors() {
+        assert_eq!(main_with(["ddbx"]), exit::USAGE);
+        assert_eq!(main_with(["ddbx", "record"]), exit::USAGE);
+        assert_eq!(main_with(["ddbx", "record", "--"]), exit::USAGE);
+        assert_eq!(main_with(["ddbx", "frobnicate"]), exit::USAGE);
+        assert_eq!(main_with(["ddbx", "show", "/nonexistent"]), exit::USAGE);
+        assert_eq!(main_with(["ddbx", "--help"]), 0);
+        assert_eq!(main_with(["ddbx", "record", "--help"]), 0);
+    }
+
+    #[test]
+    fn a_missing_program_is_a_usage_error() {
+        let dir = std::env::temp_dir().join(format!("ddbx-cli-missing-{}", std::process::id()));
+        let code = main_with([
+            "ddbx".into(),
+            "record".into(),
+            "-o".into(),
+            dir.clone().into_os_string(),
+            "--".into(),
+            OsString::from("no-such-program-for-ddbx"),
+        ]);
+        assert_eq!(code, exit::USAGE);
+        assert!(
+            !dir.exists(),
+            "nothing is created for a program that does not exist"
+        );
+    }
+
+    #[test]
+    fn a_missing_recording_is_a_bad_recording() {
+        assert_eq!(
+            main_with(["ddbx", "replay", "/nonexistent/ddbx-run"]),
+            exit::BAD_RECORDING
+        );
+        assert_eq!(
+            main_with(["ddbx", "ps", "/nonexistent/ddbx-run"]),
+            exit::BAD_RECORDING
+        );
+    }
+
+    /// A hand-made recording: p1 forks p2, p2 connects to p1.
+    fn tiny_recording(dir: &std::path::Path) {
+        use ddbx_supervisor::wire::history::{Origin, Record, header_line};
+        use ddbx_supervisor::wire::manifest::{ActorInfo, ExitStatus, Manifest, SessionState};
+        use ddbx_supervisor::wire::{ActorId, FORMAT_VERSION};
+        std::fs::create_dir_all(dir.join("history")).unwrap();
+        let actor = |id: u32, origin: Origin| ActorInfo {
+            id: ActorId(id),
+            origin,
+            pid: 100 + id as i32,
+            argv: vec![format!("./prog{id}")],
+            host: "h".into(),
+            exit: Some(ExitStatus::Exited(0)),
+        };
+        let p2_origin = Origin::Fork {
+            parent: ActorId(1),
+            index: 1,
+        };
+        Manifest {
+            format: FORMAT_VERSION,
+            ddbx_version: "0".into(),
+            command: vec!["./prog1".into()],
+            cwd: "/".into(),
+            env: vec![],
+            host: "h".into(),
+            state: SessionState::Complete,
+            actors: vec![actor(1, Origin::Root), actor(2, p2_origin)],
+            passthrough: vec![],
+            problem: None,
+        }
+        .store(dir)
+        .unwrap();
+        let start = |id: u32, origin| Record::Start {
+            pid: 100 + id as i32,
+            ppid: 1,
+            origin,
+            argv: vec![format!("./prog{id}")],
+            host: "h".into(),
+        };
+        let histories = [
+            (
+                1,
+                vec![
+                    start(1, Origin::Root),
+                    Record::Fork { index: 1 },
+                    Record::Accept {
+                        fd: 3,
+                        new_fd: 4,
+                        local: "127.0.0.1:80".into(),
+                        remote: "127.0.0.1:5000".into(),
+                        peer_pid: None,
+                    },
+                ],
+            ),
+            (
+                2,
+                vec![
+                    start(2, p2_origin),
+                    Record::Connect {
+                        fd: 3,
+                        err: None,
+                        local: "127.0.0.1:5000".into(),
+                        remote: "127.0.0.1:80".into(),
+                    },
+                ],
+            ),
+        ];
+        for (id, records) in histories {
+            let mut text = header_line(ActorId(id));
+            for r in records {
+                text.push_str(&r.to_line());
+                text.push('\n');
+            }
+            std::fs::write(dir.join("history").join(format!("p{id}.ron")), text).unwrap();
+        }
+    }
+
+    #[test]
+    fn ps_and_show_read_a_recording_and_reject_bad_actors() {
+        let dir = std::env::temp_dir().join(format!("ddbx-cli-tiny-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        tiny_recording(&dir);
+        let d = dir.clone().into_os_string();
+        let run = |args: &[&str]| {
+            let mut all: Vec<OsString> = vec!["ddbx".into()];
+            all.extend(args.iter().map(OsString::from));
+            main_with(all)
+        };
+        let ds = d.to_str().unwrap();
+        assert_eq!(run(&["ps", ds]), 0);
+        assert_eq!(run(&["ps", "--json", ds]), 0);
+        assert_eq!(run(&["show", ds, "p2"]), 0);
+        assert_eq!(run(&["show", "--json", ds, "prog1"]), 0);
+        assert_eq!(run(&["show", ds, "p9"]), exit::USAGE);
+        assert_eq!(run(&["show", ds, "nosuch"]), exit::USAGE);
+        let recording = ddbx_supervisor::Recording::open(&dir).unwrap();
+        assert_eq!(recording.channels.len(), 1);
+        let e = recording.find_actor("nosuch").unwrap_err();
+        assert!(e.contains("p1 (prog1), p2 (prog2)"), "{e}");
+        std::fs::remove_file(dir.join("history/p2.ron")).unwrap();
+        assert_eq!(run(&["ps", ds]), exit::BAD_RECORDING);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

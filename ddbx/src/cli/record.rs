@@ -1,0 +1,87 @@
+//! `ddbx record`: run a program and every process it starts, recording what was
+//! nondeterministic.
+//!
+//! With `--json`, instead of the `ddbx: …` lines, one JSON object is written at the end to the
+//! message stream (stderr or `--messages FILE`):
+//!
+//! ```text
+//! {"command": "record", "outcome": "complete" | "unsupported" | "interrupted",
+//!  "exit_code": 0, "recording": "ddbx-run-1", "root_status": "exit 0" | "signal 9" | null,
+//!  "actors": [<actor>, …], "passthrough": ["UDP socket (p3, p5)", …],
+//!  "divergence": null, "problem": null | "p3: …", "messages": ["ddbx: …", …]}
+//! ```
+//!
+//! (`<actor>` as in [`super::json`].)
+
+use super::json;
+use crate::api::{Messages, RecordOptions, record};
+use crate::error::Error;
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Examples:
+  ddbx record -- ./server 4000
+  ddbx record -o runs/first -- python3 app.py --workers 2
+  ddbx record --json --messages out.json -- sh ./start-all.sh
+
+PROGRAM is looked up in PATH like a shell does. The program's own output passes
+through untouched; ddbx's lines go to stderr (or --messages FILE). The recording
+directory must be new or empty; without -o it is ddbx-run-N (N = smallest free).
+
+Exit code: the program's own (128+signal if it was killed); 2 usage, 103 unsupported,
+104 internal error, 130/143 interrupted.
+
+--json writes one object at the end to the message stream: {\"command\": \"record\",
+\"outcome\": \"complete\"|\"unsupported\"|\"interrupted\", \"exit_code\", \"recording\",
+\"root_status\", \"actors\": [{\"id\", \"parent\", \"origin\", \"pid\", \"host\", \"argv\",
+\"exit\"}], \"passthrough\", \"divergence\": null, \"problem\", \"messages\"}.";
+
+/// Arguments of `ddbx record`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Recording directory (new or empty) [default: ddbx-run-N]
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object at the end instead of ddbx's lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Write ddbx's lines (or the JSON) to FILE instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    pub messages: Option<PathBuf>,
+    /// The program to record and its arguments (after `--`).
+    #[arg(value_name = "PROGRAM", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// Runs `ddbx record`; returns the exit code.
+pub fn run(args: Args) -> Result<i32, Error> {
+    let messages = match (&args.messages, args.json) {
+        (_, true) => Messages::Quiet,
+        (Some(path), false) => Messages::File(path.clone()),
+        (None, false) => Messages::Stderr,
+    };
+    let outcome = record(RecordOptions {
+        command: args.command,
+        out_dir: args.out,
+        messages,
+        handle_signals: true,
+    })?;
+    if args.json {
+        let (divergence, problem) = json::end_details(&outcome.end);
+        let value = serde_json::json!({
+            "command": "record",
+            "outcome": outcome.kind.as_str(),
+            "exit_code": outcome.exit_code,
+            "recording": outcome.dir.display().to_string(),
+            "root_status": json::status(outcome.root_status),
+            "actors": outcome.actors.iter().map(json::actor).collect::<Vec<_>>(),
+            "passthrough": outcome.passthrough,
+            "divergence": divergence,
+            "problem": problem,
+            "messages": outcome.messages,
+        });
+        super::write_json_message(&value, args.messages.as_deref())?;
+    }
+    Ok(outcome.exit_code)
+}

@@ -1,0 +1,89 @@
+//! `ddbx replay`: run a recording again, making every nondeterministic outcome come out as
+//! recorded, and report the first divergence.
+//!
+//! With `--json`, one JSON object at the end on the message stream (stderr or
+//! `--messages FILE`) instead of the `ddbx: …` lines:
+//!
+//! ```text
+//! {"command": "replay", "outcome": "reached_end" | "diverged" | "unsupported" | "interrupted",
+//!  "exit_code": 0, "recording": "ddbx-run-1", "root_status": "exit 0" | null,
+//!  "actors": [<actor>, …], "events": 42, "history_out": null | "dir",
+//!  "divergence": null | {"actor", "event", "expected", "found", "message"},
+//!  "problem": null | "…", "messages": ["ddbx: …", …]}
+//! ```
+
+use super::json;
+use crate::api::{Messages, ReplayOptions, replay};
+use crate::error::Error;
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Examples:
+  ddbx replay ddbx-run-1
+  ddbx replay --history-out /tmp/again ddbx-run-1   (then compare the histories)
+  ddbx replay --json ddbx-run-1
+
+The recorded command runs again in the recorded directory with the recorded
+environment. Any difference (another call, another peer, a process the record did
+not have, another exit status) is a divergence: every process is stopped and ddbx
+says which actor, which event, what was expected and what was found.
+
+Exit code: the recorded program's status when the replay reached the recorded end;
+101 diverged, 102 bad recording, 103 unsupported, 2 usage, 104 internal, 130/143
+interrupted.
+
+--json writes one object at the end to the message stream: {\"command\": \"replay\",
+\"outcome\": \"reached_end\"|\"diverged\"|\"unsupported\"|\"interrupted\", \"exit_code\",
+\"recording\", \"root_status\", \"actors\", \"events\", \"history_out\", \"divergence\":
+null|{\"actor\", \"event\", \"expected\", \"found\", \"message\"}, \"problem\", \"messages\"}.";
+
+/// Arguments of `ddbx replay`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Print one JSON object at the end instead of ddbx's lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Write ddbx's lines (or the JSON) to FILE instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    pub messages: Option<PathBuf>,
+    /// Write the replay's own histories (and manifest) into DIR (new or empty).
+    #[arg(long, value_name = "DIR")]
+    pub history_out: Option<PathBuf>,
+    /// The recording directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// Runs `ddbx replay`; returns the exit code.
+pub fn run(args: Args) -> Result<i32, Error> {
+    let messages = match (&args.messages, args.json) {
+        (_, true) => Messages::Quiet,
+        (Some(path), false) => Messages::File(path.clone()),
+        (None, false) => Messages::Stderr,
+    };
+    let outcome = replay(ReplayOptions {
+        dir: args.dir,
+        history_out: args.history_out,
+        messages,
+        handle_signals: true,
+    })?;
+    if args.json {
+        let (divergence, problem) = json::end_details(&outcome.end);
+        let value = serde_json::json!({
+            "command": "replay",
+            "outcome": outcome.kind.as_str(),
+            "exit_code": outcome.exit_code,
+            "recording": outcome.dir.display().to_string(),
+            "root_status": json::status(outcome.root_status),
+            "actors": outcome.actors.iter().map(json::actor).collect::<Vec<_>>(),
+            "events": outcome.events,
+            "history_out": outcome.history_out.map(|p| p.display().to_string()),
+            "divergence": divergence,
+            "problem": problem,
+            "messages": outcome.messages,
+        });
+        super::write_json_message(&value, args.messages.as_deref())?;
+    }
+    Ok(outcome.exit_code)
+}

@@ -1,0 +1,73 @@
+//! A program that changed between record and replay is reported as a divergence: which actor,
+//! which event, what the history expected and what happened; a distinct exit code; nothing
+//! left running.
+
+use ddbx_tests::{Run, TempDir, progs};
+
+const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DIVERGED: i32 = 101;
+
+#[test]
+fn a_changed_program_is_reported_as_a_divergence() {
+    let tmp = TempDir::new("diverge");
+    let bin = tmp.join("prog");
+    std::fs::copy(progs().join("diverge1"), &bin).unwrap_or_else(|e| panic!("{e}"));
+    let rec = tmp.join("rec");
+    let recorded = Run::new(DDBX)
+        .args([
+            "record",
+            "-o",
+            rec.to_str().unwrap_or_default(),
+            "--",
+            bin.to_str().unwrap_or_default(),
+        ])
+        .output();
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+
+    // The same recording replays cleanly with the same binary …
+    let same = Run::new(DDBX)
+        .args(["replay", rec.to_str().unwrap_or_default()])
+        .output();
+    assert_eq!(same.code, 0, "{}", same.stderr);
+
+    // … but not once the program has changed: variant 2 sends one message more.
+    std::fs::copy(progs().join("diverge2"), &bin).unwrap_or_else(|e| panic!("{e}"));
+    let changed = Run::new(DDBX)
+        .args(["replay", rec.to_str().unwrap_or_default()])
+        .output();
+    assert_eq!(
+        changed.code, DIVERGED,
+        "stdout:\n{}\nstderr:\n{}",
+        changed.stdout, changed.stderr
+    );
+    let msg = &changed.stderr;
+    assert!(msg.contains("diverged"), "{msg}");
+    assert!(msg.contains("expected"), "{msg}");
+    assert!(
+        msg.contains("a send of 6 bytes"),
+        "the report names the unexpected send: {msg}"
+    );
+    assert!(
+        msg.contains("Recv("),
+        "the report shows the expected record: {msg}"
+    );
+    assert!(
+        regex_like_actor_event(msg),
+        "the report names the actor and the event number: {msg}"
+    );
+}
+
+/// Whether `msg` contains "p<N> at event <M>".
+fn regex_like_actor_event(msg: &str) -> bool {
+    msg.split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(4)
+        .any(|w| {
+            w[0].trim_end_matches(':')
+                .strip_prefix('p')
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+                && w[1] == "at"
+                && w[2] == "event"
+                && w[3].trim_end_matches(':').parse::<u64>().is_ok()
+        })
+}

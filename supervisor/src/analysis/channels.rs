@@ -1,0 +1,335 @@
+//! Channel matching: pairing each accept of a recording with the connect that made it.
+//!
+//! A channel is one connected stream socket pair between two managed actors. Histories record
+//! addresses, not channels, so the pairing is rebuilt here, from the loaded histories alone:
+//!
+//! * **TCP** (any address not starting with `unix:`): an `Accept{local: L, remote: R}` matches a
+//!   `Connect{err: None | Some(EINPROGRESS), local: R, remote: L}` (exact string equality).
+//!   When several connects share the same address pair (port reuse), accepts and connects are
+//!   paired in order, each connect used once.
+//! * **Unix sockets** (`unix:` addresses, `Accept.peer_pid = Some(pid)`): the connector is the
+//!   actor whose `Start` record has that pid; the *k*-th accept on listening path `L` from that
+//!   actor matches its *k*-th successful connect whose `remote == L`.
+//!
+//! Accepts with no managed connector (peers outside the session) are simply not in the result.
+
+use ddbx_wire::history::{Addr, Record};
+use ddbx_wire::{ActorId, Errno, History};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// One end of a channel: an actor and the number of its connect or accept event (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Endpoint {
+    /// The actor.
+    pub actor: ActorId,
+    /// Its event number (1-based index into its history's records).
+    pub event: u64,
+}
+
+/// A connected stream between two managed actors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Channel {
+    /// 1, 2, … in the order of (connector actor, connect event).
+    pub id: u32,
+    /// The connect that made it.
+    pub connector: Endpoint,
+    /// The accept that took it.
+    pub acceptor: Endpoint,
+}
+
+/// Whether an address is a Unix-domain socket address.
+pub fn is_unix(addr: &str) -> bool {
+    addr.starts_with("unix:")
+}
+
+/// Whether a connect's outcome means it connected (or was connecting, non-blocking).
+fn connect_succeeded(err: Option<Errno>) -> bool {
+    match err {
+        None => true,
+        Some(e) => e == Errno::EINPROGRESS,
+    }
+}
+
+/// Pairs the accepts and connects of a recording into channels.
+///
+/// `histories` may come in any order; each history's `actor` names it. The result is sorted by
+/// channel id, i.e. by (connector actor, connect event).
+pub fn match_channels(histories: &[History]) -> Vec<Channel> {
+    let mut ordered: Vec<&History> = histories.iter().collect();
+    ordered.sort_by_key(|h| h.actor);
+
+    // Successful connects, in (actor, event) order, indexed two ways.
+    let mut tcp_connects: HashMap<(&Addr, &Addr), VecDeque<Endpoint>> = HashMap::new();
+    let mut unix_connects: HashMap<(ActorId, &Addr), VecDeque<Endpoint>> = HashMap::new();
+    let mut actors_by_pid: BTreeMap<i32, Vec<ActorId>> = BTreeMap::new();
+    for h in &ordered {
+        for (i, record) in h.records.iter().enumerate() {
+            let here = Endpoint {
+                actor: h.actor,
+                event: i as u64 + 1,
+            };
+            match record {
+                Record::Start { pid, .. } => actors_by_pid.entry(*pid).or_default().push(h.actor),
+                Record::Connect {
+                    err, local, remote, ..
+                } if connect_succeeded(*err) => {
+                    if is_unix(remote) {
+                        unix_connects
+                            .entry((h.actor, remote))
+                            .or_default()
+                            .push_back(here);
+                    } else {
+                        tcp_connects
+                            .entry((local, remote))
+                            .or_default()
+                            .push_back(here);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
+    for h in &ordered {
+        for (i, record) in h.records.iter().enumerate() {
+            let Record::Accept {
+                local,
+                remote,
+                peer_pid,
+                ..
+            } = record
+            else {
+                continue;
+            };
+            let acceptor = Endpoint {
+                actor: h.actor,
+                event: i as u64 + 1,
+            };
+            let connector = if is_unix(local) {
+                peer_pid
+                    .and_then(|pid| actors_by_pid.get(&pid))
+                    .and_then(|candidates| {
+                        candidates.iter().find_map(|actor| {
+                            unix_connects
+                                .get_mut(&(*actor, local))
+                                .and_then(VecDeque::pop_front)
+                        })
+                    })
+            } else {
+                // The connector's local address is our remote one, and the other way round.
+                tcp_connects
+                    .get_mut(&(remote, local))
+                    .and_then(VecDeque::pop_front)
+            };
+            if let Some(connector) = connector {
+                pairs.push((connector, acceptor));
+            }
+        }
+    }
+    pairs.sort();
+    pairs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (connector, acceptor))| Channel {
+            id: i as u32 + 1,
+            connector,
+            acceptor,
+        })
+        .collect()
+}
+
+/// For each accept event of `actor`: the connecting actor and its connect event, as the replay
+/// plan ([`ddbx_wire::proto::ReplayPlan::accepts`]) wants it, in accept-event order.
+pub fn accepts_of(channels: &[Channel], actor: ActorId) -> Vec<(u64, ActorId, u64)> {
+    let mut accepts: Vec<(u64, ActorId, u64)> = channels
+        .iter()
+        .filter(|c| c.acceptor.actor == actor)
+        .map(|c| (c.acceptor.event, c.connector.actor, c.connector.event))
+        .collect();
+    accepts.sort();
+    accepts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ddbx_wire::history::Origin;
+
+    fn start(pid: i32) -> Record {
+        Record::Start {
+            pid,
+            ppid: 1,
+            origin: Origin::Root,
+            argv: vec!["./x".into()],
+            host: "h".into(),
+        }
+    }
+
+    fn connect(fd: i32, err: Option<Errno>, local: &str, remote: &str) -> Record {
+        Record::Connect {
+            fd,
+            err,
+            local: local.into(),
+            remote: remote.into(),
+        }
+    }
+
+    fn accept(local: &str, remote: &str, peer_pid: Option<i32>) -> Record {
+        Record::Accept {
+            fd: 3,
+            new_fd: 4,
+            local: local.into(),
+            remote: remote.into(),
+            peer_pid,
+        }
+    }
+
+    fn history(actor: u32, records: Vec<Record>) -> History {
+        History {
+            actor: ActorId(actor),
+            records,
+            truncated: false,
+        }
+    }
+
+    fn ep(actor: u32, event: u64) -> Endpoint {
+        Endpoint {
+            actor: ActorId(actor),
+            event,
+        }
+    }
+
+    #[test]
+    fn tcp_accepts_match_connects_by_address_pair() {
+        let server = history(
+            1,
+            vec![
+                start(100),
+                accept("127.0.0.1:3000", "127.0.0.1:5002", None),
+                accept("127.0.0.1:3000", "127.0.0.1:5001", None),
+                accept("127.0.0.1:3000", "10.0.0.9:7000", None), // outside the session
+            ],
+        );
+        let a = history(
+            2,
+            vec![
+                start(101),
+                connect(3, None, "127.0.0.1:5001", "127.0.0.1:3000"),
+            ],
+        );
+        let b = history(
+            3,
+            vec![
+                start(102),
+                connect(3, Some(Errno::ECONNREFUSED), "?", "127.0.0.1:3000"),
+                connect(
+                    3,
+                    Some(Errno::EINPROGRESS),
+                    "127.0.0.1:5002",
+                    "127.0.0.1:3000",
+                ),
+            ],
+        );
+        let channels = match_channels(&[b, server, a]);
+        assert_eq!(
+            channels,
+            vec![
+                Channel {
+                    id: 1,
+                    connector: ep(2, 2),
+                    acceptor: ep(1, 3)
+                },
+                Channel {
+                    id: 2,
+                    connector: ep(3, 3),
+                    acceptor: ep(1, 2)
+                },
+            ]
+        );
+        assert_eq!(
+            accepts_of(&channels, ActorId(1)),
+            vec![(2, ActorId(3), 3), (3, ActorId(2), 2)]
+        );
+    }
+
+    #[test]
+    fn reused_ports_pair_in_order() {
+        let server = history(
+            1,
+            vec![
+                start(100),
+                accept("127.0.0.1:3000", "127.0.0.1:5001", None),
+                accept("127.0.0.1:3000", "127.0.0.1:5001", None),
+                accept("127.0.0.1:3000", "127.0.0.1:5001", None),
+            ],
+        );
+        let client = history(
+            2,
+            vec![
+                start(101),
+                connect(3, None, "127.0.0.1:5001", "127.0.0.1:3000"),
+                connect(3, None, "127.0.0.1:5001", "127.0.0.1:3000"),
+            ],
+        );
+        let channels = match_channels(&[server, client]);
+        assert_eq!(channels.len(), 2);
+        assert_eq!(
+            (channels[0].connector, channels[0].acceptor),
+            (ep(2, 2), ep(1, 2))
+        );
+        assert_eq!(
+            (channels[1].connector, channels[1].acceptor),
+            (ep(2, 3), ep(1, 3))
+        );
+    }
+
+    #[test]
+    fn unix_accepts_match_the_kth_connect_of_the_peer_pid() {
+        let path = "unix:/tmp/s";
+        let server = history(
+            1,
+            vec![
+                start(100),
+                accept(path, "unix:", Some(102)),
+                accept(path, "unix:", Some(101)),
+                accept(path, "unix:", Some(102)),
+                accept(path, "unix:", Some(999)), // not one of ours
+            ],
+        );
+        let a = history(2, vec![start(101), connect(3, None, "unix:", path)]);
+        let b = history(
+            3,
+            vec![
+                start(102),
+                connect(3, None, "unix:", "unix:/tmp/other"),
+                connect(4, None, "unix:", path),
+                connect(5, Some(Errno(2)), "?", path),
+                connect(5, None, "unix:", path),
+            ],
+        );
+        let channels = match_channels(&[server, a, b]);
+        let got: Vec<_> = channels
+            .iter()
+            .map(|c| (c.id, c.connector, c.acceptor))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, ep(2, 2), ep(1, 3)),
+                (2, ep(3, 3), ep(1, 2)),
+                (3, ep(3, 5), ep(1, 4))
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_to_match_gives_no_channels() {
+        assert!(match_channels(&[]).is_empty());
+        let lonely = history(
+            1,
+            vec![start(1), connect(3, None, "127.0.0.1:1", "127.0.0.1:2")],
+        );
+        assert!(match_channels(&[lonely]).is_empty());
+    }
+}

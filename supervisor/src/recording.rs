@@ -1,0 +1,220 @@
+//! A recording on disk, loaded and checked: manifest, every actor's history, the channels.
+//!
+//! Used by replay (which needs all of it) and by `ddbx ps` / `ddbx show`.
+
+use crate::analysis::channels::{Channel, match_channels};
+use crate::error::{Error, Result, shown};
+use ddbx_wire::history::{Origin, Record};
+use ddbx_wire::manifest::{ActorInfo, Manifest};
+use ddbx_wire::{ActorId, History};
+use std::path::{Path, PathBuf};
+
+/// A recording directory's contents.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// The recording directory.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// One history per manifest actor, in the manifest's order.
+    pub histories: Vec<History>,
+    /// The channels between managed actors.
+    pub channels: Vec<Channel>,
+    /// Things worth telling the user (histories cut short by a kill), one line each, without
+    /// the `ddbx: ` prefix.
+    pub warnings: Vec<String>,
+}
+
+impl Recording {
+    /// Loads `dir/manifest.ron` and `dir/history/pN.ron` for every listed actor.
+    ///
+    /// A missing or malformed file is [`Error::BadRecording`] naming the file (and line); a
+    /// history cut short by a kill is accepted with a warning.
+    pub fn open(dir: &Path) -> Result<Recording> {
+        if !dir.is_dir() {
+            return Err(Error::BadRecording(format!(
+                "{}: expected a recording directory made by `ddbx record`, found {}",
+                shown(dir),
+                if dir.exists() { "a file" } else { "nothing" }
+            )));
+        }
+        let manifest = Manifest::load(dir).map_err(|e| Error::BadRecording(e.to_string()))?;
+        let mut histories = Vec::with_capacity(manifest.actors.len());
+        let mut warnings = Vec::new();
+        for actor in &manifest.actors {
+            let path = Manifest::history_path(dir, actor.id);
+            if !path.exists() {
+                return Err(Error::BadRecording(format!(
+                    "{}: missing: the manifest lists actor {} (pid {}, {}) but its history file is not there",
+                    shown(&path),
+                    actor.id,
+                    actor.pid,
+                    actor.argv.join(" ")
+                )));
+            }
+            let history = History::load(&path).map_err(|e| Error::BadRecording(e.to_string()))?;
+            if history.actor != actor.id {
+                return Err(Error::BadRecording(format!(
+                    "{}:1: expected the history of {}, found the header of {}",
+                    shown(&path),
+                    actor.id,
+                    history.actor
+                )));
+            }
+            if history.records.is_empty() {
+                return Err(Error::BadRecording(format!(
+                    "{}: expected at least a `Start` record after the header, found none \
+                     (the process died before its first event was written)",
+                    shown(&path)
+                )));
+            }
+            if history.truncated {
+                warnings.push(format!(
+                    "{}'s history ends inside a record (process killed while writing it); \
+                     replaying up to its last whole record",
+                    actor.id
+                ));
+            }
+            histories.push(history);
+        }
+        let channels = match_channels(&histories);
+        Ok(Recording {
+            dir: dir.to_path_buf(),
+            manifest,
+            histories,
+            channels,
+            warnings,
+        })
+    }
+
+    /// The history of an actor.
+    pub fn history(&self, id: ActorId) -> Option<&History> {
+        self.histories.iter().find(|h| h.actor == id)
+    }
+
+    /// The manifest entry of an actor.
+    pub fn actor(&self, id: ActorId) -> Option<&ActorInfo> {
+        self.manifest.actor(id)
+    }
+
+    /// The actor created as child number `index` of `parent` by fork or posix_spawn.
+    pub fn child(&self, parent: ActorId, index: u32) -> Option<ActorId> {
+        self.manifest
+            .actors
+            .iter()
+            .find(|a| match a.origin {
+                Origin::Fork {
+                    parent: p,
+                    index: i,
+                }
+                | Origin::Spawn {
+                    parent: p,
+                    index: i,
+                } => p == parent && i == index,
+                _ => false,
+            })
+            .map(|a| a.id)
+    }
+
+    /// The channel whose connect or accept is event `event` of `actor`.
+    pub fn channel_at(&self, actor: ActorId, event: u64) -> Option<&Channel> {
+        self.channels.iter().find(|c| {
+            (c.connector.actor == actor && c.connector.event == event)
+                || (c.acceptor.actor == actor && c.acceptor.event == event)
+        })
+    }
+
+    /// The program an actor ended up running: the arguments of its last image (its last
+    /// `Exec`, else its first image).
+    pub fn command(&self, id: ActorId) -> Vec<String> {
+        let last_exec = self.history(id).and_then(|h| {
+            h.records.iter().rev().find_map(|r| match r {
+                Record::Exec { argv } => Some(argv.clone()),
+                _ => None,
+            })
+        });
+        last_exec
+            .or_else(|| self.actor(id).map(|a| a.argv.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Every program name an actor ran under: the basename of `argv[0]` of each of its images.
+    pub fn program_names(&self, id: ActorId) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut add = |argv: &[String]| {
+            if let Some(first) = argv.first() {
+                let base = first.rsplit('/').next().unwrap_or(first).to_string();
+                if !base.is_empty() && !names.contains(&base) {
+                    names.push(base);
+                }
+            }
+        };
+        if let Some(info) = self.actor(id) {
+            add(&info.argv);
+        }
+        if let Some(h) = self.history(id) {
+            for r in &h.records {
+                match r {
+                    Record::Start { argv, .. } | Record::Exec { argv } => add(argv),
+                    _ => {}
+                }
+            }
+        }
+        names
+    }
+
+    /// Total number of recorded events over all actors.
+    pub fn event_count(&self) -> u64 {
+        self.histories.iter().map(|h| h.records.len() as u64).sum()
+    }
+
+    /// Resolves a user's actor name: `p3`, or a program name that only one actor ran.
+    pub fn find_actor(&self, name: &str) -> std::result::Result<ActorId, String> {
+        let valid = || {
+            self.manifest
+                .actors
+                .iter()
+                .map(|a| {
+                    let names = self.program_names(a.id);
+                    if names.is_empty() {
+                        a.id.to_string()
+                    } else {
+                        format!("{} ({})", a.id, names.join(", "))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Ok(id) = name.parse::<ActorId>() {
+            if self.actor(id).is_some() {
+                return Ok(id);
+            }
+            return Err(format!(
+                "expected an actor of this recording, found `{name}`; valid: {}",
+                valid()
+            ));
+        }
+        let matching: Vec<ActorId> = self
+            .manifest
+            .actors
+            .iter()
+            .filter(|a| self.program_names(a.id).iter().any(|n| n == name))
+            .map(|a| a.id)
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(format!(
+                "expected an actor id such as `p3` or a program name, found `{name}`; valid: {}",
+                valid()
+            )),
+            many => Err(format!(
+                "`{name}` names {} actors ({}): use an id",
+                many.len(),
+                many.iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}

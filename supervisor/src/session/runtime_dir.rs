@@ -1,0 +1,107 @@
+//! The session's private runtime directory: `gd.sock` and `state/`, removed at the end.
+
+use crate::error::{Error, Result};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Longest socket path a `sockaddr_un` holds (108 bytes with the terminating NUL), with room.
+const MAX_SOCKET_PATH: usize = 100;
+
+/// A directory `ddbx-<pid>-<random>` with mode 0700 under `$TMPDIR` (or `/tmp` when `$TMPDIR`
+/// is unset or too long for a socket path). Removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct RuntimeDir {
+    path: PathBuf,
+}
+
+impl RuntimeDir {
+    /// Creates a new, private runtime directory with its `state/` subdirectory.
+    pub fn create() -> Result<RuntimeDir> {
+        let tmp = std::env::var_os("TMPDIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.as_os_str().len() + 40 < MAX_SOCKET_PATH)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        let pid = std::process::id();
+        let mut last_error = None;
+        for attempt in 0..64u64 {
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            let random = fnv1a(&[nanos.to_le_bytes(), attempt.to_le_bytes()].concat());
+            let path = tmp.join(format!("ddbx-{pid}-{:08x}", random as u32));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    let dir = RuntimeDir { path };
+                    std::fs::DirBuilder::new()
+                        .mode(0o700)
+                        .create(dir.state_dir())
+                        .map_err(|e| Error::io_at("cannot create", &dir.state_dir(), e))?;
+                    return Ok(dir);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
+                Err(e) => {
+                    return Err(Error::io_at(
+                        "cannot create the runtime directory",
+                        &path,
+                        e,
+                    ));
+                }
+            }
+        }
+        Err(Error::io(
+            format!("cannot create a runtime directory under {}", tmp.display()),
+            last_error.unwrap_or_else(|| std::io::Error::other("every name tried exists")),
+        ))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The GD's socket.
+    pub fn socket(&self) -> PathBuf {
+        self.path.join("gd.sock")
+    }
+
+    /// Where the LDs keep their per-actor state files.
+    pub fn state_dir(&self) -> PathBuf {
+        self.path.join("state")
+    }
+}
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The 64-bit FNV-1a hash of some bytes.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn is_private_and_removed_on_drop() {
+        let dir = RuntimeDir::create().unwrap();
+        let path = dir.path().to_path_buf();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert!(dir.state_dir().is_dir());
+        assert!(dir.socket().as_os_str().len() < 108);
+        drop(dir);
+        assert!(!path.exists());
+    }
+}
