@@ -145,6 +145,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
     let program = resolve_program(program_name, path_var, &cwd)?;
+    refuse_static(&program)?;
     let out_dir = match &options.out_dir {
         Some(dir) => {
             prepare_empty_dir(dir, "-o")?;
@@ -189,6 +190,25 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         passthrough: outcome.passthrough,
         messages: early,
     })
+}
+
+/// A statically linked program ignores LD_PRELOAD: ddbx would see none of its calls.
+fn refuse_static(program: &Path) -> Result<(), Error> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(ddbx_supervisor::wire::elf::HEADER_BYTES);
+    if let Ok(file) = std::fs::File::open(program) {
+        let _ = file
+            .take(ddbx_supervisor::wire::elf::HEADER_BYTES as u64)
+            .read_to_end(&mut head);
+    }
+    if ddbx_supervisor::wire::elf::is_static(&head) == Some(true) {
+        return Err(Error::Unsupported(format!(
+            "{} is statically linked: it does not load ddbx's preload library, so none of its \
+             calls can be recorded (record a dynamically linked build of it)",
+            program.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Replays the recording in `options.dir`.

@@ -12,6 +12,9 @@ pub enum Error {
     /// The recording cannot be used.
     #[error("{0}")]
     BadRecording(String),
+    /// The program is one ddbx cannot record (e.g. statically linked).
+    #[error("{0}")]
+    Unsupported(String),
     /// ddbx failed.
     #[error("{0}")]
     Internal(String),
@@ -23,6 +26,7 @@ impl Error {
         match self {
             Error::Usage(_) => exit::USAGE,
             Error::BadRecording(_) => exit::BAD_RECORDING,
+            Error::Unsupported(_) => exit::UNSUPPORTED,
             Error::Internal(_) => exit::INTERNAL,
         }
     }

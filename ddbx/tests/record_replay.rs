@@ -5,73 +5,20 @@
 //! one recording are identical: same exit status, same output as the record, and the same
 //! histories (pids and ports aside) as the record wrote.
 
-use ddbx_tests::{Output, Run, TempDir, assert_same_histories, histories, native_outputs, progs};
+use ddbx_tests::{Output, TempDir, histories, progs};
 use ddbx_wire::Record;
 use std::path::Path;
 
 const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
 
-/// Replays per recording.
-const REPLAYS: usize = 3;
-
-fn ddbx(args: &[&str]) -> Output {
-    Run::new(DDBX).args(args).output()
-}
-
-/// Records `program args` with jitter, then replays it `REPLAYS` times and checks each replay.
+/// Records `program args` with jitter, then replays it 3 times and checks each replay.
 fn record_and_replay(program: &Path, args: &[&str], jitter: u32) -> (TempDir, Output) {
-    let tmp = TempDir::new("rr");
-    let rec = tmp.join("rec");
-    let mut cmd = vec!["record", "-o", rec.to_str().unwrap_or_default(), "--"];
-    let prog = program.to_str().unwrap_or_default();
-    cmd.push(prog);
-    cmd.extend_from_slice(args);
-    let recorded = Run::new(DDBX)
-        .args(&cmd)
-        .env("DDBX_JITTER", jitter.to_string())
-        .output();
-    assert_eq!(recorded.code, 0, "record failed:\n{}", recorded.stderr);
-    assert!(
-        !recorded.stdout.is_empty(),
-        "the program printed nothing under record"
-    );
-    let recorded_histories = histories(&rec);
-    for i in 1..=REPLAYS {
-        let out_dir = tmp.join(&format!("replay{i}"));
-        let replayed = ddbx(&[
-            "replay",
-            "--history-out",
-            out_dir.to_str().unwrap_or_default(),
-            rec.to_str().unwrap_or_default(),
-        ]);
-        assert_eq!(
-            replayed.code, recorded.code,
-            "replay {i} exit code differs from the record's; stderr:\n{}",
-            replayed.stderr
-        );
-        assert_eq!(
-            replayed.stdout, recorded.stdout,
-            "replay {i} printed something else than the record"
-        );
-        assert_same_histories(
-            &recorded_histories,
-            &histories(&out_dir),
-            &format!("record vs replay {i}"),
-        );
-    }
-    (tmp, recorded)
+    ddbx_tests::record_and_replay(Path::new(DDBX), program, args, jitter, 3)
 }
 
 /// Shows the race natively (at least two different outputs), then records and replays.
 fn race(name: &str, args: &[&str], jitter: u32) {
-    let program = progs().join(name);
-    let outputs = native_outputs(&program, args, jitter, 2, 30);
-    assert!(
-        outputs.len() >= 2,
-        "{name}: 30 native runs all printed the same output, so this test would show nothing:\n{}",
-        outputs[0]
-    );
-    record_and_replay(&program, args, jitter);
+    ddbx_tests::race(Path::new(DDBX), &progs().join(name), args, jitter);
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub fn progs() -> &'static Path {
         std::fs::create_dir_all(&out)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
         let src = workspace().join("tests/progs");
-        let mut builds: Vec<(String, PathBuf, Vec<&str>)> = Vec::new();
+        let mut builds: Vec<(String, PathBuf, Vec<String>)> = Vec::new();
         let entries = std::fs::read_dir(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         for entry in entries.flatten() {
             let path = entry.path();
@@ -52,21 +52,25 @@ pub fn progs() -> &'static Path {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 if name == "diverge" {
-                    builds.push(("diverge1".into(), path.clone(), vec!["-DVARIANT=1"]));
-                    builds.push(("diverge2".into(), path.clone(), vec!["-DVARIANT=2"]));
+                    builds.push(("diverge1".into(), path.clone(), vec!["-DVARIANT=1".into()]));
+                    builds.push(("diverge2".into(), path.clone(), vec!["-DVARIANT=2".into()]));
                 } else {
-                    builds.push((name, path, vec![]));
+                    let flags = link_flags(&path);
+                    builds.push((name, path, flags));
                 }
             }
         }
         for (name, source, defines) in builds {
             let bin = out.join(&name);
             let tmp = out.join(format!(".{name}.{}", std::process::id()));
+            let (defines, libs): (Vec<String>, Vec<String>) =
+                defines.into_iter().partition(|f| f.starts_with("-D"));
             let status = Command::new("gcc")
                 .args(["-O1", "-Wall", "-Wextra", "-Werror", "-o"])
                 .arg(&tmp)
                 .args(&defines)
                 .arg(&source)
+                .args(&libs)
                 .status()
                 .unwrap_or_else(|e| panic!("cannot run gcc: {e}"));
             assert!(status.success(), "gcc failed on {}", source.display());
@@ -84,6 +88,26 @@ pub fn progs() -> &'static Path {
         assert!(status.success(), "building examples/figure1 failed");
         out
     })
+}
+
+/// Extra gcc flags of a test program, from a first line `// link: -pthread …` (only
+/// `-pthread` and `-l…` flags are accepted).
+fn link_flags(source: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(source).unwrap_or_default();
+    let first = text.lines().next().unwrap_or("");
+    let Some(rest) = first.trim().strip_prefix("// link:") else {
+        return vec![];
+    };
+    rest.split_whitespace()
+        .map(|f| {
+            assert!(
+                f == "-pthread" || f.starts_with("-l"),
+                "{}: unexpected link flag {f}",
+                source.display()
+            );
+            f.to_string()
+        })
+        .collect()
 }
 
 /// The Figure 1 example's `run` script and the directory of its built programs.
@@ -373,4 +397,92 @@ pub fn assert_same_histories(
             rb.len()
         );
     }
+}
+
+/// Records `program args` with `ddbx` (the path of the `ddbx` binary) and `DDBX_JITTER=jitter`,
+/// then replays the recording `replays` times with `--history-out` and checks each replay: same
+/// exit code and output as the record, same histories (pids and ports aside). Returns the
+/// temporary directory (the recording is `rec` in it, replay *i* wrote `replay<i>`) and the
+/// record's output.
+pub fn record_and_replay(
+    ddbx: &Path,
+    program: &Path,
+    args: &[&str],
+    jitter: u32,
+    replays: usize,
+) -> (TempDir, Output) {
+    let tmp = TempDir::new("rr");
+    let rec = tmp.join("rec");
+    let mut cmd = vec!["record", "-o", rec.to_str().unwrap_or_default(), "--"];
+    let prog = program.to_str().unwrap_or_default();
+    cmd.push(prog);
+    cmd.extend_from_slice(args);
+    let recorded = Run::new(ddbx)
+        .args(&cmd)
+        .env("DDBX_JITTER", jitter.to_string())
+        .output();
+    assert_eq!(recorded.code, 0, "record failed:\n{}", recorded.stderr);
+    assert!(
+        !recorded.stdout.is_empty(),
+        "the program printed nothing under record"
+    );
+    let recorded_histories = histories(&rec);
+    for i in 1..=replays {
+        let out_dir = tmp.join(&format!("replay{i}"));
+        let replayed = Run::new(ddbx)
+            .args([
+                "replay",
+                "--history-out",
+                out_dir.to_str().unwrap_or_default(),
+                rec.to_str().unwrap_or_default(),
+            ])
+            .output();
+        assert_eq!(
+            replayed.code, recorded.code,
+            "replay {i} exit code differs from the record's; stderr:\n{}",
+            replayed.stderr
+        );
+        assert_eq!(
+            replayed.stdout, recorded.stdout,
+            "replay {i} printed something else than the record"
+        );
+        assert_same_histories(
+            &recorded_histories,
+            &histories(&out_dir),
+            &format!("record vs replay {i}"),
+        );
+    }
+    (tmp, recorded)
+}
+
+/// Shows the race of `program args` natively (at least two different outputs in up to 30 runs
+/// with `DDBX_JITTER=jitter`), then [`record_and_replay`]s it 3 times.
+pub fn race(ddbx: &Path, program: &Path, args: &[&str], jitter: u32) -> (TempDir, Output) {
+    let outputs = native_outputs(program, args, jitter, 2, 30);
+    assert!(
+        outputs.len() >= 2,
+        "{}: 30 native runs all printed the same output, so this test would show nothing:\n{}",
+        program.display(),
+        outputs[0]
+    );
+    record_and_replay(ddbx, program, args, jitter, 3)
+}
+
+/// The Rust Figure 1 example (`examples/figure1-rust`, a standalone cargo package), built once
+/// per test run in release mode; returns its binary.
+pub fn figure1_rust() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let target = build_dir().join("figure1-rust-target");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "--release", "--manifest-path"])
+            .arg(workspace().join("examples/figure1-rust/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo: {e}"));
+        assert!(status.success(), "building examples/figure1-rust failed");
+        target.join("release/figure1-rust")
+    })
 }

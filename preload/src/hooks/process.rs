@@ -107,6 +107,51 @@ fn c_array(entries: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<*const c_char>) {
     (owned, ptrs)
 }
 
+/// Reports a statically linked program about to be exec'd: it will not load the LD, so
+/// nothing it does is recorded. `search` looks the name up in PATH (execvp and friends).
+///
+/// # Safety
+/// `path` must be null or a C string.
+unsafe fn report_if_static(path: *const c_char, search: bool) {
+    if path.is_null() {
+        return;
+    }
+    let Some(ld) = ld::active() else { return };
+    // SAFETY: a C string.
+    let name = unsafe { CStr::from_ptr(path) }.to_bytes().to_vec();
+    let candidates: Vec<Vec<u8>> = if !search || name.contains(&b'/') {
+        vec![name]
+    } else {
+        let dirs = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+        std::env::split_paths(&dirs)
+            .map(|d| {
+                let mut p = d.into_os_string().into_encoded_bytes();
+                p.push(b'/');
+                p.extend_from_slice(&name);
+                p
+            })
+            .collect()
+    };
+    for candidate in candidates {
+        let fd = crate::sys::open(&candidate, libc::O_RDONLY | libc::O_CLOEXEC, 0);
+        if fd < 0 {
+            continue;
+        }
+        let mut head = [0u8; ddbx_wire::elf::HEADER_BYTES];
+        let n = crate::sys::read(fd, &mut head).max(0) as usize;
+        crate::sys::close(fd);
+        if ddbx_wire::elf::is_static(&head[..n]) == Some(true) {
+            let what = format!(
+                "{} is statically linked and was started by {}: nothing it does is recorded",
+                String::from_utf8_lossy(&candidate),
+                ld.actor
+            );
+            ld.send(&ddbx_wire::proto::LdToGd::Passthrough { actor: ld.actor, what });
+        }
+        return;
+    }
+}
+
 fn environ() -> *const *const c_char {
     unsafe extern "C" {
         static environ: *const *const c_char;
@@ -118,6 +163,7 @@ fn environ() -> *const *const c_char {
 hook! {
     /// execve(2).
     fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        report_if_static(path, false);
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::execve(path, argv, ptrs.as_ptr())
@@ -127,6 +173,7 @@ hook! {
 hook! {
     /// execvpe(3).
     fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        report_if_static(file, true);
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::execvpe(file, argv, ptrs.as_ptr())
@@ -159,6 +206,9 @@ hook! {
 hook! {
     /// execveat(2).
     fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int {
+        if dirfd == libc::AT_FDCWD {
+            report_if_static(path, false);
+        }
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::execveat(dirfd, path, argv, ptrs.as_ptr(), flags)
@@ -200,6 +250,7 @@ unsafe fn on_spawn(
 hook! {
     /// posix_spawn(3).
     fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
+        report_if_static(path, false);
         on_spawn(|env| unsafe { real::posix_spawn(pid, path, fa, attr, argv, env) }, envp)
     }
 }
@@ -207,6 +258,7 @@ hook! {
 hook! {
     /// posix_spawnp(3).
     fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
+        report_if_static(file, true);
         on_spawn(|env| unsafe { real::posix_spawnp(pid, file, fa, attr, argv, env) }, envp)
     }
 }

@@ -458,6 +458,16 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         for line in &passthrough {
             say(format!("ddbx: not recorded: {line}"), &mut messages);
         }
+        if let (End::Complete, Some(dir)) = (&end, &manifest_dir) {
+            say(
+                format!(
+                    "ddbx: recorded {} actors, {reported_events} events in {}",
+                    actors.len(),
+                    dir.display()
+                ),
+                &mut messages,
+            );
+        }
     }
     let events = match recording {
         Some(r) => r.event_count(),

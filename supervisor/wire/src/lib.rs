@@ -9,11 +9,13 @@
 //!   writer and its checking reader;
 //! * [`manifest`]: what a recording needs to be re-run (command, cwd, environment, actors);
 //! * [`proto`]: the LD↔GD messages, named by direction ([`proto::LdToGd`], [`proto::GdToLd`]);
+//! * [`elf`]: telling statically linked programs (which ddbx cannot see into) apart;
 //! * [`errno`] and [`events`]: small value types that print readably in histories.
 //!
 //! Nothing here allocates on its own or starts threads: the preload links it into other
 //! people's processes.
 
+pub mod elf;
 pub mod errno;
 pub mod events;
 pub mod history;
