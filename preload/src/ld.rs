@@ -447,7 +447,7 @@ impl Ld {
 
     /// Replay: the next record, which must satisfy `fits`; otherwise the replay diverged here
     /// (`found` says what the program did), or the record ended here with a kill.
-    pub fn expect(&mut self, fits: impl Fn(&Record) -> bool, found: impl Fn() -> String) -> Record {
+    pub fn follow(&mut self, fits: impl Fn(&Record) -> bool, found: impl Fn() -> String) -> Record {
         match self.next_record() {
             Some(r) if fits(r) => r.clone(),
             _ => self.diverge(&found()),
@@ -743,7 +743,7 @@ extern "C" fn atfork_parent() {
             Mode::Record => ld.emit(&record),
             Mode::Replay => {
                 let index = ld.fork_index;
-                ld.expect(
+                ld.follow(
                     |r| matches!(r, Record::Fork { index: i } if *i == index),
                     || record.to_line(),
                 );

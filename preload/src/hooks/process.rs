@@ -229,7 +229,7 @@ unsafe fn on_spawn(
     match ld.mode {
         Mode::Record => ld.emit(&record),
         Mode::Replay => {
-            ld.expect(
+            ld.follow(
                 |r| matches!(r, Record::Spawn { index: i } if *i == index),
                 || record.to_line(),
             );

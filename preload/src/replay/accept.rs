@@ -22,7 +22,7 @@ pub unsafe fn accept(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
-    let rec = ld.expect(
+    let rec = ld.follow(
         |r| match r {
             Record::Accept { fd: f, .. } => *f == fd,
             Record::Fail {

@@ -17,7 +17,7 @@ use libc::{c_int, sockaddr, socklen_t};
 pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     // SAFETY: the program's address, as for connect.
     let remote = unsafe { fds::format_addr(addr, len) };
-    let rec = ld.expect(
+    let rec = ld.follow(
         |r| matches!(r, Record::Connect { fd: f, .. } if *f == fd),
         || format!("a connect on fd {fd} to {remote}"),
     );

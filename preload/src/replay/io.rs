@@ -9,7 +9,7 @@ use libc::c_int;
 
 /// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
 pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
-    let rec = ld.expect(
+    let rec = ld.follow(
         |r| match r {
             Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
             Record::Fail {
@@ -104,7 +104,7 @@ pub fn send(
     len: usize,
     mut call: impl FnMut(usize, usize) -> isize,
 ) -> isize {
-    let rec = ld.expect(
+    let rec = ld.follow(
         |r| match r {
             Record::Send { fd: f, .. } => *f == fd,
             Record::Fail {

@@ -15,7 +15,7 @@ use libc::c_int;
 /// recorded failure (already advanced past); `Ok(fds)` once every recorded fd is ready (the
 /// caller reports them and then calls [`done`]).
 pub fn next_ready_set(ld: &mut Ld, call: WaitCall, what: &str) -> Result<Vec<ReadyFd>, c_int> {
-    let rec = ld.expect(
+    let rec = ld.follow(
         |r| match r {
             Record::Ready { call: c, .. } => *c == call,
             Record::Fail {
