@@ -206,6 +206,14 @@ pub enum Record {
         /// The exit status.
         status: i32,
     },
+    /// The program published a variable value (`ddbx_set("x", 1)`): a probe event, logged so
+    /// that the offline analysis can evaluate predicates over it.
+    Probe {
+        /// The variable's name.
+        name: String,
+        /// Its new value.
+        value: i64,
+    },
 }
 
 impl Record {
@@ -224,6 +232,7 @@ impl Record {
             Record::Fail { .. } => "Fail",
             Record::Ready { .. } => "Ready",
             Record::Exit { .. } => "Exit",
+            Record::Probe { .. } => "Probe",
         }
     }
 
