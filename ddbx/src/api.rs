@@ -46,6 +46,13 @@ pub struct ReplayOptions {
     pub messages: Messages,
     /// Catch SIGINT/SIGTERM: stop every process and end as interrupted (for command lines).
     pub handle_signals: bool,
+    /// `stop if` predicates (the first one that is a conjunctive predicate is the primary:
+    /// the replay halts at the first consistent global state where it holds).
+    pub stop_if: Vec<String>,
+    /// Stop points on the history: `p3:17`, after p3's 17th event (joined to the primary).
+    pub stop_at: Vec<String>,
+    /// After halting, keep the processes alive until interrupted.
+    pub hold: bool,
 }
 
 /// How a record or replay ended, as a word (the `outcome` field of the JSON output).
@@ -61,6 +68,8 @@ pub enum OutcomeKind {
     Unsupported,
     /// ddbx was interrupted.
     Interrupted,
+    /// Replay: halted at the first global state where the `stop if` predicate holds.
+    Halted,
 }
 
 impl OutcomeKind {
@@ -72,6 +81,7 @@ impl OutcomeKind {
             OutcomeKind::Diverged => "diverged",
             OutcomeKind::Unsupported => "unsupported",
             OutcomeKind::Interrupted => "interrupted",
+            OutcomeKind::Halted => "halted",
         }
     }
 
@@ -82,6 +92,7 @@ impl OutcomeKind {
             End::Diverged(_) => OutcomeKind::Diverged,
             End::Unsupported { .. } => OutcomeKind::Unsupported,
             End::Interrupted { .. } => OutcomeKind::Interrupted,
+            End::Halted(_) => OutcomeKind::Halted,
         }
     }
 }
@@ -128,6 +139,8 @@ pub struct ReplayOutcome {
     pub history_out: Option<PathBuf>,
     /// Every `ddbx: …` line, in order.
     pub messages: Vec<String>,
+    /// `stop if`: the global state the replay halted in (`None`: it did not halt).
+    pub halted: Option<session::HaltedState>,
 }
 
 /// Records `options.command` under ddbx.
@@ -243,6 +256,19 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
         sink(&line);
         early.push(line);
     }
+    if recording.manifest.state != ddbx_supervisor::wire::manifest::SessionState::Complete {
+        let why = recording
+            .manifest
+            .problem
+            .as_deref()
+            .unwrap_or("ddbx was stopped");
+        let line = format!(
+            "ddbx: this recording is incomplete ({:?}: {why}); replaying what it holds",
+            recording.manifest.state
+        );
+        sink(&line);
+        early.push(line);
+    }
     let actor_count = manifest.actors.len();
     let recorded_root = manifest
         .actor(ddbx_supervisor::wire::ActorId::ROOT)
@@ -250,12 +276,23 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
     let argv = manifest.command.clone();
     let cwd = manifest.cwd.clone();
     let env = manifest.env.clone();
+    let halt = crate::halt::request(&recording, &options.stop_if, &options.stop_at)?;
+    if let Some(request) = &halt {
+        let line = format!(
+            "ddbx: halting at the first global state where `{}` holds",
+            request.text
+        );
+        sink(&line);
+        early.push(line);
+    }
     let runtime = RuntimeDir::create()?;
     let preload = crate::preload::locate(runtime.path())?;
     let outcome = session::run(SessionConfig {
         mode: SessionMode::Replay {
             recording: Box::new(recording),
             history_out: options.history_out.clone(),
+            halt,
+            hold: options.hold,
         },
         argv,
         program,
@@ -275,6 +312,20 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
             .map_or(0, ExitStatus::code),
         other => end_code(other),
     };
+    let halted = match &outcome.end {
+        End::Halted(state) => Some((**state).clone()),
+        _ => None,
+    };
+    if let Some(state) = &halted {
+        let text = crate::halt::describe(state);
+        if options.messages != Messages::Quiet {
+            let mut sink = open_sink_append(&options.messages);
+            for line in text.lines() {
+                sink(line);
+            }
+        }
+        messages.extend(text.lines().map(String::from));
+    }
     if kind == OutcomeKind::ReachedEnd {
         let line = format!(
             "ddbx: replay reached the recorded end ({actor_count} actors, {} events)",
@@ -296,6 +347,7 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
         events: outcome.events,
         history_out: options.history_out,
         messages,
+        halted,
     })
 }
 
@@ -305,7 +357,7 @@ fn end_code(end: &End) -> i32 {
         End::Diverged(_) => exit::DIVERGED,
         End::Unsupported { .. } => exit::UNSUPPORTED,
         End::Interrupted { signal } => exit::interrupted(*signal),
-        End::Complete | End::ReachedEnd => 0,
+        End::Complete | End::ReachedEnd | End::Halted(_) => 0,
     }
 }
 

@@ -37,6 +37,7 @@ mod api;
 pub mod cli;
 mod error;
 pub mod exit;
+pub mod halt;
 pub mod preload;
 
 pub use api::{

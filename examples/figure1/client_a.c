@@ -321,6 +321,7 @@ static UNUSED void chomp(char *s)
 
 /* ---- end of port-file helpers ---- */
 #include <sys/select.h>
+#include "ddbx.h" /* ddbx_set: publishes x for `ddbx replay --stop-if` (a no-op without ddbx) */
 
 int main(int argc, char **argv)
 {
@@ -362,6 +363,8 @@ int main(int argc, char **argv)
         read_line(fds[s], reply, sizeof reply);
         chomp(reply);
         printf("client_a: %s says: %s\n", names[s], reply);
+        if (s == 1)
+            ddbx_set("x", 1); /* the paper's x1: server_y has answered */
         if (close(fds[s]) < 0)
             die("close");
     }

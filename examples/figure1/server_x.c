@@ -320,6 +320,7 @@ static UNUSED void chomp(char *s)
 }
 
 /* ---- end of port-file helpers ---- */
+#include "ddbx.h" /* ddbx_set: publishes x for `ddbx replay --stop-if` (a no-op without ddbx) */
 
 static void serve(int fd, int k)
 {
@@ -328,6 +329,7 @@ static void serve(int fd, int k)
     jitter_init();
     read_line(fd, name, sizeof name);
     chomp(name);
+    ddbx_set("x", 1); /* the paper's x4 (for the child serving client_a): a request arrived */
     printf("server_x child %d: serving %s\n", k, name);
     jitter();
     snprintf(reply, sizeof reply, "server_x child %d serves %s\n", k, name);

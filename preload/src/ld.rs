@@ -9,7 +9,7 @@
 use crate::guard::Guard;
 use crate::sys;
 use ddbx_wire::history::{Origin, Record, header_line, write_compact};
-use ddbx_wire::proto::{self, Claim, GdToLd, LdToGd, Mode, ReplayPlan};
+use ddbx_wire::proto::{self, Claim, GdToLd, HaltPlan, LdToGd, Mode, ReplayPlan};
 use ddbx_wire::{ActorId, PROTOCOL_VERSION, env};
 use libc::c_int;
 use std::cell::UnsafeCell;
@@ -69,6 +69,12 @@ pub struct Ld {
     /// Replay state (replay mode only).
     pub replay: Option<Replay>,
     log_fd: c_int,
+    /// Halting replay state (`None`: not halting).
+    pub halt: Option<crate::halt::Halt>,
+    /// Built-in counters.
+    pub counters: crate::halt::Counters,
+    /// Probe values published by the program, in order.
+    pub probes: Vec<(String, i64)>,
     argv: Vec<String>,
     preload_env: Vec<u8>,
     gd_env: Vec<u8>,
@@ -160,6 +166,9 @@ pub fn init() {
         passthrough_seen: 0,
         replay: None,
         log_fd,
+        halt: None,
+        counters: Default::default(),
+        probes: Vec::new(),
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
         gd_env: gd_path,
@@ -280,13 +289,17 @@ impl Ld {
                 history_out,
                 state_file,
                 replay,
-            } => self.welcome(actor, origin, exec, mode, history_out, state_file, replay),
+                halting,
+            } => {
+                self.halt = halting.map(|h: HaltPlan| crate::halt::Halt::new(h.sp, h.target));
+                self.welcome(actor, origin, exec, mode, history_out, state_file, replay)
+            }
             GdToLd::Refuse { why } => {
                 sys::diag(self.log_fd, &why);
                 // The GD stops the session; this process must not run on unreplayed.
                 self.wait_for_the_end(DIVERGED_STATUS)
             }
-            GdToLd::Peer { .. } => false,
+            _ => false,
         }
     }
 
@@ -314,6 +327,9 @@ impl Ld {
         if let Some(plan) = replay {
             match ddbx_wire::History::load(std::path::Path::new(&plan.history)) {
                 Ok(h) => {
+                    if let Some(halt) = self.halt.as_mut() {
+                        halt.bystander = crate::halt::is_bystander(&h.records);
+                    }
                     self.replay = Some(Replay {
                         records: h.records,
                         accepts: plan.accepts,
@@ -372,11 +388,38 @@ impl Ld {
         }
     }
 
-    /// Sends a request and waits for its answer; `None` if the GD is gone.
+    /// Sends a request and waits for its answer; `None` if the GD is gone. Control messages
+    /// that arrive meanwhile (halting) are handled on the way.
     pub fn request(&mut self, msg: &LdToGd) -> Option<GdToLd> {
         self.send(msg);
-        let line = self.read_line()?;
-        proto::decode(&line).ok()
+        loop {
+            let reply = self.receive()?;
+            if let GdToLd::RunUntil { .. } | GdToLd::Report | GdToLd::Release = reply {
+                self.control(reply);
+                continue;
+            }
+            return Some(reply);
+        }
+    }
+
+    /// The next message from the GD; `None` if the GD is gone.
+    pub fn receive(&mut self) -> Option<GdToLd> {
+        loop {
+            let line = self.read_line()?;
+            if let Ok(msg) = proto::decode(&line) {
+                return Some(msg);
+            }
+            sys::diag(self.log_fd, "ddbx-ld: an unreadable message from the GD");
+        }
+    }
+
+    /// The GD disappeared during a replay: this process cannot be replayed further.
+    pub fn gd_gone(&mut self) -> ! {
+        sys::write_all(
+            2,
+            b"ddbx: the supervisor is gone; this replayed process stops here\n",
+        );
+        sys::exit_group(DIVERGED_STATUS)
     }
 
     fn read_line(&mut self) -> Option<String> {
@@ -420,6 +463,7 @@ impl Ld {
     /// Logs an event that happened (record), or that replay has just made happen.
     pub fn emit(&mut self, record: &Record) {
         self.shared().events.fetch_add(1, Ordering::Relaxed);
+        self.counters.count(record);
         self.write_history(record);
     }
 
@@ -448,6 +492,7 @@ impl Ld {
     /// Replay: the next record, which must satisfy `fits`; otherwise the replay diverged here
     /// (`found` says what the program did), or the record ended here with a kill.
     pub fn follow(&mut self, fits: impl Fn(&Record) -> bool, found: impl Fn() -> String) -> Record {
+        self.gate();
         match self.next_record() {
             Some(r) if fits(r) => r.clone(),
             _ => self.diverge(&found()),
@@ -457,6 +502,7 @@ impl Ld {
     /// Replay: the event has happened as recorded; `observed` goes to the replay's history.
     pub fn advance(&mut self, observed: &Record) {
         self.emit(observed);
+        self.after_event();
     }
 
     /// Replay: the program did `found`, which its history does not expect. Reports to the GD
@@ -565,6 +611,7 @@ impl Ld {
         match self.mode {
             Mode::Record => self.emit(&record),
             Mode::Replay => {
+                self.gate();
                 match self.next_record() {
                     Some(Record::Exit { status: s }) if *s == status => {}
                     _ => self.diverge(&format!("exit with status {status}")),
@@ -606,6 +653,9 @@ impl Ld {
         crate::guard::forget_tid();
         self.io_tid = AtomicI32::new(0);
         self.passthrough_seen = 0;
+        self.counters = Default::default();
+        self.probes.clear();
+        self.halt = None;
         if !self.join(Claim::Fork { parent, index }) {
             PHASE.store(OFF, Ordering::Release);
         }
@@ -726,6 +776,8 @@ extern "C" fn atfork_prepare() {
         return;
     }
     if let Some(ld) = slot().as_mut() {
+        // A halting replay may hold the actor before its fork.
+        ld.gate();
         ld.fork_index = ld.next_child();
     }
 }

@@ -15,6 +15,7 @@
 
 mod fds;
 mod guard;
+mod halt;
 mod hooks;
 mod ld;
 mod real;

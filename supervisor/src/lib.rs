@@ -7,13 +7,15 @@
 //! * [`session`]: one record or replay run ([`session::run`]);
 //! * [`actors`]: who a new process is (a pure state machine over `Hello`s);
 //! * [`recording`]: a recording on disk, loaded and checked ([`Recording::open`]);
-//! * [`analysis`]: offline analysis of histories (channel matching).
+//! * [`analysis`]: offline analysis of histories (channel matching);
+//! * [`predicate`]: the `stop if` language: parse, resolve, classify (conjunctive or general).
 //!
 //! The only vocabulary shared with the LD is [`ddbx_wire`], re-exported as [`wire`].
 
 pub mod actors;
 pub mod analysis;
 pub mod error;
+pub mod predicate;
 pub mod recording;
 pub mod session;
 

@@ -54,6 +54,6 @@ pub fn end_details(end: &End) -> (Value, Value) {
             Value::Null,
             Value::String(format!("interrupted by signal {signal}")),
         ),
-        End::Complete | End::ReachedEnd => (Value::Null, Value::Null),
+        End::Complete | End::ReachedEnd | End::Halted(_) => (Value::Null, Value::Null),
     }
 }

@@ -20,6 +20,9 @@ use std::path::PathBuf;
 const AFTER_HELP: &str = "\
 Examples:
   ddbx replay ddbx-run-1
+  ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'    halt at the first state where it holds
+  ddbx replay ddbx-run-1 --stop-at p3:17                halt right after p3's 17th event
+  ddbx replay ddbx-run-1 --stop-if 'p2.recvs >= 2' --hold   keep the halted processes for gdb -p
   ddbx replay --history-out /tmp/again ddbx-run-1   (then compare the histories)
   ddbx replay --json ddbx-run-1
 
@@ -50,6 +53,17 @@ pub struct Args {
     /// Write the replay's own histories (and manifest) into DIR (new or empty).
     #[arg(long, value_name = "DIR")]
     pub history_out: Option<PathBuf>,
+    /// Halt every process at the first consistent global state where P holds (e.g.
+    /// 'x1==1 && x4==1'; see `ddbx help predicates`).
+    #[arg(long = "stop-if", value_name = "P")]
+    pub stop_if: Vec<String>,
+    /// A stop point on the history: ACTOR:EVENT halts right after that actor's EVENT-th event.
+    #[arg(long = "stop-at", value_name = "ACTOR:EVENT")]
+    pub stop_at: Vec<String>,
+    /// After halting, keep the processes alive (their pids are printed, for gdb -p) until ddbx
+    /// is interrupted.
+    #[arg(long)]
+    pub hold: bool,
     /// The recording directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -67,6 +81,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
         history_out: args.history_out,
         messages,
         handle_signals: true,
+        stop_if: args.stop_if,
+        stop_at: args.stop_at,
+        hold: args.hold,
     })?;
     if args.json {
         let (divergence, problem) = json::end_details(&outcome.end);
@@ -82,6 +99,8 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "divergence": divergence,
             "problem": problem,
             "messages": outcome.messages,
+            "halted": outcome.halted.as_ref().map(crate::halt::to_json),
+            "cut": outcome.halted.as_ref().map(|h| crate::halt::to_json(h)["cut"].clone()),
         });
         super::write_json_message(&value, args.messages.as_deref())?;
     }

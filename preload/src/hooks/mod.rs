@@ -4,6 +4,7 @@
 //! straight to the real function.
 
 pub mod io;
+pub mod probe;
 pub mod process;
 pub mod socket;
 pub mod wait;

@@ -4,6 +4,7 @@
 //! that follow update the shared [`State`]; a replay `WhoIs` blocks its own connection's thread
 //! on a condition variable until the matching `Connected` arrives or the session ends.
 
+use super::halting::{self, HaltedActor, HaltedState, Halting, Writer};
 use super::matcher::ConnectTable;
 use super::{Divergence, End, MainEvent, procs};
 use crate::actors::{HelloFacts, Registry, Resolution};
@@ -34,6 +35,8 @@ struct State {
     notes: Vec<String>,
     /// Events reported by `Exiting` notes, summed.
     events: u64,
+    /// Halting replay (`stop if`) state.
+    halting: Option<Halting>,
 }
 
 /// The state shared by the session's threads.
@@ -55,6 +58,7 @@ impl Shared {
         manifest: Manifest,
         state_dir: PathBuf,
         events: mpsc::Sender<MainEvent>,
+        halting: Option<Halting>,
     ) -> Shared {
         Shared {
             state: Mutex::new(State {
@@ -66,6 +70,7 @@ impl Shared {
                 manifest,
                 notes: Vec::new(),
                 events: 0,
+                halting,
             }),
             changed: Condvar::new(),
             plans,
@@ -142,6 +147,39 @@ impl Shared {
     pub(crate) fn manifest_snapshot(&self) -> Manifest {
         self.lock().manifest.clone()
     }
+
+    /// Halting: asks every passive actor where it stands and waits (up to `limit`) for the
+    /// answers; then the halted global state and whether the predicate holds there.
+    pub(crate) fn collect_halted_state(&self, limit: Duration) -> Option<(HaltedState, bool)> {
+        let mut state = self.lock();
+        let asked = state.halting.as_mut()?.request_reports();
+        let deadline = Instant::now() + limit;
+        while state.halting.as_ref().map_or(0, |h| h.states.len()) < asked {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let halting = state.halting.as_ref()?;
+        Some((halting.halted_state(), halting.satisfied()))
+    }
+
+    /// Halting: the predicate never held; let everything run to the end.
+    pub(crate) fn release(&self) {
+        if let Some(h) = self.lock().halting.as_mut() {
+            h.release();
+        }
+    }
+
+    /// Halting: an actor's pid (for `--hold`).
+    pub(crate) fn halted_pid(&self, actor: ActorId) -> Option<i32> {
+        self.lock().halting.as_ref().and_then(|h| h.pid(actor))
+    }
 }
 
 /// Starts the thread that accepts LD connections until [`Shared::finish`] connects.
@@ -193,7 +231,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
         return;
     };
     let mut reader = BufReader::new(read_half);
-    let mut writer = stream;
+    let writer = stream;
     let Some(first) = read_line(&mut reader) else {
         return;
     };
@@ -232,9 +270,15 @@ fn serve(shared: &Shared, stream: UnixStream) {
             return;
         }
     };
-    let (actor, reply) = welcome(shared, &hello);
+    let writer: Writer = Arc::new(Mutex::new(writer));
+    let (actor, reply) = welcome(shared, &hello, &writer);
     // A refused process is gone from the session's point of view once told so.
-    if writer.write_all(proto::encode(&reply).as_bytes()).is_err() {
+    if writer
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .write_all(proto::encode(&reply).as_bytes())
+        .is_err()
+    {
         return;
     }
     let Some(actor) = actor else {
@@ -254,16 +298,14 @@ fn serve(shared: &Shared, stream: UnixStream) {
                 continue;
             }
         };
-        if let Some(answer) = handle(shared, actor, hello.pid, message)
-            && writer.write_all(proto::encode(&answer).as_bytes()).is_err()
-        {
-            return;
+        if let Some(answer) = handle(shared, actor, hello.pid, message) {
+            halting::send(&writer, &answer);
         }
     }
 }
 
 /// Resolves a `Hello`: the actor (`None`: refused) and the reply to send.
-fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
+fn welcome(shared: &Shared, hello: &HelloFacts, writer: &Writer) -> (Option<ActorId>, GdToLd) {
     let mut state = shared.lock();
     let resolution = state.registry.hello(hello);
     shared.changed.notify_all();
@@ -274,6 +316,10 @@ fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
             exec,
             new_actor,
         } => {
+            let halting = state
+                .halting
+                .as_mut()
+                .map(|h| h.welcomed(actor, hello.pid, Arc::clone(writer)));
             if new_actor && let Some(dir) = &shared.manifest_dir {
                 state.manifest.actors = state.registry.actors().to_vec();
                 if let Err(e) = state.manifest.store(dir) {
@@ -308,6 +354,7 @@ fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
                     .plans
                     .as_ref()
                     .map(|plans| plans.get(&actor).cloned().unwrap_or_default()),
+                halting,
             };
             (Some(actor), reply)
         }
@@ -423,6 +470,54 @@ fn handle(shared: &Shared, me: ActorId, pid: i32, message: LdToGd) -> Option<GdT
                 state.registry.exited(pid, Some(status));
             }
             state.events += events;
+            if let Some(h) = state.halting.as_mut() {
+                h.exited(me, events);
+                if h.check() {
+                    shared.send(MainEvent::Halted);
+                }
+            }
+            shared.changed.notify_all();
+            None
+        }
+        LdToGd::Need { actor, event } => {
+            if let Some(h) = shared.lock().halting.as_mut() {
+                h.need(actor, event);
+            }
+            None
+        }
+        LdToGd::Passive {
+            actor,
+            events,
+            target,
+        } => {
+            let mut state = shared.lock();
+            if let Some(h) = state.halting.as_mut() {
+                h.passive(actor, events, target);
+                if h.check() {
+                    shared.send(MainEvent::Halted);
+                }
+            }
+            None
+        }
+        LdToGd::State {
+            actor,
+            events,
+            next,
+            vars,
+            satisfied,
+        } => {
+            let mut state = shared.lock();
+            if let Some(h) = state.halting.as_mut() {
+                h.state(HaltedActor {
+                    actor,
+                    events,
+                    next,
+                    vars,
+                    satisfied,
+                    pid: Some(pid),
+                    status: "passive".into(),
+                });
+            }
             shared.changed.notify_all();
             None
         }

@@ -15,10 +15,12 @@
 //! of its own that it expects to wait for while a session runs.
 
 mod connections;
+pub mod halting;
 pub mod matcher;
 pub mod procs;
 pub mod runtime_dir;
 
+pub use halting::{HaltRequest, HaltedActor, HaltedState};
 pub use runtime_dir::RuntimeDir;
 
 use crate::actors::Registry;
@@ -50,6 +52,10 @@ pub enum SessionMode {
         recording: Box<Recording>,
         /// Where the replay writes its own histories and manifest, if anywhere (exists, empty).
         history_out: Option<PathBuf>,
+        /// Halt at the first consistent global state where this predicate holds.
+        halt: Option<HaltRequest>,
+        /// After halting, keep the processes alive until ddbx is interrupted.
+        hold: bool,
     },
 }
 
@@ -106,6 +112,8 @@ pub enum End {
         /// What.
         what: String,
     },
+    /// Replay: halted at the first consistent global state where the predicate holds.
+    Halted(Box<HaltedState>),
     /// ddbx got SIGINT or SIGTERM.
     Interrupted {
         /// The signal.
@@ -146,6 +154,8 @@ pub(crate) enum MainEvent {
     Stop(End),
     /// A line to show.
     Note(String),
+    /// Halting: every actor is passive.
+    Halted,
 }
 
 /// Environment variables that are ddbx's own and are never stored in a manifest.
@@ -187,11 +197,16 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         SessionMode::Replay {
             recording,
             history_out,
+            ..
         } => (
             Registry::for_replay(ddbx_pid, &host, recording.manifest.actors.clone()),
             history_out.as_deref().map(absolute).transpose()?,
             Some(recording.as_ref()),
         ),
+    };
+    let (halt_request, hold) = match &mode {
+        SessionMode::Replay { halt, hold, .. } => (halt.clone(), *hold),
+        SessionMode::Record { .. } => (None, false),
     };
     if let Some(dir) = &manifest_dir {
         let history = dir.join("history");
@@ -225,8 +240,11 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                     history.and_then(|h| h.records.last()),
                     Some(Record::Exit { .. })
                 );
+                let torn = history.is_some_and(|h| h.truncated);
                 let killed_by = match a.exit {
                     Some(ExitStatus::Signaled(sig)) if !ended_by_exit => Some(sig),
+                    // A record torn in the middle: the process died while writing it.
+                    _ if torn && !ended_by_exit => Some(libc::SIGKILL),
                     _ => None,
                 };
                 (
@@ -254,6 +272,12 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         manifest,
         runtime.state_dir(),
         events_tx.clone(),
+        match (&halt_request, recording) {
+            (Some(request), Some(r)) => {
+                Some(halting::Halting::new(r, request, runtime.state_dir()))
+            }
+            _ => None,
+        },
     ));
 
     let old_mask = handle_signals.then(procs::block_stop_signals);
@@ -344,6 +368,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
 
     // The main loop: until every descendant is gone.
     let mut stop: Option<End> = None;
+    let mut halted_hold: Option<HaltedState> = None;
     let mut root_status = None;
     let mut reap_error = None;
     loop {
@@ -376,7 +401,9 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                 break;
             }
             MainEvent::Signal(signal) => {
-                if stop.is_none() {
+                if let Some(state) = halted_hold.take() {
+                    stop = Some(End::Halted(Box::new(state)));
+                } else if stop.is_none() {
                     say(
                         format!("ddbx: interrupted by signal {signal}: stopping every process"),
                         &mut messages,
@@ -402,6 +429,48 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                 procs::kill_descendants();
             }
             MainEvent::Note(line) => say(line, &mut messages),
+            MainEvent::Halted => {
+                if stop.is_some() {
+                    continue;
+                }
+                let Some((state, holds)) = shared.collect_halted_state(Duration::from_secs(10))
+                else {
+                    continue;
+                };
+                if !holds {
+                    say(
+                        format!(
+                            "ddbx: `{}` never holds in this run: replaying to the end",
+                            state.predicate
+                        ),
+                        &mut messages,
+                    );
+                    shared.release();
+                    continue;
+                }
+                if hold {
+                    let pids: Vec<String> = state
+                        .actors
+                        .iter()
+                        .filter_map(|a| {
+                            shared
+                                .halted_pid(a.actor)
+                                .map(|pid| format!("{} pid {pid}", a.actor))
+                        })
+                        .collect();
+                    say(
+                        format!(
+                            "ddbx: halted; holding the processes ({}); interrupt ddbx (Ctrl-C) to end them",
+                            pids.join(", ")
+                        ),
+                        &mut messages,
+                    );
+                    halted_hold = Some(state);
+                    continue;
+                }
+                stop = Some(End::Halted(Box::new(state)));
+                procs::kill_descendants();
+            }
         }
     }
 
@@ -423,7 +492,16 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         say(note, &mut messages);
     }
 
-    let (actors, passthrough, reported_events) = shared.results();
+    let (actors, passthrough, _) = shared.results();
+    // Events as the histories hold them (a killed process never reports its count).
+    let recorded_events: u64 = match &manifest_dir {
+        Some(dir) if recording.is_none() => actors
+            .iter()
+            .filter_map(|a| ddbx_wire::History::load(&Manifest::history_path(dir, a.id)).ok())
+            .map(|h| h.records.len() as u64)
+            .sum(),
+        _ => 0,
+    };
     let recorded_root_status = recording
         .and_then(|r| r.manifest.actor(ActorId::ROOT))
         .and_then(|a| a.exit);
@@ -461,7 +539,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         if let (End::Complete, Some(dir)) = (&end, &manifest_dir) {
             say(
                 format!(
-                    "ddbx: recorded {} actors, {reported_events} events in {}",
+                    "ddbx: recorded {} actors, {recorded_events} events in {}",
                     actors.len(),
                     dir.display()
                 ),
@@ -471,7 +549,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     }
     let events = match recording {
         Some(r) => r.event_count(),
-        None => reported_events,
+        None => recorded_events,
     };
     drop(runtime);
     Ok(Outcome {
@@ -544,6 +622,7 @@ fn describe_end(end: &End) -> String {
         } => format!("unsupported in {actor}: {what}"),
         End::Unsupported { actor: None, what } => format!("unsupported: {what}"),
         End::Interrupted { signal } => format!("ddbx was interrupted by signal {signal}"),
+        End::Halted(state) => format!("halted at `{}`", state.predicate),
     }
 }
 

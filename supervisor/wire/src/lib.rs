@@ -8,6 +8,8 @@
 //! * [`history`]: the per-actor history (one RON record per line, a versioned header), its
 //!   writer and its checking reader;
 //! * [`manifest`]: what a recording needs to be re-run (command, cwd, environment, actors);
+//! * [`pred`]: the `stop if` predicate language's tree, printing and evaluation (the GD parses,
+//!   the LD evaluates);
 //! * [`proto`]: the LD↔GD messages, named by direction ([`proto::LdToGd`], [`proto::GdToLd`]);
 //! * [`elf`]: telling statically linked programs (which ddbx cannot see into) apart;
 //! * [`errno`] and [`events`]: small value types that print readably in histories.
@@ -21,6 +23,7 @@ pub mod events;
 pub mod history;
 pub mod ids;
 pub mod manifest;
+pub mod pred;
 pub mod proto;
 
 pub use errno::Errno;

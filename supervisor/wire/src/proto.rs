@@ -111,6 +111,38 @@ pub enum LdToGd {
         /// How.
         status: ExitStatus,
     },
+    /// Halting replay: before executing `event`, which may wait for other actors (a receive,
+    /// an accept, a connect, a ready set): make what it needs happen.
+    Need {
+        /// The actor.
+        actor: ActorId,
+        /// The event about to be executed.
+        event: u64,
+    },
+    /// Halting replay: the actor is passive, waiting at the entry of event `events + 1`
+    /// (its simple predicate holds and nothing is owed up to `target`).
+    Passive {
+        /// The actor.
+        actor: ActorId,
+        /// Events executed.
+        events: u64,
+        /// The largest `RunUntil` target it had received when it became passive (the GD
+        /// ignores a `Passive` that predates a later request).
+        target: u64,
+    },
+    /// Halting replay: answer to [`GdToLd::Report`].
+    State {
+        /// The actor.
+        actor: ActorId,
+        /// Events executed.
+        events: u64,
+        /// The next event, as its history record (`None` at the end of the history).
+        next: Option<String>,
+        /// Its variables: probes, then the built-in counters.
+        vars: Vec<(String, i64)>,
+        /// Whether its simple predicate holds (`None`: it has none).
+        satisfied: Option<bool>,
+    },
 }
 
 /// What the LD must know to replay an actor.
@@ -123,6 +155,15 @@ pub struct ReplayPlan {
     pub accepts: Vec<(u64, ActorId, u64)>,
     /// How the record ended, when it did not end with an `Exit` record (killed).
     pub killed_by: Option<i32>,
+}
+
+/// What an LD must know in a halting replay (`ddbx replay --stop-if`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct HaltPlan {
+    /// This actor's simple predicate (`None`: it has none and starts passive).
+    pub sp: Option<crate::pred::Expr>,
+    /// Run at least until this many events were executed (requests made before it existed).
+    pub target: u64,
 }
 
 /// Messages from the GD to an LD.
@@ -144,6 +185,9 @@ pub enum GdToLd {
         state_file: String,
         /// Replay only: what to follow.
         replay: Option<ReplayPlan>,
+        /// Halting replay only (`stop if`): this actor's part.
+        #[serde(default)]
+        halting: Option<HaltPlan>,
     },
     /// Answer to `WhoIs`: the connect event that made this connection (`None`: not managed).
     Peer {
@@ -155,6 +199,15 @@ pub enum GdToLd {
         /// Why.
         why: String,
     },
+    /// Halting replay: run at least until `event` events have been executed.
+    RunUntil {
+        /// The target event count.
+        event: u64,
+    },
+    /// Halting replay: say where you are ([`LdToGd::State`]).
+    Report,
+    /// Halting replay: stop halting; run freely to the end of the history.
+    Release,
 }
 
 /// Encodes a message as one line (with its newline).

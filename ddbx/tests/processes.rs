@@ -1,0 +1,253 @@
+//! Processes made every way a C program can make them (fork, posix_spawn, system, popen), and a
+//! process that kills itself with SIGKILL in the middle of a conversation.
+
+use ddbx_tests::{Run, TempDir, native_outputs, progs, record_and_replay};
+use ddbx_wire::history::Origin;
+use ddbx_wire::manifest::Manifest;
+use ddbx_wire::{History, Record};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+
+/// One row of the plain `ddbx ps` table.
+#[derive(Debug)]
+struct PsRow {
+    id: String,
+    parent: String,
+    exit: String,
+    command: String,
+}
+
+/// Runs `ddbx ps DIR` and parses its table (columns are aligned under the header).
+fn ps(dir: &Path) -> Vec<PsRow> {
+    let out = Run::new(DDBX)
+        .args(["ps", dir.to_str().unwrap_or_default()])
+        .output();
+    assert_eq!(out.code, 0, "ddbx ps: {}", out.stderr);
+    let mut lines = out.stdout.lines();
+    let header = lines.next().unwrap_or_default();
+    let col = |name: &str| {
+        header
+            .find(name)
+            .unwrap_or_else(|| panic!("no {name} column in ps:\n{}", out.stdout))
+    };
+    let (exit_at, host_at, command_at) = (col("EXIT"), col("HOST"), col("COMMAND"));
+    lines
+        .filter(|l| l.starts_with('p'))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert!(words.len() >= 6, "short ps row: {l:?}");
+            PsRow {
+                id: words[0].to_string(),
+                parent: words[1].to_string(),
+                exit: l.get(exit_at..host_at).unwrap_or("").trim().to_string(),
+                command: l.get(command_at..).unwrap_or("").to_string(),
+            }
+        })
+        .collect()
+}
+
+fn show(dir: &Path, actor: &str) -> String {
+    let out = Run::new(DDBX)
+        .args(["show", dir.to_str().unwrap_or_default(), actor])
+        .output();
+    assert_eq!(out.code, 0, "ddbx show {actor}: {}", out.stderr);
+    out.stdout
+}
+
+/// Actor ids by origin, from a manifest.
+fn ids_by_origin(dir: &Path) -> BTreeMap<Origin, String> {
+    let m = Manifest::load(dir).unwrap_or_else(|e| panic!("{e}"));
+    m.actors
+        .iter()
+        .map(|a| (a.origin, a.id.to_string()))
+        .collect()
+}
+
+#[test]
+fn clients_made_by_fork_posix_spawn_system_and_popen() {
+    let program = progs().join("spawn_paths");
+    let native = native_outputs(&program, &[], 5, 2, 30);
+    assert!(
+        native.len() >= 2,
+        "30 native runs all printed the same:\n{}",
+        native[0]
+    );
+    let (tmp, recorded) = record_and_replay(Path::new(DDBX), &program, &[], 5, 3);
+    assert!(
+        recorded.stdout.ends_with(
+            "popen output: client 4 got ok\n\
+             fork: exit 0, posix_spawn: exit 0, system: exit 0, popen: exit 0\n"
+        ),
+        "{}",
+        recorded.stdout
+    );
+    let rec = tmp.join("rec");
+
+    // ps: every actor's parent chain leads to the program ddbx started (p1).
+    let rows = ps(&rec);
+    let parent: BTreeMap<&str, &str> = rows
+        .iter()
+        .map(|r| (r.id.as_str(), r.parent.as_str()))
+        .collect();
+    assert_eq!(parent.get("p1"), Some(&"p0"), "{rows:#?}");
+    for r in &rows {
+        let mut at = r.id.as_str();
+        for _ in 0..rows.len() {
+            if at == "p1" {
+                break;
+            }
+            at = parent
+                .get(at)
+                .unwrap_or_else(|| panic!("{}: parent chain broken at {at}: {rows:#?}", r.id));
+        }
+        assert_eq!(
+            at, "p1",
+            "{}'s parent chain does not reach p1: {rows:#?}",
+            r.id
+        );
+        assert_eq!(r.exit, "exit 0", "{r:?}");
+    }
+
+    // Every client is an actor that connected to p1. Clients 2–4 exec'd "<self> client N".
+    let connected_to_p1: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.id != "p1")
+        .filter(|r| {
+            show(&rec, &r.id)
+                .lines()
+                .any(|l| l.contains("Connect(") && l.contains("err: None") && l.contains("→ p1 "))
+        })
+        .map(|r| r.id.as_str())
+        .collect();
+    assert_eq!(connected_to_p1.len(), 4, "{connected_to_p1:?} in {rows:#?}");
+    for n in 2..=4 {
+        let client: Vec<&PsRow> = rows
+            .iter()
+            .filter(|r| {
+                let w: Vec<&str> = r.command.split_whitespace().collect();
+                w.len() >= 3
+                    && w[0].ends_with("spawn_paths")
+                    && w[1] == "client"
+                    && w[2] == n.to_string()
+            })
+            .collect();
+        assert_eq!(client.len(), 1, "client {n}: {rows:#?}");
+        assert!(
+            connected_to_p1.contains(&client[0].id.as_str()),
+            "client {n} ({}) did not connect to p1",
+            client[0].id
+        );
+    }
+    // Client 1 is p1's forked child that kept p1's program.
+    let p1_command = &rows[0].command;
+    assert!(
+        rows.iter().any(|r| r.parent == "p1"
+            && &r.command == p1_command
+            && connected_to_p1.contains(&r.id.as_str())),
+        "no forked client 1: {rows:#?}"
+    );
+
+    // Each replay gave every origin the id the record gave it.
+    let recorded_ids = ids_by_origin(&rec);
+    for kind in ["Fork", "Spawn", "Unhooked"] {
+        assert!(
+            recorded_ids
+                .keys()
+                .any(|o| format!("{o:?}").starts_with(kind)),
+            "no {kind} origin recorded: {recorded_ids:#?}"
+        );
+    }
+    for i in 1..=3 {
+        assert_eq!(
+            ids_by_origin(&tmp.join(&format!("replay{i}"))),
+            recorded_ids,
+            "replay {i}: ids by origin differ from the record's"
+        );
+    }
+}
+
+#[test]
+fn a_child_that_kills_itself() {
+    let program = progs().join("self_kill");
+    let native = Run::new(&program).env("DDBX_JITTER", "5").output();
+    let expected = "received 3 messages, 9 bytes\nchild killed by signal 9\n";
+    assert_eq!(
+        (native.code, native.stdout.as_str()),
+        (0, expected),
+        "{}",
+        native.stderr
+    );
+
+    let (tmp, recorded) = record_and_replay(Path::new(DDBX), &program, &[], 5, 3);
+    assert_eq!(recorded.stdout, expected);
+    let rec = tmp.join("rec");
+
+    // The child's history loads and ends with its last event before the kill: the receive of
+    // the reply, no Exit.
+    let m = Manifest::load(&rec).unwrap_or_else(|e| panic!("{e}"));
+    let child = m
+        .actors
+        .iter()
+        .find(|a| matches!(a.origin, Origin::Fork { .. }))
+        .unwrap_or_else(|| panic!("no forked child: {m:#?}"));
+    let h =
+        History::load(&Manifest::history_path(&rec, child.id)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!h.truncated);
+    assert!(
+        !h.records.iter().any(|r| matches!(r, Record::Exit { .. })),
+        "{:#?}",
+        h.records
+    );
+    assert!(
+        matches!(h.records.last(), Some(Record::Recv { n: 4, .. })),
+        "the history does not end with the reply's receive: {:#?}",
+        h.records
+    );
+    let sends = h
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::Send { .. }))
+        .count();
+    assert_eq!(sends, 3, "{:#?}", h.records);
+
+    // ps shows it as killed (signal 9 if ddbx learnt the status), the parent as exit 0.
+    let rows = ps(&rec);
+    let id = child.id.to_string();
+    let row = rows
+        .iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("{id} not in ps: {rows:#?}"));
+    assert!(
+        row.exit == "killed" || row.exit == "signal 9",
+        "ps shows {id} as {:?}",
+        row.exit
+    );
+    assert_eq!(rows[0].exit, "exit 0", "{rows:#?}");
+}
+
+/// `ddbx record`'s summary line counts every recorded event, including those of an actor that
+/// was killed (and so never reported its count at exit).
+#[test]
+fn the_record_summary_counts_the_events_of_a_killed_actor() {
+    let tmp = TempDir::new("selfkill-summary");
+    let rec = tmp.join("rec");
+    let out = Run::new(DDBX)
+        .args([
+            "record",
+            "-o",
+            rec.to_str().unwrap_or_default(),
+            "--",
+            progs().join("self_kill").to_str().unwrap_or_default(),
+        ])
+        .output();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let total: usize = ddbx_tests::histories(&rec).values().map(Vec::len).sum();
+    assert!(
+        out.stderr
+            .contains(&format!("recorded 2 actors, {total} events")),
+        "the histories hold {total} events; ddbx said:\n{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,73 @@
+//! Threads: socket I/O from a second thread is refused (exit 103, a message naming threads,
+//! nothing left running, the manifest says Interrupted); a thread that does no socket I/O is
+//! recorded and replayed like any program.
+
+use ddbx_tests::{Run, TempDir, progs, record_and_replay};
+use ddbx_wire::manifest::{Manifest, SessionState};
+use std::path::Path;
+
+const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const UNSUPPORTED: i32 = 103;
+
+#[test]
+fn socket_io_from_a_second_thread_is_refused() {
+    let program = progs().join("threads_io");
+    // The program itself works.
+    let native = Run::new(&program).output();
+    assert_eq!(native.code, 0, "{}", native.stderr);
+    assert_eq!(native.stdout, "got: hello\\n\n");
+
+    let tmp = TempDir::new("threads");
+    let rec = tmp.join("rec");
+    // Run::output checks that nothing of the process group is left running.
+    let out = Run::new(DDBX)
+        .args([
+            "record",
+            "-o",
+            rec.to_str().unwrap_or_default(),
+            "--",
+            program.to_str().unwrap_or_default(),
+        ])
+        .env("DDBX_JITTER", "5")
+        .output();
+    assert_eq!(
+        out.code, UNSUPPORTED,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stderr.to_lowercase().contains("thread"),
+        "the message does not mention threads:\n{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("p1"),
+        "the message does not name the actor:\n{}",
+        out.stderr
+    );
+    let manifest = Manifest::load(&rec).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(manifest.state, SessionState::Interrupted);
+    let problem = manifest.problem.unwrap_or_default();
+    assert!(problem.contains("thread"), "manifest problem: {problem:?}");
+
+    // Replaying such a recording does not pretend to work.
+    let replay = Run::new(DDBX)
+        .args(["replay", rec.to_str().unwrap_or_default()])
+        .output();
+    assert_ne!(replay.code, 0, "{}", replay.stderr);
+}
+
+#[test]
+fn a_thread_without_socket_io_is_recorded_and_replayed() {
+    let (_tmp, recorded) = record_and_replay(
+        Path::new(DDBX),
+        &progs().join("threads_io"),
+        &["quiet-thread"],
+        5,
+        3,
+    );
+    assert_eq!(
+        recorded.stdout,
+        "thread computed 500000500000\ngot: hello\\n\n"
+    );
+}

@@ -1,0 +1,246 @@
+//! Halting at Inf(P): the LD's part of the paper's algorithm (003 §4, Fig. 5; DESIGN §4).
+//!
+//! In a halting replay every actor is either *active* (it runs) or *passive* (it waits at the
+//! entry of its next event). An actor is active while its simple predicate is false, or while
+//! it owes another actor something: the GD's `RunUntil` target (a fork, a connect/accept, the
+//! bytes of a send, routed to it by the GD). Before an event that waits for another actor (a
+//! receive, an accept, a connect, a ready set) the LD tells the GD what it is about to do
+//! (`Need`), and the GD makes the actors it depends on run that far. When every actor is
+//! passive and no request is in flight, the GD has found the program halted at Inf(P).
+
+use crate::ld::Ld;
+use ddbx_wire::history::Record;
+use ddbx_wire::pred::{self, Expr, Value, VarRef};
+use ddbx_wire::proto::{GdToLd, LdToGd, Mode};
+
+/// The halting state of this actor.
+pub struct Halt {
+    /// This actor's simple predicate (`None`: it has none, i.e. it is always satisfied).
+    pub sp: Option<Expr>,
+    /// Run at least until this many events have been executed (what others asked of us).
+    pub target: u64,
+    /// `Release`d: halting is over, run freely.
+    pub released: bool,
+    /// A `Passive` note was sent for the current wait.
+    passive_sent: bool,
+    /// The actor does nothing ddbx can hold it at (no socket or probe events: a shell's
+    /// helper talking through pipes): it runs freely.
+    pub bystander: bool,
+}
+
+/// Whether a history has events that halting can hold an actor at.
+pub fn is_bystander(records: &[Record]) -> bool {
+    !records.iter().any(|r| {
+        matches!(
+            r,
+            Record::Connect { .. }
+                | Record::Accept { .. }
+                | Record::Recv { .. }
+                | Record::NoData { .. }
+                | Record::Send { .. }
+                | Record::Fail { .. }
+                | Record::Ready { .. }
+                | Record::Probe { .. }
+        )
+    })
+}
+
+impl Halt {
+    /// Halting with this simple predicate and initial target.
+    pub fn new(sp: Option<Expr>, target: u64) -> Halt {
+        Halt {
+            sp,
+            target,
+            released: false,
+            passive_sent: false,
+            bystander: false,
+        }
+    }
+}
+
+/// Per-actor counters, readable as variables (`p3.recvs`).
+#[derive(Default, Clone, Copy)]
+pub struct Counters {
+    /// Receives (including end of stream).
+    pub recvs: i64,
+    /// Sends.
+    pub sends: i64,
+    /// Accepted connections.
+    pub accepts: i64,
+    /// Children created (fork and spawn).
+    pub forks: i64,
+}
+
+impl Counters {
+    /// Counts one event.
+    pub fn count(&mut self, record: &Record) {
+        match record {
+            Record::Recv { .. } => self.recvs += 1,
+            Record::Send { .. } => self.sends += 1,
+            Record::Accept { .. } => self.accepts += 1,
+            Record::Fork { .. } | Record::Spawn { .. } => self.forks += 1,
+            _ => {}
+        }
+    }
+}
+
+impl Ld {
+    /// The value of one of this actor's variables: a probe, or a built-in counter.
+    pub fn variable(&self, name: &str) -> Option<i64> {
+        if let Some((_, v)) = self.probes.iter().rev().find(|(n, _)| n == name) {
+            return Some(*v);
+        }
+        let c = &self.counters;
+        Some(match name {
+            "events" => self.events() as i64,
+            "recvs" => c.recvs,
+            "sends" => c.sends,
+            "accepts" => c.accepts,
+            "forks" => c.forks,
+            "alive" => 1,
+            _ => return None,
+        })
+    }
+
+    /// Every variable with a value (probes, then counters), for the halted state.
+    pub fn variables(&self) -> Vec<(String, i64)> {
+        let mut out: Vec<(String, i64)> = Vec::new();
+        for (name, value) in &self.probes {
+            match out.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = *value,
+                None => out.push((name.clone(), *value)),
+            }
+        }
+        for name in ["events", "recvs", "sends", "accepts", "forks", "alive"] {
+            if let Some(v) = self.variable(name) {
+                out.push((name.to_string(), v));
+            }
+        }
+        out
+    }
+
+    /// Whether this actor's simple predicate holds now (`None`: it has none).
+    pub fn satisfied(&self) -> Option<bool> {
+        let sp = self.halt.as_ref()?.sp.as_ref()?;
+        let mut lookup = |v: &VarRef| self.variable(&v.name).map(Value::Int);
+        Some(pred::holds(sp, &mut lookup))
+    }
+
+    /// At the entry of the next event of a halting replay: wait while passive, then, if the
+    /// event waits for another actor, tell the GD what it needs.
+    pub fn gate(&mut self) {
+        if self.mode != Mode::Replay {
+            return;
+        }
+        loop {
+            let Some(halt) = self.halt.as_ref() else {
+                return;
+            };
+            if halt.released || halt.bystander {
+                return;
+            }
+            let owed = self.events() < halt.target;
+            let sp_false = self.satisfied() == Some(false);
+            if owed || sp_false {
+                break;
+            }
+            // Passive: say so once, then wait for the GD.
+            let events = self.events();
+            if let Some(halt) = self.halt.as_mut()
+                && !halt.passive_sent
+            {
+                halt.passive_sent = true;
+                let target = halt.target;
+                let msg = LdToGd::Passive {
+                    actor: self.actor,
+                    events,
+                    target,
+                };
+                self.send(&msg);
+            }
+            match self.receive() {
+                Some(msg) => {
+                    self.control(msg);
+                }
+                None => self.gd_gone(),
+            }
+        }
+        let waits = matches!(
+            self.next_record(),
+            Some(
+                Record::Recv { .. }
+                    | Record::Accept { .. }
+                    | Record::Connect { err: None, .. }
+                    | Record::Ready { .. }
+            )
+        ) || matches!(
+            self.next_record(),
+            Some(Record::Connect { err: Some(e), .. }) if *e == ddbx_wire::Errno::EINPROGRESS
+        );
+        if waits {
+            let msg = LdToGd::Need {
+                actor: self.actor,
+                event: self.events() + 1,
+            };
+            self.send(&msg);
+        }
+    }
+
+    /// After an event of a halting replay: once nothing is owed and the predicate holds, say
+    /// so at once (the program may next block outside any event, in waitpid or on a pipe).
+    pub fn after_event(&mut self) {
+        let Some(halt) = self.halt.as_ref() else {
+            return;
+        };
+        if halt.released || halt.bystander || halt.passive_sent {
+            return;
+        }
+        if self.events() < halt.target || self.satisfied() == Some(false) {
+            return;
+        }
+        let (events, target) = (self.events(), halt.target);
+        if let Some(halt) = self.halt.as_mut() {
+            halt.passive_sent = true;
+        }
+        let msg = LdToGd::Passive {
+            actor: self.actor,
+            events,
+            target,
+        };
+        self.send(&msg);
+    }
+
+    /// Handles a message the GD sent on its own initiative; false if it was not one.
+    pub fn control(&mut self, msg: GdToLd) -> bool {
+        match msg {
+            GdToLd::RunUntil { event } => {
+                if let Some(halt) = self.halt.as_mut()
+                    && event > halt.target
+                {
+                    halt.target = event;
+                    halt.passive_sent = false;
+                }
+                true
+            }
+            GdToLd::Report => {
+                let next = self.next_record().map(Record::to_line);
+                let msg = LdToGd::State {
+                    actor: self.actor,
+                    events: self.events(),
+                    next,
+                    vars: self.variables(),
+                    satisfied: self.satisfied(),
+                };
+                self.send(&msg);
+                true
+            }
+            GdToLd::Release => {
+                if let Some(halt) = self.halt.as_mut() {
+                    halt.released = true;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Vector clocks over a recording's dependency graph ([`Deps`]): happened-before as numbers.
+//!
+//! The graph has an edge from each event to what it needs: its predecessor in its own actor
+//! (program order) and its cross-actor needs ([`Deps::needs`]). Event (a,k) gets the clock
+//! `VC(a,k)`: the join (entry-wise maximum) of the clocks of everything it needs, with its own
+//! entry set to `k`. Then, for events `e ≠ f`, `e` happened before `f` iff
+//! `VC(f)[actor(e)] ≥ event(e)`.
+//!
+//! A connect and its accept need each other (the paper's Def. 1(3)): such a mutual pair is one
+//! node of the graph; both events get the same clock, the join of both predecessors' clocks
+//! with each one's own entry ticked, so each happened before the other. Any other cycle means
+//! the recording is corrupt or inconsistent (a receive of bytes that were sent after it, a
+//! child that started before its fork…): [`Clocks::compute`] reports it as a [`CycleError`]
+//! naming the events, and never loops.
+//!
+//! Clocks are stored densely (one `u64` per actor per event).
+
+use crate::analysis::deps::{Deps, Event};
+use ddbx_wire::ActorId;
+use std::collections::{BTreeMap, HashMap};
+
+/// A vector clock: for each actor, how many of its events happened before or at this one
+/// (actors with 0 left out).
+pub type VectorClock = BTreeMap<ActorId, u64>;
+
+/// A dependency cycle other than a connect/accept pair: the recording is inconsistent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CycleError {
+    /// The events of the cycle, each needing the next (transitively, through program order),
+    /// the last needing the first.
+    pub events: Vec<Event>,
+    /// The cycle as text, naming each event and its kind.
+    pub message: String,
+}
+
+/// The vector clock of every event of a recording.
+#[derive(Debug, Clone)]
+pub struct Clocks {
+    actors: Vec<ActorId>,
+    index: HashMap<ActorId, usize>,
+    /// Node number of event (a, 1) for each actor index; node (a,k) = base[a] + k - 1.
+    base: Vec<usize>,
+    lens: Vec<u64>,
+    /// `actors.len()` entries per node.
+    data: Vec<u64>,
+}
+
+/// A small union-find over node numbers.
+struct Groups(Vec<usize>);
+
+impl Groups {
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            self.0[a.max(b)] = a.min(b);
+        }
+    }
+}
+
+impl Clocks {
+    /// Computes every event's clock, or finds a dependency cycle.
+    pub fn compute(deps: &Deps) -> Result<Clocks, CycleError> {
+        let actors = deps.actors().to_vec();
+        let index: HashMap<ActorId, usize> =
+            actors.iter().enumerate().map(|(i, a)| (*a, i)).collect();
+        let lens: Vec<u64> = actors.iter().map(|a| deps.event_count(*a)).collect();
+        let mut base = Vec::with_capacity(actors.len());
+        let mut nodes = 0usize;
+        for &l in &lens {
+            base.push(nodes);
+            nodes += l as usize;
+        }
+        let mut event_of = Vec::with_capacity(nodes);
+        for (i, &a) in actors.iter().enumerate() {
+            for k in 1..=lens[i] {
+                event_of.push((a, k));
+            }
+        }
+        let node = |e: Event| -> Option<usize> {
+            let i = *index.get(&e.0)?;
+            (e.1 >= 1 && e.1 <= lens[i]).then(|| base[i] + e.1 as usize - 1)
+        };
+        // Everything a node needs: its predecessor in program order and its cross-actor needs.
+        let preds = |n: usize| -> Vec<usize> {
+            let (a, k) = event_of[n];
+            let mut p: Vec<usize> = deps.needs(a, k).iter().filter_map(|e| node(*e)).collect();
+            if k > 1 {
+                p.push(n - 1);
+            }
+            p
+        };
+
+        // Mutual needs (connect <-> accept) make one node.
+        let mut groups = Groups((0..nodes).collect());
+        for (n, &(a, k)) in event_of.iter().enumerate() {
+            for &other in deps.needs(a, k) {
+                if deps.needs(other.0, other.1).contains(&(a, k))
+                    && let Some(m) = node(other)
+                {
+                    groups.union(n, m);
+                }
+            }
+        }
+        let mut members: HashMap<usize, Vec<usize>> = HashMap::new();
+        for n in 0..nodes {
+            let g = groups.find(n);
+            members.entry(g).or_default().push(n);
+        }
+        let describe_group = |ms: &[usize]| -> String {
+            ms.iter()
+                .map(|m| deps.describe(event_of[*m]))
+                .collect::<Vec<_>>()
+                .join(" ⇄ ")
+        };
+        // A group with two events of one actor is a cycle through program order.
+        for ms in members.values() {
+            let mut seen: Vec<ActorId> = ms.iter().map(|m| event_of[*m].0).collect();
+            seen.sort();
+            if seen.windows(2).any(|w| w[0] == w[1]) {
+                let events: Vec<Event> = ms.iter().map(|m| event_of[*m]).collect();
+                return Err(CycleError {
+                    message: format!(
+                        "dependency cycle: {} need each other but are events of one actor: the recording is inconsistent",
+                        describe_group(ms)
+                    ),
+                    events,
+                });
+            }
+        }
+
+        // Kahn's algorithm over groups.
+        let mut group_preds: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut succs: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut indegree: HashMap<usize, usize> = HashMap::new();
+        for (&g, ms) in &members {
+            let mut ps: Vec<usize> = ms
+                .iter()
+                .flat_map(|m| preds(*m))
+                .map(|p| groups.find(p))
+                .filter(|p| *p != g)
+                .collect();
+            ps.sort_unstable();
+            ps.dedup();
+            indegree.insert(g, ps.len());
+            for &p in &ps {
+                succs.entry(p).or_default().push(g);
+            }
+            group_preds.insert(g, ps);
+        }
+        let width = actors.len();
+        let mut data = vec![0u64; nodes * width];
+        let mut ready: Vec<usize> = indegree
+            .iter()
+            .filter(|(_, d)| **d == 0)
+            .map(|(g, _)| *g)
+            .collect();
+        let mut done = 0usize;
+        let mut vc = vec![0u64; width];
+        while let Some(g) = ready.pop() {
+            done += 1;
+            vc.iter_mut().for_each(|x| *x = 0);
+            for &p in &group_preds[&g] {
+                // Every node of a group holds the group's clock; the representative will do.
+                let from = &data[p * width..(p + 1) * width];
+                for (x, y) in vc.iter_mut().zip(from) {
+                    *x = (*x).max(*y);
+                }
+            }
+            for &m in &members[&g] {
+                let (a, k) = event_of[m];
+                let i = index[&a];
+                vc[i] = vc[i].max(k);
+            }
+            for &m in &members[&g] {
+                data[m * width..(m + 1) * width].copy_from_slice(&vc);
+            }
+            for &s in succs.get(&g).map_or(&[][..], Vec::as_slice) {
+                let d = indegree.get_mut(&s).expect("every group has an indegree");
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(s);
+                }
+            }
+        }
+        if done < members.len() {
+            // Every group left has a predecessor that is left too: walk back until one repeats.
+            let left = |g: &usize| indegree[g] > 0;
+            let mut g = *indegree
+                .keys()
+                .filter(|g| left(g))
+                .min()
+                .expect("some group is left");
+            let mut path: Vec<usize> = Vec::new();
+            let mut at: HashMap<usize, usize> = HashMap::new();
+            while !at.contains_key(&g) {
+                at.insert(g, path.len());
+                path.push(g);
+                g = *group_preds[&g]
+                    .iter()
+                    .find(|p| left(p))
+                    .expect("a group left has a predecessor left");
+            }
+            let cycle = &path[at[&g]..];
+            let mut events = Vec::new();
+            let mut text = Vec::new();
+            for c in cycle {
+                events.extend(members[c].iter().map(|m| event_of[*m]));
+                text.push(describe_group(&members[c]));
+            }
+            text.push(describe_group(&members[&cycle[0]]));
+            return Err(CycleError {
+                message: format!(
+                    "dependency cycle: {}: the recording is inconsistent",
+                    text.join(" needs ")
+                ),
+                events,
+            });
+        }
+        Ok(Clocks {
+            actors,
+            index,
+            base,
+            lens,
+            data,
+        })
+    }
+
+    fn slot(&self, e: Event) -> Option<&[u64]> {
+        let i = *self.index.get(&e.0)?;
+        if e.1 == 0 || e.1 > self.lens[i] {
+            return None;
+        }
+        let n = self.base[i] + e.1 as usize - 1;
+        let w = self.actors.len();
+        Some(&self.data[n * w..(n + 1) * w])
+    }
+
+    /// The clock of event `event` of `actor` (None for an event that does not exist).
+    pub fn clock(&self, actor: ActorId, event: u64) -> Option<VectorClock> {
+        let s = self.slot((actor, event))?;
+        Some(
+            self.actors
+                .iter()
+                .zip(s)
+                .filter(|(_, k)| **k > 0)
+                .map(|(a, k)| (*a, *k))
+                .collect(),
+        )
+    }
+
+    /// Whether `a` happened before `b` (strictly: false for `a == b`; true both ways for a
+    /// connect and its accept). False when either event does not exist.
+    pub fn happened_before(&self, a: Event, b: Event) -> bool {
+        if a == b || self.slot(a).is_none() {
+            return false;
+        }
+        match (self.slot(b), self.index.get(&a.0)) {
+            (Some(vb), Some(&i)) => vb[i] >= a.1,
+            _ => false,
+        }
+    }
+
+    /// Whether neither of two distinct events happened before the other.
+    pub fn concurrent(&self, a: Event, b: Event) -> bool {
+        a != b && !self.happened_before(a, b) && !self.happened_before(b, a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ddbx_wire::History;
+    use std::path::Path;
+
+    fn hist(actor: u32, body: &str) -> History {
+        let text = format!("Header(format: 1, actor: \"p{actor}\")\n{body}");
+        History::parse(Path::new("test.ron"), &text).unwrap()
+    }
+
+    const START: &str = "Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n";
+
+    fn p(n: u32) -> ActorId {
+        ActorId(n)
+    }
+
+    #[test]
+    fn connect_and_accept_share_a_clock() {
+        let server = hist(
+            1,
+            &format!(
+                "{START}Probe(name: \"x\", value: 1)\n\
+                 Accept(fd: 3, new_fd: 4, local: \"127.0.0.1:3000\", remote: \"127.0.0.1:5000\", peer_pid: None)\n"
+            ),
+        );
+        let client = hist(
+            2,
+            &format!(
+                "{START}Connect(fd: 3, err: None, local: \"127.0.0.1:5000\", remote: \"127.0.0.1:3000\")\n\
+                 Send(fd: 3, n: 1)\n"
+            ),
+        );
+        let deps = Deps::from_histories(&[server, client]);
+        let c = Clocks::compute(&deps).unwrap();
+        let both: VectorClock = [(p(1), 3), (p(2), 2)].into();
+        assert_eq!(c.clock(p(1), 3), Some(both.clone()));
+        assert_eq!(c.clock(p(2), 2), Some(both));
+        assert!(c.happened_before((p(1), 3), (p(2), 2)));
+        assert!(c.happened_before((p(2), 2), (p(1), 3)));
+        assert!(c.happened_before((p(1), 2), (p(2), 3)));
+        assert!(!c.happened_before((p(2), 3), (p(1), 3)));
+        assert!(c.concurrent((p(1), 1), (p(2), 1)));
+        assert!(!c.happened_before((p(1), 1), (p(1), 1)));
+        assert_eq!(c.clock(p(1), 4), None);
+    }
+
+    #[test]
+    fn a_receive_before_its_send_is_a_cycle() {
+        // p1 receives what p2 sends, but p2 only sends after p1 sent to it after receiving.
+        let a = hist(
+            1,
+            &format!(
+                "{START}Accept(fd: 3, new_fd: 4, local: \"127.0.0.1:3000\", remote: \"127.0.0.1:5000\", peer_pid: None)\n\
+                 Recv(fd: 4, n: 1)\n\
+                 Send(fd: 4, n: 1)\n"
+            ),
+        );
+        let b = hist(
+            2,
+            &format!(
+                "{START}Connect(fd: 3, err: None, local: \"127.0.0.1:5000\", remote: \"127.0.0.1:3000\")\n\
+                 Recv(fd: 3, n: 1)\n\
+                 Send(fd: 3, n: 1)\n"
+            ),
+        );
+        let deps = Deps::from_histories(&[a, b]);
+        let e = Clocks::compute(&deps).unwrap_err();
+        assert!(e.message.starts_with("dependency cycle: "), "{e}");
+        assert!(e.events.contains(&(p(1), 3)), "{e}");
+        assert!(e.events.contains(&(p(2), 3)), "{e}");
+        assert!(e.message.contains("(Recv)"), "{e}");
+    }
+}

@@ -1,0 +1,247 @@
+//! Consistent global states (cuts) and Inf(P) for conjunctive predicates, computed offline.
+//!
+//! This is the oracle the online halting algorithm (DESIGN.md §4) is tested against.
+//!
+//! * A **cut** ([`Cut`]) maps each actor to how many of its events it has executed (0: not
+//!   created yet; an actor missing from the map counts as 0). It is the paper's global state
+//!   (Def. 2) "just after each actor's last executed event".
+//! * A cut is **consistent** iff every executed event's needs ([`Deps::needs`], plus program
+//!   order, which a count respects by construction) are executed too — equivalently, no
+//!   executed event needs an unexecuted one. A connect and its accept need each other, so a
+//!   consistent cut has both or neither.
+//! * Cuts are ordered entry-wise (Def. 3). Consistent cuts are closed under entry-wise min and
+//!   max, so every cut `C` has a least consistent cut `≥ C`, its **closure** ([`close`]).
+//! * For a conjunctive predicate `P = ∧ SP_a` (one simple predicate per constrained actor a),
+//!   **Inf(P)** (Def. 4) is the least consistent cut where every `SP_a` holds at `C[a]`
+//!   ([`inf`]); it is unique because the satisfying consistent cuts are closed under min.
+//!
+//! Events beyond an actor's history do not exist: counts above a history's length are treated
+//! as its length.
+
+use crate::analysis::deps::Deps;
+use ddbx_wire::ActorId;
+use std::collections::BTreeMap;
+
+/// A global state: how many events each actor has executed.
+pub type Cut = BTreeMap<ActorId, u64>;
+
+/// Positions of every actor of a [`Deps`], raised to their closure incrementally: each event's
+/// needs are applied once, however often the positions move.
+struct Closer<'a> {
+    deps: &'a Deps,
+    pos: Vec<u64>,
+    /// Events `1..=applied[i]` of actor i have had their needs applied.
+    applied: Vec<u64>,
+}
+
+impl<'a> Closer<'a> {
+    fn new(deps: &'a Deps) -> Closer<'a> {
+        let n = deps.actors().len();
+        Closer {
+            deps,
+            pos: vec![0; n],
+            applied: vec![0; n],
+        }
+    }
+
+    /// Raises actor `i` to at least `k` (clamped to its history).
+    fn raise(&mut self, i: usize, k: u64) {
+        let k = k.min(self.deps.event_count(self.deps.actors()[i]));
+        self.pos[i] = self.pos[i].max(k);
+    }
+
+    /// Raises positions until every executed event's needs are executed.
+    fn settle(&mut self) {
+        let mut work: Vec<usize> = (0..self.pos.len())
+            .filter(|&i| self.applied[i] < self.pos[i])
+            .collect();
+        while let Some(i) = work.pop() {
+            let a = self.deps.actors()[i];
+            while self.applied[i] < self.pos[i] {
+                self.applied[i] += 1;
+                for &(b, j) in self.deps.needs(a, self.applied[i]) {
+                    if let Some(bi) = self.deps.actor_index(b)
+                        && self.pos[bi] < j
+                    {
+                        self.pos[bi] = j;
+                        work.push(bi);
+                    }
+                }
+            }
+        }
+    }
+
+    fn cut(&self) -> Cut {
+        self.deps
+            .actors()
+            .iter()
+            .zip(&self.pos)
+            .map(|(a, k)| (*a, *k))
+            .collect()
+    }
+}
+
+/// Whether `cut` is consistent; if not, the first violation `(a, k, b, j)` in (actor, event)
+/// order: event k of a is executed, needs event j of b, which is not. Entries for actors
+/// without a history are ignored.
+pub fn is_consistent(deps: &Deps, cut: &Cut) -> Result<(), (ActorId, u64, ActorId, u64)> {
+    let at = |a: &ActorId| cut.get(a).copied().unwrap_or(0);
+    for &a in deps.actors() {
+        for k in 1..=at(&a).min(deps.event_count(a)) {
+            for &(b, j) in deps.needs(a, k) {
+                if at(&b) < j {
+                    return Err((a, k, b, j));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The least consistent cut `≥ cut`. The result has an entry for every actor with a history
+/// (0 included), and none for others.
+pub fn close(deps: &Deps, cut: Cut) -> Cut {
+    let mut c = Closer::new(deps);
+    for (a, k) in cut {
+        if let Some(i) = deps.actor_index(a) {
+            c.raise(i, k);
+        }
+    }
+    c.settle();
+    c.cut()
+}
+
+/// Inf(P) for the conjunctive predicate "`holds(a, C[a])` for every `a` in `actors`": the least
+/// consistent cut satisfying it, or `None` when there is none in this recording.
+///
+/// `holds(a, k)` evaluates a's simple predicate after its `k`-th event; at `k = 0` (before
+/// creation) it should be false unless the predicate is trivially true there (see
+/// [`super::vars`]). Actors not in `actors` are unconstrained. The result has an entry for
+/// every actor with a history; a constrained actor without one has no events, so its predicate
+/// must hold at 0.
+///
+/// The classic loop: put each constrained actor at its first `k ≥ 0` where it holds; close the
+/// cut; move each constrained actor whose predicate does not hold at its new position to its
+/// next `k` where it does; repeat until nothing moves.
+///
+/// *Termination*: every round but the last strictly raises at least one position (closing only
+/// raises positions, and a moved actor moves forward), positions never exceed the history
+/// lengths, and a round that would need to go past a history's end returns `None`: at most
+/// `1 + Σ lengths` rounds. Each event's needs are applied once over all rounds (closing is
+/// incremental), and `holds` is called at most `Σ lengths + rounds × |actors|` times.
+///
+/// *Leastness*: invariant — every consistent cut `D` satisfying P is `≥ C`. It holds at the
+/// start (`D[a]` is a position where `a`'s predicate holds, hence ≥ the first one); closing
+/// keeps it (`D` is consistent and `≥ C`, so `≥ close(C)`); moving keeps it (`D[a] ≥ C[a]`,
+/// the predicate holds at `D[a]` and not at `C[a]`, so `D[a]` is at least the next position
+/// where it holds). At the fixpoint `C` is consistent and satisfies P, so it is the least; if
+/// an actor runs out of events, no `D` exists.
+pub fn inf(deps: &Deps, actors: &[ActorId], holds: &dyn Fn(ActorId, u64) -> bool) -> Option<Cut> {
+    let mut c = Closer::new(deps);
+    let mut constrained: Vec<usize> = Vec::new();
+    for &a in actors {
+        match deps.actor_index(a) {
+            Some(i) => constrained.push(i),
+            None if holds(a, 0) => {}
+            None => return None,
+        }
+    }
+    constrained.sort_unstable();
+    constrained.dedup();
+    // The next position >= from where actor i's predicate holds.
+    let next = |i: usize, from: u64| -> Option<u64> {
+        let a = deps.actors()[i];
+        (from..=deps.event_count(a)).find(|&k| holds(a, k))
+    };
+    for &i in &constrained {
+        let k = next(i, 0)?;
+        c.raise(i, k);
+    }
+    loop {
+        c.settle();
+        let mut moved = false;
+        for &i in &constrained {
+            let a = deps.actors()[i];
+            if !holds(a, c.pos[i]) {
+                let k = next(i, c.pos[i] + 1)?;
+                c.raise(i, k);
+                moved = true;
+            }
+        }
+        if !moved {
+            return Some(c.cut());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ddbx_wire::History;
+    use std::path::Path;
+
+    fn hist(actor: u32, body: &str) -> History {
+        let text = format!("Header(format: 1, actor: \"p{actor}\")\n{body}");
+        History::parse(Path::new("test.ron"), &text).unwrap()
+    }
+
+    fn p(n: u32) -> ActorId {
+        ActorId(n)
+    }
+
+    fn cut(entries: &[(u32, u64)]) -> Cut {
+        entries.iter().map(|(a, k)| (p(*a), *k)).collect()
+    }
+
+    /// p2 is forked by p1 at p1's event 3.
+    fn forked() -> Deps {
+        let parent = hist(
+            1,
+            "Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n\
+             Probe(name: \"x\", value: 1)\n\
+             Fork(index: 1)\n\
+             Probe(name: \"x\", value: 2)\n",
+        );
+        let child = hist(
+            2,
+            "Start(pid: 2, ppid: 1, origin: Fork(parent: \"p1\", index: 1), argv: [\"a\"], host: \"h\")\n\
+             Probe(name: \"y\", value: 1)\n",
+        );
+        Deps::from_histories(&[parent, child])
+    }
+
+    #[test]
+    fn closing_pulls_in_the_fork() {
+        let d = forked();
+        assert_eq!(d.needs(p(2), 1), &[(p(1), 3)]);
+        assert_eq!(is_consistent(&d, &cut(&[(2, 1)])), Err((p(2), 1, p(1), 3)));
+        assert_eq!(close(&d, cut(&[(2, 1)])), cut(&[(1, 3), (2, 1)]));
+        assert_eq!(close(&d, cut(&[(1, 9), (7, 1)])), cut(&[(1, 4), (2, 0)]));
+        assert_eq!(is_consistent(&d, &cut(&[(1, 3), (2, 2)])), Ok(()));
+    }
+
+    #[test]
+    fn inf_moves_an_actor_whose_predicate_closing_broke() {
+        let d = forked();
+        // x == 1 only at p1's event 2..=3; y == 1 at p2's 2: Inf = (3, 2).
+        let x: [i64; 5] = [0, 0, 1, 1, 2];
+        let holds = |a: ActorId, k: u64| match a.0 {
+            1 => x[k as usize] == 1,
+            2 => k >= 2,
+            _ => false,
+        };
+        assert_eq!(inf(&d, &[p(1), p(2)], &holds), Some(cut(&[(1, 3), (2, 2)])));
+        // x == 2 and y == 1: p1 goes to 4.
+        let holds2 = |a: ActorId, k: u64| if a.0 == 1 { k == 4 } else { k >= 2 };
+        assert_eq!(
+            inf(&d, &[p(1), p(2)], &holds2),
+            Some(cut(&[(1, 4), (2, 2)]))
+        );
+        // x == 1 at p1's event 2 only, but p2's predicate forces p1 to 3: none.
+        let holds3 = |a: ActorId, k: u64| if a.0 == 1 { k == 2 } else { k >= 2 };
+        assert_eq!(inf(&d, &[p(1), p(2)], &holds3), None);
+        // An actor without a history must hold at 0.
+        assert_eq!(inf(&d, &[p(9)], &|_, _| false), None);
+        assert_eq!(inf(&d, &[p(9)], &|_, _| true), Some(cut(&[(1, 0), (2, 0)])));
+    }
+}

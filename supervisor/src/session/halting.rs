@@ -1,0 +1,363 @@
+//! Halting at Inf(P): the GD's part of the paper's algorithm (003 §4, Fig. 5; DESIGN §4).
+//!
+//! The GD sees every control message, which makes it the termination detector. Each actor is
+//! *not created*, *running* (active, or between its last note and its next), *passive* (waiting
+//! at the entry of its next event), or *exited*. Requests go to the actor the history says will
+//! act: before an event that waits on others, an LD says `Need`; the GD looks up, in the
+//! recording's dependencies, which events of which actors that event needs (the send that holds
+//! the bytes, the connect of an accept and vice versa, the fork that creates an actor) and sends
+//! `RunUntil` to each actor that has not executed them yet; an actor that does not exist yet is
+//! created by the same rule, through its parent's fork (recursively).
+//!
+//! **Halted**: no actor is running, and every actor whose creating fork has been executed has
+//! said hello. Then the program stands at Inf(P) (or, if some actor with a predicate exited
+//! without it holding, P never holds).
+
+use crate::analysis::deps::Deps;
+use crate::recording::Recording;
+use ddbx_wire::history::{Origin, Record};
+use ddbx_wire::pred::Expr;
+use ddbx_wire::proto::{GdToLd, HaltPlan};
+use ddbx_wire::{ActorId, proto};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// What the user asked to halt at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaltRequest {
+    /// The primary predicate, as a conjunction of simple predicates, one per actor.
+    pub primary: Vec<(ActorId, Expr)>,
+    /// The predicate as the user wrote it (for messages).
+    pub text: String,
+}
+
+/// One actor in the halted global state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaltedActor {
+    /// The actor.
+    pub actor: ActorId,
+    /// Events executed (0: not created).
+    pub events: u64,
+    /// Its next event (`None`: at the end of its history, or not created).
+    pub next: Option<String>,
+    /// Its variables at the halt.
+    pub vars: Vec<(String, i64)>,
+    /// Whether its simple predicate holds (`None`: it has none).
+    pub satisfied: Option<bool>,
+    /// Its process id in this replay (`None`: not created, or exited).
+    pub pid: Option<i32>,
+    /// `created`, `passive`, `exited`, `not created`.
+    pub status: String,
+}
+
+/// The global state the replay halted in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaltedState {
+    /// The predicate halted at.
+    pub predicate: String,
+    /// Events executed per actor, every recorded actor included (0: not created): the cut.
+    pub cut: BTreeMap<ActorId, u64>,
+    /// Per actor, in id order.
+    pub actors: Vec<HaltedActor>,
+}
+
+/// A writer shared by an LD connection's thread and the halting logic.
+pub(crate) type Writer = Arc<Mutex<UnixStream>>;
+
+/// Sends one message on an LD connection (ignored if it is closed).
+pub(crate) fn send(writer: &Writer, msg: &GdToLd) {
+    let line = proto::encode(msg);
+    let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = stream.write_all(line.as_bytes());
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    NotCreated,
+    Running,
+    Passive,
+    Exited,
+}
+
+struct Actor {
+    phase: Phase,
+    /// The largest target asked of it.
+    target: u64,
+    writer: Option<Writer>,
+    pid: Option<i32>,
+    /// Events executed, as last reported (Passive/Exiting/State).
+    reported: u64,
+}
+
+/// The halting state of a replay.
+pub(crate) struct Halting {
+    deps: Deps,
+    sp: HashMap<ActorId, Expr>,
+    text: String,
+    actors: BTreeMap<ActorId, Actor>,
+    /// child → (parent, the parent's event that creates it).
+    creation: HashMap<ActorId, (ActorId, u64)>,
+    state_dir: PathBuf,
+    /// Halt detected (the main loop collects the state).
+    pub halted: bool,
+    /// `State` answers collected after the halt.
+    pub states: BTreeMap<ActorId, HaltedActor>,
+}
+
+impl Halting {
+    /// Prepares halting a replay of `recording` at `request`.
+    pub(crate) fn new(recording: &Recording, request: &HaltRequest, state_dir: PathBuf) -> Halting {
+        let deps = Deps::from_recording(recording);
+        let mut creation = HashMap::new();
+        for info in &recording.manifest.actors {
+            let (parent, index) = match info.origin {
+                Origin::Fork { parent, index } | Origin::Spawn { parent, index } => (parent, index),
+                _ => continue,
+            };
+            let event = recording.history(parent).and_then(|h| {
+                h.records.iter().position(|r| {
+                    matches!(r, Record::Fork { index: i } | Record::Spawn { index: i } if *i == index)
+                })
+            });
+            if let Some(pos) = event {
+                creation.insert(info.id, (parent, pos as u64 + 1));
+            }
+        }
+        let actors = recording
+            .manifest
+            .actors
+            .iter()
+            .map(|a| {
+                (
+                    a.id,
+                    Actor {
+                        phase: Phase::NotCreated,
+                        target: 0,
+                        writer: None,
+                        pid: None,
+                        reported: 0,
+                    },
+                )
+            })
+            .collect();
+        let mut halting = Halting {
+            deps,
+            sp: request.primary.iter().cloned().collect(),
+            text: request.text.clone(),
+            actors,
+            creation,
+            state_dir,
+            halted: false,
+            states: BTreeMap::new(),
+        };
+        // Actors with a predicate must exist: create them (through their parents) from the start.
+        let with_sp: Vec<ActorId> = halting.sp.keys().copied().collect();
+        for actor in with_sp {
+            halting.ensure(actor, 1);
+        }
+        halting
+    }
+
+    /// Events executed by `actor` now (from its state file), or as last reported.
+    fn progress(&self, actor: ActorId) -> u64 {
+        let from_file = std::fs::read(self.state_dir.join(actor.to_string()))
+            .ok()
+            .and_then(|b| {
+                b.get(..8)
+                    .map(|s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+            });
+        let reported = self.actors.get(&actor).map_or(0, |a| a.reported);
+        from_file.unwrap_or(0).max(reported)
+    }
+
+    /// Makes `actor` execute at least `event` events (creating it first if need be).
+    fn ensure(&mut self, actor: ActorId, event: u64) {
+        let progress = self.progress(actor);
+        let Some(a) = self.actors.get_mut(&actor) else {
+            return;
+        };
+        match a.phase {
+            Phase::Exited => {}
+            Phase::NotCreated => {
+                if event > a.target {
+                    a.target = event;
+                    if let Some(&(parent, fork)) = self.creation.get(&actor) {
+                        // Created through its parent's fork (recursively, if the parent does
+                        // not exist yet either).
+                        self.ensure(parent, fork);
+                    }
+                }
+            }
+            Phase::Running | Phase::Passive => {
+                if progress >= event || event <= a.target {
+                    return;
+                }
+                a.target = event;
+                a.phase = Phase::Running;
+                if let Some(w) = &a.writer {
+                    send(w, &GdToLd::RunUntil { event });
+                }
+            }
+        }
+    }
+
+    /// An LD said hello as `actor`: what it must know.
+    pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32, writer: Writer) -> HaltPlan {
+        let sp = self.sp.get(&actor).cloned();
+        match self.actors.get_mut(&actor) {
+            Some(a) => {
+                a.phase = Phase::Running;
+                a.writer = Some(writer);
+                a.pid = Some(pid);
+                HaltPlan {
+                    sp,
+                    target: a.target,
+                }
+            }
+            None => HaltPlan { sp, target: 0 },
+        }
+    }
+
+    /// `actor` is about to execute `event`, which needs other actors' events.
+    pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
+        let needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
+        for (other, e) in needs {
+            self.ensure(other, e);
+        }
+    }
+
+    /// `actor` is passive after `events` events, having seen requests up to `target`.
+    pub(crate) fn passive(&mut self, actor: ActorId, events: u64, target: u64) {
+        if let Some(a) = self.actors.get_mut(&actor) {
+            a.reported = a.reported.max(events);
+            if target >= a.target && a.phase == Phase::Running {
+                a.phase = Phase::Passive;
+            }
+        }
+    }
+
+    /// `actor`'s process exited.
+    pub(crate) fn exited(&mut self, actor: ActorId, events: u64) {
+        if let Some(a) = self.actors.get_mut(&actor) {
+            a.phase = Phase::Exited;
+            a.reported = a.reported.max(events);
+            a.writer = None;
+        }
+    }
+
+    /// Whether the program has halted now (every actor passive or exited, and every child whose
+    /// creating fork was executed has said hello).
+    pub(crate) fn check(&mut self) -> bool {
+        if self.halted {
+            return false;
+        }
+        let mut any_created = false;
+        for (id, a) in &self.actors {
+            match a.phase {
+                Phase::Running => return false,
+                Phase::Passive | Phase::Exited => any_created = true,
+                Phase::NotCreated => {
+                    if let Some(&(parent, fork)) = self.creation.get(id)
+                        && self.progress(parent) >= fork
+                    {
+                        return false; // forked, not yet said hello
+                    }
+                }
+            }
+        }
+        if any_created {
+            self.halted = true;
+        }
+        self.halted
+    }
+
+    /// Whether every actor with a predicate is passive (it holds there): else P never held.
+    pub(crate) fn satisfied(&self) -> bool {
+        self.sp.keys().all(|id| {
+            self.actors
+                .get(id)
+                .is_some_and(|a| a.phase == Phase::Passive)
+        })
+    }
+
+    /// Asks every passive actor for its state; returns how many answers to wait for.
+    pub(crate) fn request_reports(&mut self) -> usize {
+        let mut asked = 0;
+        for a in self.actors.values() {
+            if a.phase == Phase::Passive
+                && let Some(w) = &a.writer
+            {
+                send(w, &GdToLd::Report);
+                asked += 1;
+            }
+        }
+        asked
+    }
+
+    /// An actor's answer to `Report`.
+    pub(crate) fn state(&mut self, actor: HaltedActor) {
+        self.states.insert(actor.actor, actor);
+    }
+
+    /// Lets every actor run freely to the end of its history.
+    pub(crate) fn release(&mut self) {
+        for a in self.actors.values_mut() {
+            if let Some(w) = &a.writer {
+                send(w, &GdToLd::Release);
+            }
+            if a.phase == Phase::Passive {
+                a.phase = Phase::Running;
+            }
+        }
+        self.sp.clear();
+    }
+
+    /// The halted global state, from the answers collected.
+    pub(crate) fn halted_state(&self) -> HaltedState {
+        let mut cut = BTreeMap::new();
+        let mut actors = Vec::new();
+        for (id, a) in &self.actors {
+            let entry = match (a.phase, self.states.get(id)) {
+                (_, Some(s)) => s.clone(),
+                (Phase::NotCreated, None) => HaltedActor {
+                    actor: *id,
+                    events: 0,
+                    next: None,
+                    vars: Vec::new(),
+                    satisfied: None,
+                    pid: None,
+                    status: "not created".into(),
+                },
+                (phase, None) => HaltedActor {
+                    actor: *id,
+                    events: self.progress(*id),
+                    next: None,
+                    vars: Vec::new(),
+                    satisfied: None,
+                    pid: a.pid,
+                    status: if phase == Phase::Exited {
+                        "exited"
+                    } else {
+                        "passive"
+                    }
+                    .into(),
+                },
+            };
+            cut.insert(*id, entry.events);
+            actors.push(entry);
+        }
+        HaltedState {
+            predicate: self.text.clone(),
+            cut,
+            actors,
+        }
+    }
+
+    /// The pid of an actor's process, if it is alive.
+    pub(crate) fn pid(&self, actor: ActorId) -> Option<i32> {
+        self.actors.get(&actor).and_then(|a| a.pid)
+    }
+}
