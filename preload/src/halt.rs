@@ -28,23 +28,6 @@ pub struct Halt {
     pub bystander: bool,
 }
 
-/// Whether a history has events that halting can hold an actor at.
-pub fn is_bystander(records: &[Record]) -> bool {
-    !records.iter().any(|r| {
-        matches!(
-            r,
-            Record::Connect { .. }
-                | Record::Accept { .. }
-                | Record::Recv { .. }
-                | Record::NoData { .. }
-                | Record::Send { .. }
-                | Record::Fail { .. }
-                | Record::Ready { .. }
-                | Record::Probe { .. }
-        )
-    })
-}
-
 impl Halt {
     /// Halting with this simple predicate and initial target.
     pub fn new(sp: Option<Expr>, target: u64) -> Halt {
@@ -196,6 +179,10 @@ impl Ld {
             return;
         }
         if self.events() < halt.target || self.satisfied() == Some(false) {
+            return;
+        }
+        // A fork+exec is one creation: the image about to exec is not passive yet.
+        if matches!(self.next_record(), Some(Record::Exec { .. })) {
             return;
         }
         let (events, target) = (self.events(), halt.target);

@@ -328,7 +328,15 @@ impl Ld {
             match ddbx_wire::History::load(std::path::Path::new(&plan.history)) {
                 Ok(h) => {
                     if let Some(halt) = self.halt.as_mut() {
-                        halt.bystander = crate::halt::is_bystander(&h.records);
+                        halt.bystander = ddbx_wire::history::is_bystander(&h.records);
+                    }
+                    // An exec'd image continues the actor's variables where they stood.
+                    let done = (self.events() as usize).min(h.records.len());
+                    for r in &h.records[..done] {
+                        self.counters.count(r);
+                        if let Record::Probe { name, value } = r {
+                            self.probes.push((name.clone(), *value));
+                        }
                     }
                     self.replay = Some(Replay {
                         records: h.records,

@@ -7,6 +7,7 @@
 //! * `record`, `replay`: one JSON object, at the end, on the message stream (standard error or
 //!   `--messages FILE`) instead of the `ddbx: …` lines (schemas in [`record`] and [`replay`]).
 
+pub mod inf;
 pub mod json;
 pub mod ps;
 pub mod record;
@@ -24,6 +25,10 @@ Examples:
   ddbx replay ddbx-run-1             replay it, forcing the recorded outcomes
   ddbx ps ddbx-run-1                 list the recorded processes (actors)
   ddbx show ddbx-run-1 p3            one actor's events, with peers resolved
+  ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'
+                                     halt every process at the first global state
+                                     where the predicate holds (ddbx help predicates)
+  ddbx inf ddbx-run-1 'x1==1 && x4==1'   the same state, computed offline
 
 Exit codes: the program's own status (record; replay that reached the end),
 2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
@@ -31,7 +36,13 @@ Exit codes: the program's own status (record; replay that reached the end),
 
 /// ddbx: record and replay multi-process socket programs.
 #[derive(Debug, Parser)]
-#[command(name = "ddbx", version, about, after_help = AFTER_HELP)]
+#[command(
+    name = "ddbx",
+    version,
+    about,
+    after_help = AFTER_HELP,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -49,6 +60,38 @@ pub enum Command {
     Ps(ps::Args),
     /// Show one actor's events.
     Show(show::Args),
+    /// Compute Inf(P) offline: the first global state of a recording where P holds.
+    Inf(inf::Args),
+    /// Help on a command, or on a topic: `ddbx help predicates` (the `stop if` language).
+    Help {
+        /// A command (record, replay, …) or `predicates`.
+        topic: Option<String>,
+    },
+}
+
+/// `ddbx help [TOPIC]`.
+fn help(topic: Option<&str>) -> Result<i32, Error> {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    match topic {
+        Some("predicates") | Some("predicate") => {
+            print!("{}", ddbx_supervisor::predicate::REFERENCE);
+            Ok(0)
+        }
+        None => {
+            let _ = cli.print_long_help();
+            Ok(0)
+        }
+        Some(name) => match cli.find_subcommand_mut(name) {
+            Some(sub) => {
+                let _ = sub.print_long_help();
+                Ok(0)
+            }
+            None => Err(Error::Usage(format!(
+                "no help topic `{name}`: expected a command (record, replay, ps, show, inf) or `predicates`"
+            ))),
+        },
+    }
 }
 
 /// Runs `ddbx` with the process's arguments; returns the exit code.
@@ -74,6 +117,8 @@ where
         Command::Replay(args) => replay::run(args),
         Command::Ps(args) => ps::run(args),
         Command::Show(args) => show::run(args),
+        Command::Inf(args) => inf::run(args),
+        Command::Help { topic } => help(topic.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -155,13 +155,6 @@ unsafe fn report_if_static(path: *const c_char, search: bool) {
     }
 }
 
-/// A halting replay may hold the actor before it execs (the new image's first event).
-fn gate_exec() {
-    if let Some(ld) = ld::active() {
-        ld.gate();
-    }
-}
-
 fn environ() -> *const *const c_char {
     unsafe extern "C" {
         static environ: *const *const c_char;
@@ -173,7 +166,6 @@ fn environ() -> *const *const c_char {
 hook! {
     /// execve(2).
     fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        gate_exec();
         report_if_static(path, false);
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
@@ -184,7 +176,6 @@ hook! {
 hook! {
     /// execvpe(3).
     fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        gate_exec();
         report_if_static(file, true);
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
@@ -209,7 +200,6 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 hook! {
     /// fexecve(3).
     fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        gate_exec();
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::fexecve(fd, argv, ptrs.as_ptr())
@@ -219,7 +209,6 @@ hook! {
 hook! {
     /// execveat(2).
     fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int {
-        gate_exec();
         if dirfd == libc::AT_FDCWD {
             report_if_static(path, false);
         }

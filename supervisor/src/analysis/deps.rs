@@ -472,6 +472,25 @@ impl Deps {
         false
     }
 
+    /// The child that event `k` of `a` creates (a `Fork`/`Spawn` with a child in the
+    /// recording), with the number of events that make up the child's creation: its `Start`,
+    /// and its `Exec` when that comes right after (a fork+exec: replay does not hold a process
+    /// between the two).
+    pub fn creates(&self, a: ActorId, k: u64) -> Option<(ActorId, u64)> {
+        let (&child, _) = self.forked_at.iter().find(|(_, e)| **e == (a, k))?;
+        Some((child, self.creation_events(child)))
+    }
+
+    /// The number of events that make up `actor`'s creation: 1 (`Start`), or 2 when an `Exec`
+    /// follows at once.
+    pub fn creation_events(&self, actor: ActorId) -> u64 {
+        let exec_next = self
+            .actor_index(actor)
+            .and_then(|i| self.kinds.get(i))
+            .is_some_and(|k| k.get(1) == Some(&"Exec"));
+        if exec_next { 2 } else { 1 }.min(self.event_count(actor))
+    }
+
     /// Adds "`from` needs `to`" unless both are the same actor.
     fn add_need(&mut self, from: Event, to: Event) {
         if from.0 == to.0 {

@@ -32,6 +32,8 @@ struct Closer<'a> {
     pos: Vec<u64>,
     /// Events `1..=applied[i]` of actor i have had their needs applied.
     applied: Vec<u64>,
+    /// Also apply creation: an executed fork has created its child (see [`inf_online`]).
+    creation: bool,
 }
 
 impl<'a> Closer<'a> {
@@ -41,6 +43,7 @@ impl<'a> Closer<'a> {
             deps,
             pos: vec![0; n],
             applied: vec![0; n],
+            creation: false,
         }
     }
 
@@ -59,7 +62,17 @@ impl<'a> Closer<'a> {
             let a = self.deps.actors()[i];
             while self.applied[i] < self.pos[i] {
                 self.applied[i] += 1;
-                for &(b, j) in self.deps.needs(a, self.applied[i]) {
+                let created = if self.creation {
+                    self.deps.creates(a, self.applied[i])
+                } else {
+                    None
+                };
+                for &(b, j) in self
+                    .deps
+                    .needs(a, self.applied[i])
+                    .iter()
+                    .chain(created.as_ref())
+                {
                     if let Some(bi) = self.deps.actor_index(b)
                         && self.pos[bi] < j
                     {
@@ -137,7 +150,33 @@ pub fn close(deps: &Deps, cut: Cut) -> Cut {
 /// where it holds). At the fixpoint `C` is consistent and satisfies P, so it is the least; if
 /// an actor runs out of events, no `D` exists.
 pub fn inf(deps: &Deps, actors: &[ActorId], holds: &dyn Fn(ActorId, u64) -> bool) -> Option<Cut> {
+    inf_with(Closer::new(deps), deps, actors, holds)
+}
+
+/// Inf(P) as a replay can reach it, which is what `ddbx replay --stop-if` halts at: [`inf`],
+/// where moreover the root actor exists, and every executed `Fork`/`Spawn` has created its
+/// child (its `Start`, and its `Exec` if that follows at once: a fork+exec is not held in the
+/// middle). Those events are part of the creation in a real run; the paper counts a child's
+/// creation as its initial state, which it has in any global state.
+pub fn inf_online(
+    deps: &Deps,
+    actors: &[ActorId],
+    holds: &dyn Fn(ActorId, u64) -> bool,
+) -> Option<Cut> {
     let mut c = Closer::new(deps);
+    c.creation = true;
+    if let Some(i) = deps.actor_index(ActorId::ROOT) {
+        c.raise(i, deps.creation_events(ActorId::ROOT));
+    }
+    inf_with(c, deps, actors, holds)
+}
+
+fn inf_with(
+    mut c: Closer<'_>,
+    deps: &Deps,
+    actors: &[ActorId],
+    holds: &dyn Fn(ActorId, u64) -> bool,
+) -> Option<Cut> {
     let mut constrained: Vec<usize> = Vec::new();
     for &a in actors {
         match deps.actor_index(a) {

@@ -67,6 +67,20 @@ pub struct HaltedState {
 /// A writer shared by an LD connection's thread and the halting logic.
 pub(crate) type Writer = Arc<Mutex<UnixStream>>;
 
+/// Whether to trace the halting protocol on stderr (`DDBX_TRACE_HALT=1`, for ddbx developers).
+fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("DDBX_TRACE_HALT").is_some())
+}
+
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        if tracing() {
+            eprintln!("ddbx-halt: {}", format!($($arg)*));
+        }
+    };
+}
+
 /// Sends one message on an LD connection (ignored if it is closed).
 pub(crate) fn send(writer: &Writer, msg: &GdToLd) {
     let line = proto::encode(msg);
@@ -100,6 +114,8 @@ pub(crate) struct Halting {
     actors: BTreeMap<ActorId, Actor>,
     /// child → (parent, the parent's event that creates it).
     creation: HashMap<ActorId, (ActorId, u64)>,
+    /// Actors with nothing to hold (see `is_bystander`): not waited for.
+    bystanders: Vec<ActorId>,
     state_dir: PathBuf,
     /// Halt detected (the main loop collects the state).
     pub halted: bool,
@@ -143,7 +159,19 @@ impl Halting {
                 )
             })
             .collect();
+        let bystanders = recording
+            .manifest
+            .actors
+            .iter()
+            .filter(|a| {
+                recording
+                    .history(a.id)
+                    .is_none_or(|h| ddbx_wire::history::is_bystander(&h.records))
+            })
+            .map(|a| a.id)
+            .collect();
         let mut halting = Halting {
+            bystanders,
             deps,
             sp: request.primary.iter().cloned().collect(),
             text: request.text.clone(),
@@ -183,6 +211,7 @@ impl Halting {
             Phase::Exited => {}
             Phase::NotCreated => {
                 if event > a.target {
+                    trace!("create {actor} (then run to {event})");
                     a.target = event;
                     if let Some(&(parent, fork)) = self.creation.get(&actor) {
                         // Created through its parent's fork (recursively, if the parent does
@@ -197,6 +226,7 @@ impl Halting {
                 }
                 a.target = event;
                 a.phase = Phase::Running;
+                trace!("RunUntil {actor} {event} (at {progress})");
                 if let Some(w) = &a.writer {
                     send(w, &GdToLd::RunUntil { event });
                 }
@@ -206,6 +236,7 @@ impl Halting {
 
     /// An LD said hello as `actor`: what it must know.
     pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32, writer: Writer) -> HaltPlan {
+        trace!("Welcome {actor} pid {pid}");
         let sp = self.sp.get(&actor).cloned();
         match self.actors.get_mut(&actor) {
             Some(a) => {
@@ -224,6 +255,7 @@ impl Halting {
     /// `actor` is about to execute `event`, which needs other actors' events.
     pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
         let needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
+        trace!("Need {actor} {event}: {needs:?}");
         for (other, e) in needs {
             self.ensure(other, e);
         }
@@ -231,6 +263,7 @@ impl Halting {
 
     /// `actor` is passive after `events` events, having seen requests up to `target`.
     pub(crate) fn passive(&mut self, actor: ActorId, events: u64, target: u64) {
+        trace!("Passive {actor} at {events} (target seen {target})");
         if let Some(a) = self.actors.get_mut(&actor) {
             a.reported = a.reported.max(events);
             if target >= a.target && a.phase == Phase::Running {
@@ -241,6 +274,7 @@ impl Halting {
 
     /// `actor`'s process exited.
     pub(crate) fn exited(&mut self, actor: ActorId, events: u64) {
+        trace!("Exited {actor} at {events}");
         if let Some(a) = self.actors.get_mut(&actor) {
             a.phase = Phase::Exited;
             a.reported = a.reported.max(events);
@@ -256,6 +290,9 @@ impl Halting {
         }
         let mut any_created = false;
         for (id, a) in &self.actors {
+            if self.bystanders.contains(id) {
+                continue;
+            }
             match a.phase {
                 Phase::Running => return false,
                 Phase::Passive | Phase::Exited => any_created = true,
@@ -340,6 +377,8 @@ impl Halting {
                     pid: a.pid,
                     status: if phase == Phase::Exited {
                         "exited"
+                    } else if self.bystanders.contains(id) {
+                        "bystander (no socket events: not held)"
                     } else {
                         "passive"
                     }

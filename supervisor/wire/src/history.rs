@@ -323,6 +323,25 @@ pub fn header_line(actor: ActorId) -> String {
     line
 }
 
+/// Whether an actor with these records is a *bystander*: it has no socket or probe event, so
+/// nothing in it can be held or asked for (a shell's helper that talks through pipes). A halting
+/// replay lets bystanders run freely, and its termination detector does not wait for them.
+pub fn is_bystander(records: &[Record]) -> bool {
+    !records.iter().any(|r| {
+        matches!(
+            r,
+            Record::Connect { .. }
+                | Record::Accept { .. }
+                | Record::Recv { .. }
+                | Record::NoData { .. }
+                | Record::Send { .. }
+                | Record::Fail { .. }
+                | Record::Ready { .. }
+                | Record::Probe { .. }
+        )
+    })
+}
+
 /// A history loaded and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct History {
