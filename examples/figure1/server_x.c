@@ -322,6 +322,10 @@ static UNUSED void chomp(char *s)
 /* ---- end of port-file helpers ---- */
 #include "ddbx.h" /* ddbx_set: publishes x for `ddbx replay --stop-if` (a no-op without ddbx) */
 
+/* Connections accepted so far: a plain global, which `ddbx replay --stop-if
+ * 'server_x.count >= 2'` reads from this process's memory by symbol name. */
+long count;
+
 static void serve(int fd, int k)
 {
     char name[256], reply[512];
@@ -352,6 +356,8 @@ int main(int argc, char **argv)
     write_port_file(argv[1], "server_x", port);
     for (k = 1; k <= 2; k++) {
         int fd = accept_one(lfd);
+
+        count++;
 
         kids[k - 1] = fork_or_die();
         if (kids[k - 1] == 0) {

@@ -102,11 +102,33 @@ impl Ld {
         out
     }
 
+    /// A variable of the predicate: a probe or counter, else a global read from memory.
+    fn lookup(&mut self, v: &VarRef) -> Option<i64> {
+        self.variable(&v.name)
+            .or_else(|| self.symbols.read(&v.name, v.ty))
+    }
+
     /// Whether this actor's simple predicate holds now (`None`: it has none).
-    pub fn satisfied(&self) -> Option<bool> {
-        let sp = self.halt.as_ref()?.sp.as_ref()?;
-        let mut lookup = |v: &VarRef| self.variable(&v.name).map(Value::Int);
-        Some(pred::holds(sp, &mut lookup))
+    pub fn satisfied(&mut self) -> Option<bool> {
+        let sp = self.halt.as_ref()?.sp.clone()?;
+        let mut lookup = |v: &VarRef| self.lookup(v).map(Value::Int);
+        Some(pred::holds(&sp, &mut lookup))
+    }
+
+    /// The memory variables the predicate names, with their current values.
+    fn memory_variables(&mut self) -> Vec<(String, i64)> {
+        let Some(sp) = self.halt.as_ref().and_then(|h| h.sp.clone()) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for v in sp.vars() {
+            if self.variable(&v.name).is_none()
+                && let Some(value) = self.symbols.read(&v.name, v.ty)
+            {
+                out.push((v.name.clone(), value));
+            }
+        }
+        out
     }
 
     /// At the entry of the next event of a halting replay: wait while passive, then, if the
@@ -178,14 +200,14 @@ impl Ld {
         if halt.released || halt.bystander || halt.passive_sent {
             return;
         }
-        if self.events() < halt.target || self.satisfied() == Some(false) {
+        let (events, target) = (self.events(), halt.target);
+        if events < target || self.satisfied() == Some(false) {
             return;
         }
         // A fork+exec is one creation: the image about to exec is not passive yet.
         if matches!(self.next_record(), Some(Record::Exec { .. })) {
             return;
         }
-        let (events, target) = (self.events(), halt.target);
         if let Some(halt) = self.halt.as_mut() {
             halt.passive_sent = true;
         }
@@ -215,7 +237,11 @@ impl Ld {
                     actor: self.actor,
                     events: self.events(),
                     next,
-                    vars: self.variables(),
+                    vars: {
+                        let mut vars = self.memory_variables();
+                        vars.extend(self.variables());
+                        vars
+                    },
                     satisfied: self.satisfied(),
                 };
                 self.send(&msg);

@@ -75,6 +75,8 @@ pub struct Ld {
     pub counters: crate::halt::Counters,
     /// Probe values published by the program, in order.
     pub probes: Vec<(String, i64)>,
+    /// Globals of the program read by symbol name.
+    pub symbols: crate::symbols::Symbols,
     argv: Vec<String>,
     preload_env: Vec<u8>,
     gd_env: Vec<u8>,
@@ -169,6 +171,7 @@ pub fn init() {
         halt: None,
         counters: Default::default(),
         probes: Vec::new(),
+        symbols: Default::default(),
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
         gd_env: gd_path,

@@ -21,6 +21,7 @@ mod ld;
 mod real;
 mod record;
 mod replay;
+mod symbols;
 mod sys;
 
 /// Our constructor: start the LD before the program's `main` (hooks that run earlier, from

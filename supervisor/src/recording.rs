@@ -138,7 +138,10 @@ impl Recording {
             .unwrap_or_default()
     }
 
-    /// Every program name an actor ran under: the basename of `argv[0]` of each of its images.
+    /// The program names an actor is known by: the basename of `argv[0]` of each program it
+    /// *started* (the root's, a spawned process's, each exec's). A forked child that does not
+    /// exec runs its parent's program but is not known by its name: `server_x` means the
+    /// process that started server_x, not its forked copies (use their ids).
     pub fn program_names(&self, id: ActorId) -> Vec<String> {
         let mut names = Vec::new();
         let mut add = |argv: &[String]| {
@@ -149,13 +152,20 @@ impl Recording {
                 }
             }
         };
-        if let Some(info) = self.actor(id) {
+        if let Some(info) = self.actor(id)
+            && !matches!(info.origin, Origin::Fork { .. })
+        {
             add(&info.argv);
         }
         if let Some(h) = self.history(id) {
             for r in &h.records {
                 match r {
-                    Record::Start { argv, .. } | Record::Exec { argv } => add(argv),
+                    Record::Start { argv, origin, .. }
+                        if !matches!(origin, Origin::Fork { .. }) =>
+                    {
+                        add(argv)
+                    }
+                    Record::Exec { argv } => add(argv),
                     _ => {}
                 }
             }
