@@ -6,30 +6,32 @@
 //! once, lazily, with fstat/getsockopt, and forgotten again when it is closed or replaced.
 
 use libc::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU16, AtomicU64, Ordering};
 
 const MAX_FDS: usize = 65536;
 
 /// Classified (the other bits are meaningful).
-pub const KNOWN: u8 = 1;
+pub const KNOWN: u16 = 1;
 /// A TCP (IPv4/IPv6) or Unix stream socket: a channel end, recorded.
-pub const STREAM: u8 = 2;
+pub const STREAM: u16 = 2;
 /// Another kind of socket (UDP, netlink, …): passed through.
-pub const OTHER_SOCKET: u8 = 4;
+pub const OTHER_SOCKET: u16 = 4;
 /// A pipe or FIFO: passed through.
-pub const PIPE: u8 = 8;
+pub const PIPE: u16 = 8;
 /// A listening socket.
-pub const LISTENING: u8 = 16;
+pub const LISTENING: u16 = 16;
 /// O_NONBLOCK is set.
-pub const NONBLOCK: u8 = 32;
+pub const NONBLOCK: u16 = 32;
 /// One of the LD's own fds (GD connection, history, stash): hidden from the program.
-pub const OURS: u8 = 64;
+pub const OURS: u16 = 64;
 /// An epoll set in which a stream socket was registered: its waits are recorded.
-pub const WATCHES_STREAMS: u8 = 128;
+pub const WATCHES_STREAMS: u16 = 128;
+/// One end of a socketpair: a channel inside the session, never to an outside peer.
+pub const PAIRED: u16 = 256;
 
-static TABLE: [AtomicU8; MAX_FDS] = [const { AtomicU8::new(0) }; MAX_FDS];
+static TABLE: [AtomicU16; MAX_FDS] = [const { AtomicU16::new(0) }; MAX_FDS];
 
-fn slot(fd: c_int) -> Option<&'static AtomicU8> {
+fn slot(fd: c_int) -> Option<&'static AtomicU16> {
     if fd < 0 {
         return None;
     }
@@ -37,7 +39,7 @@ fn slot(fd: c_int) -> Option<&'static AtomicU8> {
 }
 
 /// The fd's bits, classifying it first if needed.
-pub fn kind(fd: c_int) -> u8 {
+pub fn kind(fd: c_int) -> u16 {
     let Some(s) = slot(fd) else { return 0 };
     let bits = s.load(Ordering::Relaxed);
     if bits & KNOWN != 0 {
@@ -54,14 +56,14 @@ pub fn is_stream(fd: c_int) -> bool {
 }
 
 /// Sets the fd's bits.
-pub fn set(fd: c_int, bits: u8) {
+pub fn set(fd: c_int, bits: u16) {
     if let Some(s) = slot(fd) {
         s.store(bits | KNOWN, Ordering::Relaxed);
     }
 }
 
 /// Adds or removes bits (the fd must be known).
-pub fn update(fd: c_int, add: u8, remove: u8) {
+pub fn update(fd: c_int, add: u16, remove: u16) {
     if let Some(s) = slot(fd) {
         let bits = kind(fd);
         s.store((bits | add) & !remove, Ordering::Relaxed);
@@ -88,7 +90,7 @@ pub fn is_ours(fd: c_int) -> bool {
     slot(fd).is_some_and(|s| s.load(Ordering::Relaxed) & OURS != 0)
 }
 
-fn classify(fd: c_int) -> u8 {
+fn classify(fd: c_int) -> u16 {
     // SAFETY: fstat/getsockopt/fcntl write only into our locals.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
@@ -114,7 +116,7 @@ fn classify(fd: c_int) -> u8 {
 }
 
 /// The bits of a new socket of this domain and type (`ty` may carry SOCK_ flags).
-pub fn socket_bits(domain: c_int, ty: c_int) -> u8 {
+pub fn socket_bits(domain: c_int, ty: c_int) -> u16 {
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
     let stream_domain = matches!(domain, libc::AF_INET | libc::AF_INET6 | libc::AF_UNIX);
     let kind = if base == libc::SOCK_STREAM && stream_domain {

@@ -49,6 +49,10 @@ pub struct Replay {
     pub killed_by: Option<i32>,
     /// Connections accepted early, kept for the accept they belong to: (fd, peer, peer event).
     pub stash: Vec<(c_int, Option<(ActorId, u64)>)>,
+    /// Connections to outside peers, played by the LD.
+    pub externals: Vec<crate::replay::external::External>,
+    /// Connect events whose peer was outside the session.
+    pub external_connects: Vec<u64>,
 }
 
 /// The LD of this process image.
@@ -346,6 +350,8 @@ impl Ld {
                         accepts: plan.accepts,
                         killed_by: plan.killed_by,
                         stash: Vec::new(),
+                        externals: Vec::new(),
+                        external_connects: plan.external_connects,
                     })
                 }
                 Err(e) => {
@@ -601,6 +607,7 @@ impl Ld {
             .collect();
         if let Some(r) = &self.replay {
             v.extend(r.stash.iter().map(|(fd, _)| *fd));
+            v.extend(r.externals.iter().map(|e| e.peer));
         }
         v.sort_unstable();
         v
@@ -658,6 +665,9 @@ impl Ld {
         if let Some(r) = self.replay.take() {
             for (fd, _) in r.stash {
                 sys::close(fd);
+            }
+            for e in r.externals {
+                sys::close(e.peer);
             }
         }
         self.pid = sys::getpid();

@@ -9,8 +9,21 @@ use libc::{
     timespec,
 };
 
-/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
-fn on_recv(fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
+/// Whether the bytes on `fd` are kept while recording: a stream socket whose peer may be
+/// outside the session (not one end of a socketpair). The GD drops the bytes of channels
+/// between two recorded processes when the record ends.
+fn keeps_bytes(fd: c_int) -> bool {
+    crate::fds::kind(fd) & crate::fds::PAIRED == 0
+}
+
+/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`;
+/// `gather(n)` copies the first `n` bytes received.
+fn on_recv(
+    fd: c_int,
+    len: usize,
+    mut call: impl FnMut(usize) -> isize,
+    gather: impl Fn(usize) -> Vec<u8>,
+) -> isize {
     let Some(ld) = ld_for_io(fd) else {
         return call(len);
     };
@@ -18,16 +31,23 @@ fn on_recv(fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize
         Mode::Record => {
             let r = call(len);
             let err = sys::errno();
-            ld.emit(&record::recv(fd, r, err));
+            let data = (r > 0 && keeps_bytes(fd)).then(|| gather(r as usize));
+            ld.emit(&record::recv(fd, r, err, data));
             sys::set_errno(err);
             r
         }
-        Mode::Replay => replay::io::recv(ld, fd, len, call),
+        Mode::Replay => replay::io::recv(ld, fd, len, call, gather),
     }
 }
 
-/// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`.
-fn on_send(fd: c_int, len: usize, mut call: impl FnMut(usize, usize) -> isize) -> isize {
+/// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`;
+/// `gather(offset, n)` copies those bytes.
+fn on_send(
+    fd: c_int,
+    len: usize,
+    mut call: impl FnMut(usize, usize) -> isize,
+    gather: impl Fn(usize, usize) -> Vec<u8>,
+) -> isize {
     let Some(ld) = ld_for_io(fd) else {
         return call(0, len);
     };
@@ -35,12 +55,43 @@ fn on_send(fd: c_int, len: usize, mut call: impl FnMut(usize, usize) -> isize) -
         Mode::Record => {
             let r = call(0, len);
             let err = sys::errno();
-            ld.emit(&record::send(fd, r, err));
+            let data = (r > 0 && keeps_bytes(fd))
+                .then(|| gather(0, r as usize))
+                .filter(|d| d.len() == r as usize); // sendfile's bytes are not at hand
+            ld.emit(&record::send(fd, r, err, data));
             sys::set_errno(err);
             r
         }
-        Mode::Replay => replay::io::send(ld, fd, len, call),
+        Mode::Replay => replay::io::send(ld, fd, len, call, gather),
     }
+}
+
+/// `n` bytes at `buf` (offset `off`), copied.
+///
+/// # Safety
+/// `buf` must be valid for `off + n` bytes.
+unsafe fn bytes_at(buf: *const c_void, off: usize, n: usize) -> Vec<u8> {
+    if buf.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: as the caller promises.
+    unsafe { std::slice::from_raw_parts((buf as *const u8).add(off), n) }.to_vec()
+}
+
+/// Bytes `offset..offset + n` of an iovec array, copied.
+///
+/// # Safety
+/// `iov` must point to `cnt` valid iovecs.
+unsafe fn iov_bytes(iov: *const iovec, cnt: c_int, offset: usize, n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    // SAFETY: as the caller promises.
+    for part in unsafe { iov_slice(iov, cnt, offset, n) } {
+        // SAFETY: each part lies within the caller's buffers.
+        out.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(part.iov_base as *const u8, part.iov_len)
+        });
+    }
+    out
 }
 
 /// The bytes `offset..offset + n` of an iovec array, as another iovec array.
@@ -87,42 +138,42 @@ unsafe fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
 hook! {
     /// read(2).
     fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-        on_recv(fd, n, |m| unsafe { real::read(fd, buf, m) })
+        on_recv(fd, n, |m| unsafe { real::read(fd, buf, m) }, |m| unsafe { bytes_at(buf, 0, m) })
     }
 }
 
 hook! {
     /// The fortified read(2).
     fn __read_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t) -> ssize_t {
-        on_recv(fd, n, |m| unsafe { real::__read_chk(fd, buf, m, buflen) })
+        on_recv(fd, n, |m| unsafe { real::__read_chk(fd, buf, m, buflen) }, |m| unsafe { bytes_at(buf, 0, m) })
     }
 }
 
 hook! {
     /// recv(2).
     fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-        on_recv(fd, n, |m| unsafe { real::recv(fd, buf, m, flags) })
+        on_recv(fd, n, |m| unsafe { real::recv(fd, buf, m, flags) }, |m| unsafe { bytes_at(buf, 0, m) })
     }
 }
 
 hook! {
     /// The fortified recv(2).
     fn __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t {
-        on_recv(fd, n, |m| unsafe { real::__recv_chk(fd, buf, m, buflen, flags) })
+        on_recv(fd, n, |m| unsafe { real::__recv_chk(fd, buf, m, buflen, flags) }, |m| unsafe { bytes_at(buf, 0, m) })
     }
 }
 
 hook! {
     /// recvfrom(2).
     fn recvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
-        on_recv(fd, n, |m| unsafe { real::recvfrom(fd, buf, m, flags, addr, len) })
+        on_recv(fd, n, |m| unsafe { real::recvfrom(fd, buf, m, flags, addr, len) }, |m| unsafe { bytes_at(buf, 0, m) })
     }
 }
 
 hook! {
     /// The fortified recvfrom(2).
     fn __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
-        on_recv(fd, n, |m| unsafe { real::__recvfrom_chk(fd, buf, m, buflen, flags, addr, len) })
+        on_recv(fd, n, |m| unsafe { real::__recvfrom_chk(fd, buf, m, buflen, flags, addr, len) }, |m| unsafe { bytes_at(buf, 0, m) })
     }
 }
 
@@ -133,7 +184,7 @@ hook! {
         on_recv(fd, total, |m| {
             let part = iov_slice(iov, cnt, 0, m);
             real::readv(fd, part.as_ptr(), part.len() as c_int)
-        })
+        }, |m| iov_bytes(iov, cnt, 0, m))
     }
 }
 
@@ -154,7 +205,7 @@ hook! {
             (*msg).msg_controllen = copy.msg_controllen;
             (*msg).msg_flags = copy.msg_flags;
             r
-        })
+        }, |m| iov_bytes((*msg).msg_iov, (*msg).msg_iovlen as c_int, 0, m))
     }
 }
 
@@ -176,21 +227,21 @@ hook! {
 hook! {
     /// write(2).
     fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-        on_send(fd, n, |off, m| unsafe { real::write(fd, (buf as *const u8).add(off).cast(), m) })
+        on_send(fd, n, |off, m| unsafe { real::write(fd, (buf as *const u8).add(off).cast(), m) }, |off, m| unsafe { bytes_at(buf, off, m) })
     }
 }
 
 hook! {
     /// send(2).
     fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-        on_send(fd, n, |off, m| unsafe { real::send(fd, (buf as *const u8).add(off).cast(), m, flags) })
+        on_send(fd, n, |off, m| unsafe { real::send(fd, (buf as *const u8).add(off).cast(), m, flags) }, |off, m| unsafe { bytes_at(buf, off, m) })
     }
 }
 
 hook! {
     /// sendto(2).
     fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
-        on_send(fd, n, |off, m| unsafe { real::sendto(fd, (buf as *const u8).add(off).cast(), m, flags, addr, len) })
+        on_send(fd, n, |off, m| unsafe { real::sendto(fd, (buf as *const u8).add(off).cast(), m, flags, addr, len) }, |off, m| unsafe { bytes_at(buf, off, m) })
     }
 }
 
@@ -201,7 +252,7 @@ hook! {
         on_send(fd, total, |off, m| {
             let part = iov_slice(iov, cnt, off, m);
             real::writev(fd, part.as_ptr(), part.len() as c_int)
-        })
+        }, |off, m| iov_bytes(iov, cnt, off, m))
     }
 }
 
@@ -223,7 +274,7 @@ hook! {
                 copy.msg_controllen = 0;
             }
             real::sendmsg(fd, &copy, flags)
-        })
+        }, |off, m| iov_bytes((*msg).msg_iov, (*msg).msg_iovlen as c_int, off, m))
     }
 }
 
@@ -245,13 +296,13 @@ hook! {
 hook! {
     /// sendfile(2): a send on the output fd.
     fn sendfile(out: c_int, input: c_int, off: *mut off_t, n: size_t) -> ssize_t {
-        on_send(out, n, |_, m| unsafe { real::sendfile(out, input, off, m) })
+        on_send(out, n, |_, m| unsafe { real::sendfile(out, input, off, m) }, |_, _| Vec::new())
     }
 }
 
 hook! {
     /// sendfile64(2).
     fn sendfile64(out: c_int, input: c_int, off: *mut off_t, n: size_t) -> ssize_t {
-        on_send(out, n, |_, m| unsafe { real::sendfile64(out, input, off, m) })
+        on_send(out, n, |_, m| unsafe { real::sendfile64(out, input, off, m) }, |_, _| Vec::new())
     }
 }

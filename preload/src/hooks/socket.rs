@@ -22,7 +22,7 @@ hook! {
     fn socketpair(domain: c_int, ty: c_int, protocol: c_int, sv: *mut c_int) -> c_int {
         let r = real::socketpair(domain, ty, protocol, sv);
         if r == 0 && !sv.is_null() {
-            let bits = fds::socket_bits(domain, ty);
+            let bits = fds::socket_bits(domain, ty) | fds::PAIRED;
             fds::set(*sv, bits);
             fds::set(*sv.add(1), bits);
         }
@@ -114,6 +114,9 @@ hook! {
             return 0;
         }
         fds::forget(fd);
+        if let Some(ld) = ld::active() {
+            crate::replay::external::forget(ld, fd);
+        }
         real::close(fd)
     }
 }

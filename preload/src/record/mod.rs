@@ -3,14 +3,19 @@
 //! Mirrors `replay/`: whoever changes how an outcome is recorded sees here what replay must
 //! reproduce, and there how it does.
 
-use ddbx_wire::history::{Call, ReadyFd, WaitCall};
+use ddbx_wire::history::{Call, Data, ReadyFd, WaitCall};
 use ddbx_wire::{Errno, Record};
 use libc::c_int;
 
-/// A receive returned `r` (errno `err` when negative).
-pub fn recv(fd: c_int, r: isize, err: c_int) -> Record {
+/// A receive returned `r` (errno `err` when negative); `data` is what it received, when the
+/// bytes are to be kept (the peer may be outside the session).
+pub fn recv(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
     if r >= 0 {
-        Record::Recv { fd, n: r as u64 }
+        Record::Recv {
+            fd,
+            n: r as u64,
+            data: data.map(Data),
+        }
     } else if err == libc::EAGAIN {
         Record::NoData { fd }
     } else {
@@ -22,10 +27,14 @@ pub fn recv(fd: c_int, r: isize, err: c_int) -> Record {
     }
 }
 
-/// A send returned `r`.
-pub fn send(fd: c_int, r: isize, err: c_int) -> Record {
+/// A send returned `r`; `data` is what it sent, when the bytes are to be kept.
+pub fn send(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
     if r >= 0 {
-        Record::Send { fd, n: r as u64 }
+        Record::Send {
+            fd,
+            n: r as u64,
+            data: data.map(Data),
+        }
     } else {
         Record::Fail {
             call: Call::Send,

@@ -51,7 +51,8 @@ pub unsafe fn accept(
         .map(|(_, actor, ev)| (*actor, *ev));
     let got = match expected {
         Some(peer) => take_connection_from(ld, fd, peer),
-        None => accept_any(fd),
+        // A peer outside the session: the LD plays it.
+        None => super::external::open(ld, None, false),
     };
     if got < 0 {
         let err = sys::errno();
@@ -85,13 +86,68 @@ pub unsafe fn accept(
             "an accept on fd {fd} that returned fd {got} where the record had fd {new_fd}"
         ));
     }
-    if !addr.is_null() && !len.is_null() {
+    let external = super::external::is_external(ld, got);
+    if !addr.is_null() && !len.is_null() && !external {
         // SAFETY: the program's buffers, as for accept4.
         unsafe { real::getpeername(got, addr, len) };
     }
-    let observed = crate::record::accept(fd, got, 0);
+    if external && let Record::Accept { remote, .. } = &rec {
+        // The recorded peer's address, as the program saw it.
+        // SAFETY: the program's buffers, as for accept4.
+        unsafe { fill_addr(remote, addr, len) };
+    }
+    let observed = if external {
+        rec.clone()
+    } else {
+        crate::record::accept(fd, got, 0)
+    };
     ld.advance(&observed);
     got
+}
+
+/// Writes a recorded `ip:port` address into an accept's address buffer.
+///
+/// # Safety
+/// `addr`/`len` as for accept4 (null allowed).
+unsafe fn fill_addr(text: &str, addr: *mut sockaddr, len: *mut socklen_t) {
+    if addr.is_null() || len.is_null() {
+        return;
+    }
+    let Ok(parsed) = text.parse::<std::net::SocketAddr>() else {
+        return;
+    };
+    // SAFETY: writing at most *len bytes into the program's buffer.
+    unsafe {
+        let room = *len as usize;
+        match parsed {
+            std::net::SocketAddr::V4(v4) => {
+                let mut sa: libc::sockaddr_in = std::mem::zeroed();
+                sa.sin_family = libc::AF_INET as libc::sa_family_t;
+                sa.sin_port = v4.port().to_be();
+                sa.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+                let size = std::mem::size_of::<libc::sockaddr_in>();
+                std::ptr::copy_nonoverlapping(
+                    &sa as *const _ as *const u8,
+                    addr as *mut u8,
+                    size.min(room),
+                );
+                *len = size as socklen_t;
+            }
+            std::net::SocketAddr::V6(v6) => {
+                let mut sa: libc::sockaddr_in6 = std::mem::zeroed();
+                sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                sa.sin6_port = v6.port().to_be();
+                sa.sin6_addr.s6_addr = v6.ip().octets();
+                let size = std::mem::size_of::<libc::sockaddr_in6>();
+                std::ptr::copy_nonoverlapping(
+                    &sa as *const _ as *const u8,
+                    addr as *mut u8,
+                    size.min(room),
+                );
+                *len = size as socklen_t;
+            }
+        }
+    }
 }
 
 /// Accepts until the connection made by `peer`'s connect event arrives; keeps the others.

@@ -32,6 +32,24 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         sys::set_errno(e.0);
         return -1;
     }
+    let event = ld.events() + 1;
+    let external = ld
+        .replay
+        .as_ref()
+        .is_some_and(|r| r.external_connects.contains(&event));
+    if external {
+        // A server outside the session: the LD plays it.
+        let nonblock = sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0;
+        super::external::open(ld, Some(fd), nonblock);
+        ld.advance(&rec);
+        return match err {
+            None => 0,
+            Some(e) => {
+                sys::set_errno(e.0);
+                -1
+            }
+        };
+    }
     // Connect for real, blocking, until the peer is there.
     let flags = sys::fcntl(fd, libc::F_GETFL, 0);
     if flags & libc::O_NONBLOCK != 0 {
@@ -64,7 +82,6 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         sys::fcntl(fd, libc::F_SETFL, flags as libc::c_long);
     }
     let local = fds::socket_addr(fd, false);
-    let event = ld.events() + 1;
     let note = LdToGd::Connected {
         actor: ld.actor,
         event,

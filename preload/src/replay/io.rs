@@ -8,7 +8,13 @@ use ddbx_wire::history::Call;
 use libc::c_int;
 
 /// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
-pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
+pub fn recv(
+    ld: &mut Ld,
+    fd: c_int,
+    len: usize,
+    mut call: impl FnMut(usize) -> isize,
+    _gather: impl Fn(usize) -> Vec<u8>,
+) -> isize {
     let rec = ld.follow(
         |r| match r {
             Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
@@ -28,6 +34,10 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
                 ld.diverge(&format!(
                     "a receive of up to {len} bytes on fd {fd} (the record got {n})"
                 ));
+            }
+            if super::external::is_external(ld, fd) {
+                let index = ld.events() as usize;
+                super::external::feed(ld, fd, index);
             }
             wait_for_bytes(ld, fd, n);
             let r = loop {
@@ -103,6 +113,7 @@ pub fn send(
     fd: c_int,
     len: usize,
     mut call: impl FnMut(usize, usize) -> isize,
+    _gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
     let rec = ld.follow(
         |r| match r {
@@ -139,6 +150,13 @@ pub fn send(
                 ld.diverge(&format!(
                     "a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"
                 ));
+            }
+            if super::external::is_external(ld, fd) {
+                let expected = match &rec {
+                    Record::Send { data: Some(d), .. } => Some(d.0.clone()),
+                    _ => None,
+                };
+                super::external::check_sent(ld, fd, n, expected.as_deref());
             }
             ld.advance(&rec);
             n as isize

@@ -7,6 +7,7 @@
 
 pub mod accept;
 pub mod connect;
+pub mod external;
 pub mod io;
 pub mod ready;
 

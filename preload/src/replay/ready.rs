@@ -28,6 +28,11 @@ pub fn next_ready_set(ld: &mut Ld, call: WaitCall, what: &str) -> Result<Vec<Rea
     match rec {
         Record::Ready { fds, .. } => {
             for f in &fds {
+                if f.ev.0 & (Events::IN | Events::HUP | Events::RDHUP) != 0
+                    && super::external::is_external(ld, f.fd)
+                {
+                    super::external::feed_next(ld, f.fd);
+                }
                 wait_until_ready(f.fd, f.ev);
             }
             Ok(fds)

@@ -314,7 +314,7 @@ impl Deps {
                     Record::Fork { index } | Record::Spawn { index } => {
                         snapshots.insert((a, *index), fds.clone());
                     }
-                    Record::Send { fd, n } => {
+                    Record::Send { fd, n, .. } => {
                         if let Some(end) = fds.get(fd) {
                             streams
                                 .entry((end.channel, end.outgoing()))
@@ -323,7 +323,7 @@ impl Deps {
                                 .push((a, k, *n));
                         }
                     }
-                    Record::Recv { fd, n } => {
+                    Record::Recv { fd, n, .. } => {
                         if let Some(end) = fds.get(fd) {
                             streams
                                 .entry((end.channel, end.incoming()))

@@ -255,6 +255,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                             .into_owned(),
                         accepts: accepts_of(&r.channels, a.id),
                         killed_by,
+                        external_connects: external_connects(r, a.id),
                     },
                 )
             })
@@ -531,6 +532,14 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         manifest
             .store(dir)
             .map_err(|e| Error::io_at("cannot write the manifest in", dir, e))?;
+        if recording.is_none()
+            && let Err(e) = strip_managed_data(dir)
+        {
+            say(
+                format!("ddbx: the bytes between recorded processes were kept: {e}"),
+                &mut messages,
+            );
+        }
     }
     if recording.is_none() {
         for line in &passthrough {
@@ -605,6 +614,89 @@ fn replay_end_check(
         });
     }
     End::ReachedEnd
+}
+
+/// An actor's connects that succeeded (or were under way) but no recorded actor accepted:
+/// their peer was outside the session.
+fn external_connects(recording: &Recording, actor: ActorId) -> Vec<u64> {
+    let Some(history) = recording.history(actor) else {
+        return Vec::new();
+    };
+    history
+        .records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            matches!(r, Record::Connect { err, .. }
+                if err.is_none() || *err == Some(ddbx_wire::Errno::EINPROGRESS))
+        })
+        .map(|(i, _)| i as u64 + 1)
+        .filter(|event| {
+            !recording
+                .channels
+                .iter()
+                .any(|c| c.connector.actor == actor && c.connector.event == *event)
+        })
+        .collect()
+}
+
+/// At the end of a record: drops the bytes of receives and sends on channels whose both ends
+/// were recorded (replay regenerates them); the bytes exchanged with outside peers stay.
+fn strip_managed_data(dir: &Path) -> Result<()> {
+    let recording = Recording::open(dir)?;
+    let deps = crate::analysis::deps::Deps::from_recording(&recording);
+    for history in &recording.histories {
+        let actor = history.actor;
+        let mut changed = false;
+        let records: Vec<Record> = history
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let managed = deps.data_range(actor, i as u64 + 1).is_some();
+                match r {
+                    Record::Recv {
+                        fd,
+                        n,
+                        data: Some(_),
+                    } if managed => {
+                        changed = true;
+                        Record::Recv {
+                            fd: *fd,
+                            n: *n,
+                            data: None,
+                        }
+                    }
+                    Record::Send {
+                        fd,
+                        n,
+                        data: Some(_),
+                    } if managed => {
+                        changed = true;
+                        Record::Send {
+                            fd: *fd,
+                            n: *n,
+                            data: None,
+                        }
+                    }
+                    other => other.clone(),
+                }
+            })
+            .collect();
+        if !changed {
+            continue;
+        }
+        let path = Manifest::history_path(dir, actor);
+        let mut text = ddbx_wire::history::header_line(actor);
+        for r in &records {
+            text.push_str(&r.to_line());
+            text.push('\n');
+        }
+        let tmp = path.with_extension("ron.tmp");
+        std::fs::write(&tmp, text).map_err(|e| Error::io_at("cannot write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io_at("cannot replace", &path, e))?;
+    }
+    Ok(())
 }
 
 /// One line for the manifest's `problem`.

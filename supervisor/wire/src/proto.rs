@@ -155,6 +155,9 @@ pub struct ReplayPlan {
     pub accepts: Vec<(u64, ActorId, u64)>,
     /// How the record ended, when it did not end with an `Exit` record (killed).
     pub killed_by: Option<i32>,
+    /// This actor's connect events whose peer was outside the session (replay plays it).
+    #[serde(default)]
+    pub external_connects: Vec<u64>,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).
