@@ -96,6 +96,14 @@ fn help(topic: Option<&str>) -> Result<i32, Error> {
 
 /// Runs `ddbx` with the process's arguments; returns the exit code.
 pub fn main() -> i32 {
+    let command = std::env::args().nth(1).unwrap_or_default();
+    if !matches!(command.as_str(), "record" | "replay") {
+        // Commands that only print end quietly when their reader goes away (`| head`), like
+        // other Unix tools. (record and replay keep ignoring SIGPIPE: the GD writes to LD
+        // sockets that a dying process may have closed.)
+        // SAFETY: resetting a signal disposition to its default, before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     main_with(std::env::args_os())
 }
 

@@ -58,6 +58,24 @@ struct Line {
     /// (arrow, peer actor, peer event, channel id)
     peer: Option<(&'static str, String, u64, u32)>,
     child: Option<String>,
+    /// A connection to a peer outside the session: its address, bytes in, bytes out.
+    outside: Option<(String, u64, u64)>,
+}
+
+/// The bytes received from and sent to an outside peer over the connection that event `n`
+/// (an accept or connect) opened: the recorded data on its fd until the fd is reused.
+fn outside_bytes(records: &[Record], n: u64, fd: i32) -> (u64, u64) {
+    let (mut bytes_in, mut bytes_out) = (0, 0);
+    for r in records.iter().skip(n as usize) {
+        match r {
+            Record::Recv { fd: f, data: Some(d), .. } if *f == fd => bytes_in += d.0.len() as u64,
+            Record::Send { fd: f, data: Some(d), .. } if *f == fd => bytes_out += d.0.len() as u64,
+            Record::Accept { new_fd, .. } if *new_fd == fd => break,
+            Record::Connect { fd: f, .. } if *f == fd => break,
+            _ => {}
+        }
+    }
+    (bytes_in, bytes_out)
 }
 
 /// Runs `ddbx show`; returns the exit code.
@@ -94,11 +112,22 @@ pub fn run(args: Args) -> Result<i32, Error> {
                 }
                 _ => None,
             };
+            let outside = match record {
+                Record::Accept { new_fd: fd, remote, .. }
+                | Record::Connect { fd, remote, err: None, .. }
+                    if peer.is_none() =>
+                {
+                    let (bytes_in, bytes_out) = outside_bytes(&history.records, n, *fd);
+                    Some((remote.clone(), bytes_in, bytes_out))
+                }
+                _ => None,
+            };
             Line {
                 n,
                 record: record.clone(),
                 peer,
                 child,
+                outside,
             }
         })
         .collect();
@@ -115,6 +144,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
                         "actor": actor, "event": event, "channel": channel,
                     })),
                     "child": l.child,
+                    "outside_peer": l.outside.as_ref().map(|(addr, bytes_in, bytes_out)| serde_json::json!({
+                        "address": addr, "bytes_in": bytes_in, "bytes_out": bytes_out,
+                    })),
                 })
             })
             .collect();
@@ -146,6 +178,11 @@ pub fn run(args: Args) -> Result<i32, Error> {
         }
         if let Some(child) = &l.child {
             text.push_str(&format!("  → {child}"));
+        }
+        if let Some((addr, bytes_in, bytes_out)) = &l.outside {
+            text.push_str(&format!(
+                "  ⇄ outside peer {addr} ({bytes_in} bytes in, {bytes_out} out; replay plays it)"
+            ));
         }
         println!("{text}");
     }
