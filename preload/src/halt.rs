@@ -23,6 +23,8 @@ pub struct Halt {
     pub released: bool,
     /// A `Passive` note was sent for the current wait.
     passive_sent: bool,
+    /// ... and one saying that the actor waits at a gate.
+    at_gate_sent: bool,
     /// The actor does nothing ddbx can hold it at (no socket or probe events: a shell's
     /// helper talking through pipes): it runs freely.
     pub bystander: bool,
@@ -36,6 +38,7 @@ impl Halt {
             target,
             released: false,
             passive_sent: false,
+            at_gate_sent: false,
             bystander: false,
         }
     }
@@ -80,7 +83,7 @@ impl Ld {
             "sends" => c.sends,
             "accepts" => c.accepts,
             "forks" => c.forks,
-            "alive" => 1,
+            "alive" => i64::from(!matches!(self.last_record(), Some(Record::Exit { .. }))),
             _ => return None,
         })
     }
@@ -152,14 +155,16 @@ impl Ld {
             // Passive: say so once, then wait for the GD.
             let events = self.events();
             if let Some(halt) = self.halt.as_mut()
-                && !halt.passive_sent
+                && !halt.at_gate_sent
             {
                 halt.passive_sent = true;
+                halt.at_gate_sent = true;
                 let target = halt.target;
                 let msg = LdToGd::Passive {
                     actor: self.actor,
                     events,
                     target,
+                    at_gate: true,
                 };
                 self.send(&msg);
             }
@@ -194,6 +199,7 @@ impl Ld {
     /// After an event of a halting replay: once nothing is owed and the predicate holds, say
     /// so at once (the program may next block outside any event, in waitpid or on a pipe).
     pub fn after_event(&mut self) {
+        self.drain_control();
         let Some(halt) = self.halt.as_ref() else {
             return;
         };
@@ -215,6 +221,44 @@ impl Ld {
             actor: self.actor,
             events,
             target,
+            at_gate: false,
+        };
+        self.send(&msg);
+    }
+
+    /// Handles the control messages that arrived while the actor was running (a `RunUntil`
+    /// sent while it was active must count before it says it is passive).
+    pub fn drain_control(&mut self) {
+        if self.halt.is_none() {
+            return;
+        }
+        while self.gd_has_input() {
+            match self.receive() {
+                Some(msg) => {
+                    self.control(msg);
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Before the program blocks in a call that is not an event (waitpid…): whatever its next
+    /// event needs from others must be under way, or the program may wait forever.
+    pub fn before_blocking(&mut self) {
+        let Some(halt) = self.halt.as_ref() else {
+            return;
+        };
+        if halt.released || halt.bystander || self.next_record().is_none() {
+            return;
+        }
+        // Only an active actor will execute its next event; a passive one asks for nothing.
+        let owed = self.events() < halt.target;
+        if !owed && self.satisfied() != Some(false) {
+            return;
+        }
+        let msg = LdToGd::Need {
+            actor: self.actor,
+            event: self.events() + 1,
         };
         self.send(&msg);
     }
@@ -228,6 +272,7 @@ impl Ld {
                 {
                     halt.target = event;
                     halt.passive_sent = false;
+                    halt.at_gate_sent = false;
                 }
                 true
             }

@@ -500,6 +500,19 @@ impl Ld {
         sys::set_errno(saved);
     }
 
+    /// Replay: the last record this actor produced.
+    pub fn last_record(&self) -> Option<&Record> {
+        let replay = self.replay.as_ref()?;
+        let done = self.events() as usize;
+        done.checked_sub(1).and_then(|i| replay.records.get(i))
+    }
+
+    /// Whether the GD has sent something not read yet.
+    pub fn gd_has_input(&self) -> bool {
+        self.gd_buf.contains(&b'\n')
+            || (self.gd_fd >= 0 && sys::poll_one(self.gd_fd, libc::POLLIN, 0) > 0)
+    }
+
     /// Replay: the next record this actor must produce, if the history has one.
     pub fn next_record(&self) -> Option<&Record> {
         let replay = self.replay.as_ref()?;

@@ -83,6 +83,11 @@ reals! {
     fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
     fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int;
     fn _exit(status: c_int) -> ();
+    fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t;
+    fn wait(status: *mut c_int) -> pid_t;
+    fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t;
+    fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t;
+    fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int;
     fn _Exit(status: c_int) -> ();
     fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
     fn socketpair(domain: c_int, ty: c_int, protocol: c_int, sv: *mut c_int) -> c_int;

@@ -66,7 +66,9 @@ pub fn progs() -> &'static Path {
             let (defines, libs): (Vec<String>, Vec<String>) =
                 defines.into_iter().partition(|f| f.starts_with("-D"));
             let status = Command::new("gcc")
-                .args(["-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+                .args(["-O1", "-Wall", "-Wextra", "-Werror", "-I"])
+                .arg(workspace().join("preload/probe/include"))
+                .arg("-o")
                 .arg(&tmp)
                 .args(&defines)
                 .arg(&source)

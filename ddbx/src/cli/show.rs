@@ -68,8 +68,16 @@ fn outside_bytes(records: &[Record], n: u64, fd: i32) -> (u64, u64) {
     let (mut bytes_in, mut bytes_out) = (0, 0);
     for r in records.iter().skip(n as usize) {
         match r {
-            Record::Recv { fd: f, data: Some(d), .. } if *f == fd => bytes_in += d.0.len() as u64,
-            Record::Send { fd: f, data: Some(d), .. } if *f == fd => bytes_out += d.0.len() as u64,
+            Record::Recv {
+                fd: f,
+                data: Some(d),
+                ..
+            } if *f == fd => bytes_in += d.0.len() as u64,
+            Record::Send {
+                fd: f,
+                data: Some(d),
+                ..
+            } if *f == fd => bytes_out += d.0.len() as u64,
             Record::Accept { new_fd, .. } if *new_fd == fd => break,
             Record::Connect { fd: f, .. } if *f == fd => break,
             _ => {}
@@ -113,10 +121,15 @@ pub fn run(args: Args) -> Result<i32, Error> {
                 _ => None,
             };
             let outside = match record {
-                Record::Accept { new_fd: fd, remote, .. }
-                | Record::Connect { fd, remote, err: None, .. }
-                    if peer.is_none() =>
-                {
+                Record::Accept {
+                    new_fd: fd, remote, ..
+                }
+                | Record::Connect {
+                    fd,
+                    remote,
+                    err: None,
+                    ..
+                } if peer.is_none() => {
                     let (bytes_in, bytes_out) = outside_bytes(&history.records, n, *fd);
                     Some((remote.clone(), bytes_in, bytes_out))
                 }

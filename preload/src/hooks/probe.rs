@@ -33,14 +33,18 @@ pub unsafe extern "C" fn ddbx_set(name: *const c_char, value: c_long) {
         value,
     };
     match ld.mode {
-        Mode::Record => ld.emit(&record),
+        Mode::Record => {
+            ld.probes.push((name, value));
+            ld.emit(&record);
+        }
         Mode::Replay => {
             ld.follow(
                 |r| matches!(r, Record::Probe { name: n, value: v } if *n == name && *v == value),
                 || record.to_line(),
             );
+            // The new value counts from this event on (a halting replay checks it right after).
+            ld.probes.push((name, value));
             ld.advance(&record);
         }
     }
-    ld.probes.push((name, value));
 }

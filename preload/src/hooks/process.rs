@@ -281,3 +281,56 @@ hook! {
         real::_Exit(status)
     }
 }
+
+/// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
+/// actor's next event needs (its children's exits, for its own exit) is under way.
+fn before_wait(options: c_int) {
+    if options & libc::WNOHANG != 0 {
+        return;
+    }
+    if let Some(ld) = ld::active()
+        && ld.mode == Mode::Replay
+    {
+        ld.before_blocking();
+    }
+}
+
+hook! {
+    /// waitpid(2).
+    fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+        before_wait(options);
+        real::waitpid(pid, status, options)
+    }
+}
+
+hook! {
+    /// wait(2).
+    fn wait(status: *mut c_int) -> pid_t {
+        before_wait(0);
+        real::wait(status)
+    }
+}
+
+hook! {
+    /// wait3(2).
+    fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
+        before_wait(options);
+        real::wait3(status, options, usage)
+    }
+}
+
+hook! {
+    /// wait4(2).
+    fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
+        before_wait(options);
+        real::wait4(pid, status, options, usage)
+    }
+}
+
+hook! {
+    /// waitid(2).
+    fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int {
+        before_wait(options);
+        real::waitid(idtype, id, info, options)
+    }
+}

@@ -481,6 +481,32 @@ impl Deps {
         Some((child, self.creation_events(child)))
     }
 
+    /// If event `k` of `a` is its `Exit`: the `Exit` events of its forked/spawned children that
+    /// exited. A parent usually waits for its children before it exits (waitpid is not an
+    /// event), so a halting replay treats a parent's exit as needing theirs.
+    pub fn child_exits(&self, a: ActorId, k: u64) -> Vec<Event> {
+        let is_exit = self
+            .actor_index(a)
+            .and_then(|i| self.kinds.get(i))
+            .and_then(|kinds| kinds.get((k as usize).checked_sub(1)?))
+            == Some(&"Exit");
+        if !is_exit {
+            return Vec::new();
+        }
+        let mut out: Vec<Event> = self
+            .forked_at
+            .iter()
+            .filter(|(_, (parent, _))| *parent == a)
+            .filter_map(|(child, _)| {
+                let n = self.event_count(*child);
+                let kinds = self.kinds.get(self.actor_index(*child)?)?;
+                (kinds.last() == Some(&"Exit")).then_some((*child, n))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// The number of events that make up `actor`'s creation: 1 (`Start`), or 2 when an `Exec`
     /// follows at once.
     pub fn creation_events(&self, actor: ActorId) -> u64 {

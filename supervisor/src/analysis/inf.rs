@@ -62,16 +62,20 @@ impl<'a> Closer<'a> {
             let a = self.deps.actors()[i];
             while self.applied[i] < self.pos[i] {
                 self.applied[i] += 1;
-                let created = if self.creation {
-                    self.deps.creates(a, self.applied[i])
+                let (created, waited) = if self.creation {
+                    (
+                        self.deps.creates(a, self.applied[i]),
+                        self.deps.child_exits(a, self.applied[i]),
+                    )
                 } else {
-                    None
+                    (None, Vec::new())
                 };
                 for &(b, j) in self
                     .deps
                     .needs(a, self.applied[i])
                     .iter()
                     .chain(created.as_ref())
+                    .chain(&waited)
                 {
                     if let Some(bi) = self.deps.actor_index(b)
                         && self.pos[bi] < j
@@ -154,9 +158,9 @@ pub fn inf(deps: &Deps, actors: &[ActorId], holds: &dyn Fn(ActorId, u64) -> bool
 }
 
 /// Inf(P) as a replay can reach it, which is what `ddbx replay --stop-if` halts at: [`inf`],
-/// where moreover the root actor exists, and every executed `Fork`/`Spawn` has created its
-/// child (its `Start`, and its `Exec` if that follows at once: a fork+exec is not held in the
-/// middle). Those events are part of the creation in a real run; the paper counts a child's
+/// where moreover the root actor exists, every executed `Fork`/`Spawn` has created its child
+/// (its `Start`, and its `Exec` if that follows at once: a fork+exec is not held in the
+/// middle), and a parent's `Exit` comes after its children's (see [`Deps::child_exits`]). Those events are part of the creation in a real run; the paper counts a child's
 /// creation as its initial state, which it has in any global state.
 pub fn inf_online(
     deps: &Deps,

@@ -169,6 +169,18 @@ impl Shared {
         Some((halting.halted_state(), halting.satisfied()))
     }
 
+    /// Halting, when every process is gone: the halted state, if the program halted with the
+    /// predicate holding (its last actors may have exited right there) and was not released.
+    pub(crate) fn final_halt(&self) -> Option<HaltedState> {
+        let mut state = self.lock();
+        let h = state.halting.as_mut()?;
+        if h.released() {
+            return None;
+        }
+        let halted = h.halted || h.check();
+        (halted && h.satisfied()).then(|| h.halted_state())
+    }
+
     /// Halting: the predicate never held; let everything run to the end.
     pub(crate) fn release(&self) {
         if let Some(h) = self.lock().halting.as_mut() {
@@ -320,9 +332,11 @@ fn welcome(shared: &Shared, hello: &HelloFacts, writer: &Writer) -> (Option<Acto
                 .halting
                 .as_mut()
                 .map(|h| h.welcomed(actor, hello.pid, Arc::clone(writer)));
-            if new_actor && let Some(dir) = &shared.manifest_dir {
-                state.manifest.actors = state.registry.actors().to_vec();
-                if let Err(e) = state.manifest.store(dir) {
+            if new_actor
+                && let Some(dir) = &shared.manifest_dir
+                && let Some(info) = state.registry.actors().iter().find(|a| a.id == actor)
+            {
+                if let Err(e) = Manifest::append_actor(dir, info) {
                     let line = format!(
                         "ddbx: cannot update {}: {e}",
                         dir.join(Manifest::FILE).display()
@@ -489,10 +503,11 @@ fn handle(shared: &Shared, me: ActorId, pid: i32, message: LdToGd) -> Option<GdT
             actor,
             events,
             target,
+            at_gate,
         } => {
             let mut state = shared.lock();
             if let Some(h) = state.halting.as_mut() {
-                h.passive(actor, events, target);
+                h.passive(actor, events, target, at_gate);
                 if h.check() {
                     shared.send(MainEvent::Halted);
                 }

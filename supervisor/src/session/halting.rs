@@ -104,6 +104,10 @@ struct Actor {
     pid: Option<i32>,
     /// Events executed, as last reported (Passive/Exiting/State).
     reported: u64,
+    /// Passive at the entry of its next event, reading the GD (it answers `Report`).
+    at_gate: bool,
+    /// Its predicate held (with nothing owed) when it last said so, even if it then exited.
+    held: bool,
 }
 
 /// The halting state of a replay.
@@ -116,9 +120,13 @@ pub(crate) struct Halting {
     creation: HashMap<ActorId, (ActorId, u64)>,
     /// Actors with nothing to hold (see `is_bystander`): not waited for.
     bystanders: Vec<ActorId>,
+    /// The recorded histories (the state of an actor that cannot answer comes from them).
+    histories: HashMap<ActorId, ddbx_wire::History>,
     state_dir: PathBuf,
     /// Halt detected (the main loop collects the state).
     pub halted: bool,
+    /// Released: the predicate never held; everything runs to the end, new actors included.
+    released: bool,
     /// `State` answers collected after the halt.
     pub states: BTreeMap<ActorId, HaltedActor>,
 }
@@ -155,6 +163,8 @@ impl Halting {
                         writer: None,
                         pid: None,
                         reported: 0,
+                        at_gate: false,
+                        held: false,
                     },
                 )
             })
@@ -170,7 +180,13 @@ impl Halting {
             })
             .map(|a| a.id)
             .collect();
+        let histories = recording
+            .histories
+            .iter()
+            .map(|h| (h.actor, h.clone()))
+            .collect();
         let mut halting = Halting {
+            histories,
             bystanders,
             deps,
             sp: request.primary.iter().cloned().collect(),
@@ -179,6 +195,7 @@ impl Halting {
             creation,
             state_dir,
             halted: false,
+            released: false,
             states: BTreeMap::new(),
         };
         // Actors with a predicate must exist: create them (through their parents) from the start.
@@ -226,6 +243,8 @@ impl Halting {
                 }
                 a.target = event;
                 a.phase = Phase::Running;
+                a.at_gate = false;
+                a.held = false;
                 trace!("RunUntil {actor} {event} (at {progress})");
                 if let Some(w) = &a.writer {
                     send(w, &GdToLd::RunUntil { event });
@@ -243,10 +262,9 @@ impl Halting {
                 a.phase = Phase::Running;
                 a.writer = Some(writer);
                 a.pid = Some(pid);
-                HaltPlan {
-                    sp,
-                    target: a.target,
-                }
+                // After a release, a new actor must not be held either.
+                let target = if self.released { u64::MAX } else { a.target };
+                HaltPlan { sp, target }
             }
             None => HaltPlan { sp, target: 0 },
         }
@@ -254,7 +272,8 @@ impl Halting {
 
     /// `actor` is about to execute `event`, which needs other actors' events.
     pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
-        let needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
+        let mut needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
+        needs.extend(self.deps.child_exits(actor, event));
         trace!("Need {actor} {event}: {needs:?}");
         for (other, e) in needs {
             self.ensure(other, e);
@@ -262,12 +281,14 @@ impl Halting {
     }
 
     /// `actor` is passive after `events` events, having seen requests up to `target`.
-    pub(crate) fn passive(&mut self, actor: ActorId, events: u64, target: u64) {
-        trace!("Passive {actor} at {events} (target seen {target})");
+    pub(crate) fn passive(&mut self, actor: ActorId, events: u64, target: u64, at_gate: bool) {
+        trace!("Passive {actor} at {events} (target seen {target}, at gate {at_gate})");
         if let Some(a) = self.actors.get_mut(&actor) {
             a.reported = a.reported.max(events);
-            if target >= a.target && a.phase == Phase::Running {
+            if target >= a.target && matches!(a.phase, Phase::Running | Phase::Passive) {
                 a.phase = Phase::Passive;
+                a.at_gate = at_gate;
+                a.held = true;
             }
         }
     }
@@ -316,7 +337,7 @@ impl Halting {
         self.sp.keys().all(|id| {
             self.actors
                 .get(id)
-                .is_some_and(|a| a.phase == Phase::Passive)
+                .is_some_and(|a| a.held && matches!(a.phase, Phase::Passive | Phase::Exited))
         })
     }
 
@@ -325,6 +346,7 @@ impl Halting {
         let mut asked = 0;
         for a in self.actors.values() {
             if a.phase == Phase::Passive
+                && a.at_gate
                 && let Some(w) = &a.writer
             {
                 send(w, &GdToLd::Report);
@@ -339,8 +361,14 @@ impl Halting {
         self.states.insert(actor.actor, actor);
     }
 
+    /// Whether halting was given up (the predicate never held).
+    pub(crate) fn released(&self) -> bool {
+        self.released
+    }
+
     /// Lets every actor run freely to the end of its history.
     pub(crate) fn release(&mut self) {
+        self.released = true;
         for a in self.actors.values_mut() {
             if let Some(w) = &a.writer {
                 send(w, &GdToLd::Release);
@@ -371,14 +399,37 @@ impl Halting {
                 (phase, None) => HaltedActor {
                     actor: *id,
                     events: self.progress(*id),
-                    next: None,
-                    vars: Vec::new(),
-                    satisfied: None,
+                    next: self
+                        .histories
+                        .get(id)
+                        .and_then(|h| h.records.get(self.progress(*id) as usize))
+                        .map(|r| r.to_line()),
+                    vars: self
+                        .histories
+                        .get(id)
+                        .map(|h| {
+                            crate::analysis::vars::variables_at(h, self.progress(*id))
+                                .into_iter()
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    satisfied: self.sp.get(id).map(|sp| {
+                        let vars = self
+                            .histories
+                            .get(id)
+                            .map(|h| crate::analysis::vars::variables_at(h, self.progress(*id)))
+                            .unwrap_or_default();
+                        ddbx_wire::pred::holds(sp, &mut |v| {
+                            vars.get(&v.name).map(|n| ddbx_wire::pred::Value::Int(*n))
+                        })
+                    }),
                     pid: a.pid,
                     status: if phase == Phase::Exited {
                         "exited"
                     } else if self.bystanders.contains(id) {
                         "bystander (no socket events: not held)"
+                    } else if !a.at_gate {
+                        "passive (waiting outside its recorded events, e.g. in waitpid)"
                     } else {
                         "passive"
                     }

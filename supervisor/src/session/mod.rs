@@ -509,7 +509,11 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     let end = match (stop, recording) {
         (Some(end), _) => end,
         (None, None) => End::Complete,
-        (None, Some(r)) => replay_end_check(r, &actors, root_status),
+        (None, Some(r)) => match shared.final_halt() {
+            // Every process exited right at the halt: that is where the predicate held.
+            Some(state) => End::Halted(Box::new(state)),
+            None => replay_end_check(r, &actors, root_status),
+        },
     };
     if let End::Diverged(d) = &end
         && !messages.contains(&d.message)

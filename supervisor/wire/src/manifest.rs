@@ -137,6 +137,16 @@ impl Manifest {
             col: e.span.start.col,
             problem: format!("expected a ddbx manifest: {}", e.code),
         })?;
+        let mut manifest = manifest;
+        if manifest.state == SessionState::Recording {
+            // ddbx stopped before writing the final manifest: its actors are in the log.
+            for actor in Self::logged_actors(dir) {
+                if manifest.actor(actor.id).is_none() {
+                    manifest.actors.push(actor);
+                }
+            }
+            manifest.actors.sort_by_key(|a| a.id);
+        }
         if manifest.format != FORMAT_VERSION {
             return Err(ManifestError::Malformed {
                 path,
@@ -151,13 +161,44 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// Writes `dir/manifest.ron` atomically (temporary file, then rename).
+    /// While recording, each new actor is appended to this file (one RON line): the manifest
+    /// itself is written at the start and at the end only.
+    pub const ACTORS_LOG: &'static str = "actors.log";
+
+    /// Appends one actor to `dir/actors.log` (one `write`, so a killed ddbx leaves whole lines).
+    pub fn append_actor(dir: &Path, actor: &ActorInfo) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut line = ron::to_string(actor).map_err(std::io::Error::other)?;
+        line.push('\n');
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(Self::ACTORS_LOG))?
+            .write_all(line.as_bytes())
+    }
+
+    /// The actors appended to `dir/actors.log` (whole lines only).
+    fn logged_actors(dir: &Path) -> Vec<ActorInfo> {
+        let Ok(text) = std::fs::read_to_string(dir.join(Self::ACTORS_LOG)) else {
+            return Vec::new();
+        };
+        text.lines()
+            .filter_map(|l| ron::from_str::<ActorInfo>(l).ok())
+            .collect()
+    }
+
+    /// Writes `dir/manifest.ron` atomically (temporary file, then rename). A final manifest
+    /// (not `Recording`) replaces the actors log.
     pub fn store(&self, dir: &Path) -> std::io::Result<()> {
         let text = ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::new())
             .map_err(std::io::Error::other)?;
         let tmp = dir.join(format!(".{}.tmp", Self::FILE));
         std::fs::write(&tmp, text + "\n")?;
-        std::fs::rename(&tmp, dir.join(Self::FILE))
+        std::fs::rename(&tmp, dir.join(Self::FILE))?;
+        if self.state != SessionState::Recording {
+            let _ = std::fs::remove_file(dir.join(Self::ACTORS_LOG));
+        }
+        Ok(())
     }
 
     /// The actor with this id.
@@ -203,6 +244,49 @@ mod tests {
         std::fs::write(dir.join(Manifest::FILE), "(format: 1, oops)").unwrap();
         let e = Manifest::load(&dir).unwrap_err().to_string();
         assert!(e.contains("manifest.ron:1:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_killed_recording_lists_the_actors_of_its_log() {
+        let dir = std::env::temp_dir().join(format!("ddbx-wire-actors-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let actor = |n| ActorInfo {
+            id: ActorId(n),
+            origin: Origin::Root,
+            pid: n as i32,
+            argv: vec!["./a".into()],
+            host: "h".into(),
+            exit: None,
+        };
+        let mut m = Manifest {
+            format: FORMAT_VERSION,
+            ddbx_version: "0".into(),
+            command: vec!["./a".into()],
+            cwd: "/".into(),
+            env: vec![],
+            host: "h".into(),
+            state: SessionState::Recording,
+            actors: vec![],
+            passthrough: vec![],
+            problem: None,
+        };
+        m.store(&dir).unwrap();
+        Manifest::append_actor(&dir, &actor(1)).unwrap();
+        Manifest::append_actor(&dir, &actor(2)).unwrap();
+        // A torn last line (ddbx killed mid-write) is ignored.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(Manifest::ACTORS_LOG))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"(id: \"p3\", orig"))
+            .unwrap();
+        let loaded = Manifest::load(&dir).unwrap();
+        assert_eq!(loaded.actors, vec![actor(1), actor(2)]);
+        // The final manifest replaces the log.
+        m.state = SessionState::Complete;
+        m.actors = vec![actor(1), actor(2)];
+        m.store(&dir).unwrap();
+        assert!(!dir.join(Manifest::ACTORS_LOG).exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

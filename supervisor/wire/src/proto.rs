@@ -129,6 +129,10 @@ pub enum LdToGd {
         /// The largest `RunUntil` target it had received when it became passive (the GD
         /// ignores a `Passive` that predates a later request).
         target: u64,
+        /// Whether it waits at the entry of its next event, reading the GD (it can answer
+        /// `Report`), rather than right after an event, possibly blocked elsewhere (waitpid).
+        #[serde(default)]
+        at_gate: bool,
     },
     /// Halting replay: answer to [`GdToLd::Report`].
     State {

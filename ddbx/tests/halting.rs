@@ -1,0 +1,437 @@
+//! Halting at Inf(P) on the paper's Figure 1 (examples/figure1; paper 003 §4, DESIGN §4):
+//! `x1 == 1 && x4 == 1` (client_a got server_y's answer, and the server_x child serving
+//! client_a got its request) halts server_y right after its answer, leaves client_b before its
+//! connect and its server_x child uncreated, and agrees with `ddbx inf`; `--stop-at` makes
+//! server_x fork a child on demand; a predicate that never holds replays to the end; a
+//! malformed one is a usage error.
+
+use ddbx_tests::{Output, Run, TempDir, figure1};
+use ddbx_wire::{History, Record};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+fn json(text: &str, what: &str) -> Value {
+    serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{what}: not one JSON object ({e}):\n{text}"))
+}
+
+/// A recording of Figure 1 and what the tests need to know about it.
+struct Fig1 {
+    _tmp: TempDir,
+    rec: PathBuf,
+    out: Output,
+    client_a: String,
+    client_b: String,
+    server_y: String,
+    server_x: String,
+    /// The server_x children serving client_a and client_b.
+    child_a: String,
+    child_b: String,
+    /// Whether server_x accepted client_b before client_a in this recording.
+    b_first: bool,
+    /// Each actor's parent.
+    parent: BTreeMap<String, String>,
+    histories: BTreeMap<String, Vec<Record>>,
+}
+
+impl Fig1 {
+    fn record(tag: &str) -> Fig1 {
+        let (run, bin) = figure1();
+        let tmp = TempDir::new(tag);
+        let rec = tmp.join("rec");
+        let out = Run::new(DDBX)
+            .args(["record", "-o", s(&rec), "--", s(&run)])
+            .env("DDBX_JITTER", "20")
+            .env("FIG1_BIN", s(&bin))
+            .output();
+        assert_eq!(out.code, 0, "record: {}", out.stderr);
+
+        let ps = Run::new(DDBX).args(["ps", s(&rec), "--json"]).output();
+        assert_eq!(ps.code, 0, "ps: {}", ps.stderr);
+        let ps = json(&ps.stdout, "ddbx ps --json");
+        let mut program: BTreeMap<String, String> = BTreeMap::new();
+        let mut parent = BTreeMap::new();
+        for a in ps["actors"].as_array().cloned().unwrap_or_default() {
+            let id = a["id"].as_str().unwrap_or_default().to_string();
+            let cmd = a["command"][0].as_str().unwrap_or_default();
+            let base = cmd.rsplit('/').next().unwrap_or(cmd).to_string();
+            parent.insert(
+                id.clone(),
+                a["parent"].as_str().unwrap_or_default().to_string(),
+            );
+            program.insert(id, base);
+        }
+        let ids_of = |name: &str| -> Vec<String> {
+            program
+                .iter()
+                .filter(|(_, p)| p.as_str() == name)
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        let one = |name: &str| -> String {
+            let ids = ids_of(name);
+            assert_eq!(ids.len(), 1, "{name}: {ids:?} in {program:?}");
+            ids[0].clone()
+        };
+        let (client_a, client_b, server_y) = (one("client_a"), one("client_b"), one("server_y"));
+        let xs = ids_of("server_x");
+        assert_eq!(xs.len(), 3, "server_x and its two children: {program:?}");
+        let server_x = xs
+            .iter()
+            .find(|id| !xs.contains(&parent[*id]))
+            .cloned()
+            .unwrap_or_else(|| panic!("no server_x without a server_x parent: {program:?}"));
+
+        // server_x's history as `show` gives it: each Accept names its peer, each Fork its
+        // child; the child forked after the accept of client_a serves client_a.
+        let show = Run::new(DDBX)
+            .args(["show", s(&rec), &server_x, "--json"])
+            .output();
+        assert_eq!(show.code, 0, "show: {}", show.stderr);
+        let show = json(&show.stdout, "ddbx show --json");
+        let mut serving: Vec<(String, String)> = Vec::new(); // (client, child)
+        let mut last_peer: Option<String> = None;
+        for e in show["events"].as_array().cloned().unwrap_or_default() {
+            match e["kind"].as_str() {
+                Some("Accept") => {
+                    last_peer = e["peer"]["actor"].as_str().map(str::to_string);
+                }
+                Some("Fork") => {
+                    let child = e["child"].as_str().unwrap_or_default().to_string();
+                    let client = last_peer.take().unwrap_or_else(|| {
+                        panic!("server_x forked {child} without an accept first: {show}")
+                    });
+                    serving.push((client, child));
+                }
+                _ => {}
+            }
+        }
+        let child_of = |client: &str| -> String {
+            serving
+                .iter()
+                .find(|(c, _)| c == client)
+                .map(|(_, k)| k.clone())
+                .unwrap_or_else(|| panic!("no server_x child serves {client}: {serving:?}"))
+        };
+        let (child_a, child_b) = (child_of(&client_a), child_of(&client_b));
+        let b_first = serving.first().map(|(c, _)| c) == Some(&client_b);
+
+        let mut histories = BTreeMap::new();
+        for entry in std::fs::read_dir(rec.join("history"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+        {
+            let h = History::load(&entry.path()).unwrap_or_else(|e| panic!("{e}"));
+            histories.insert(h.actor.to_string(), h.records);
+        }
+        Fig1 {
+            _tmp: tmp,
+            rec,
+            out,
+            client_a,
+            client_b,
+            server_y,
+            server_x,
+            child_a,
+            child_b,
+            b_first,
+            parent,
+            histories,
+        }
+    }
+
+    /// The 1-based number of `actor`'s first event that `is`.
+    fn event_of(&self, actor: &str, is: impl Fn(&Record) -> bool) -> u64 {
+        let records = &self.histories[actor];
+        records
+            .iter()
+            .position(is)
+            .map(|i| i as u64 + 1)
+            .unwrap_or_else(|| panic!("{actor} has no such event: {records:?}"))
+    }
+
+    fn bystander(&self, actor: &str) -> bool {
+        ddbx_wire::history::is_bystander(&self.histories[actor])
+    }
+
+    /// `ddbx inf --json` with these arguments: (holds, cut).
+    fn inf(&self, args: &[&str]) -> (bool, BTreeMap<String, u64>) {
+        let out = Run::new(DDBX)
+            .args(["inf", s(&self.rec), "--json"])
+            .args(args)
+            .output();
+        assert!(
+            out.code == 0 || out.code == 1,
+            "inf {args:?}: {}",
+            out.stderr
+        );
+        let v = json(&out.stdout, "ddbx inf --json");
+        (
+            v["holds"].as_bool().unwrap_or(false),
+            cut(&v["cut"]).unwrap_or_default(),
+        )
+    }
+
+    /// A halting replay with these arguments, `--json --messages`: (output, its JSON).
+    fn halt(&self, args: &[&str]) -> (Output, Value) {
+        let messages = self.rec.with_file_name(format!(
+            "messages-{}.json",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        let started = Instant::now();
+        let out = Run::new(DDBX)
+            .args(["replay", s(&self.rec), "--json", "--messages", s(&messages)])
+            .args(args)
+            .output();
+        eprintln!(
+            "replay {args:?}: exit {} in {:.2?}",
+            out.code,
+            started.elapsed()
+        );
+        let text = std::fs::read_to_string(&messages).unwrap_or_default();
+        let v = json(&text, "ddbx replay --json");
+        let _ = std::fs::remove_file(&messages);
+        (out, v)
+    }
+
+    /// Asserts that the halted cut equals inf's on every actor that can be held: not a
+    /// bystander, and not an actor a bystander created that inf did not need created
+    /// (bystanders run freely, so the shell may create its children early).
+    fn assert_cut_agrees(&self, halted: &BTreeMap<String, u64>, inf: &BTreeMap<String, u64>) {
+        let mut compared = 0;
+        for (actor, &want) in inf {
+            if self.bystander(actor) {
+                continue;
+            }
+            let by_bystander = self.parent.get(actor).is_some_and(|p| {
+                self.histories
+                    .get(p)
+                    .is_some_and(|h| ddbx_wire::history::is_bystander(h))
+            });
+            if by_bystander && want == 0 {
+                continue;
+            }
+            assert_eq!(
+                halted.get(actor),
+                Some(&want),
+                "{actor}: halted at {:?} events, inf says {want}\nhalted cut {halted:?}\ninf cut    {inf:?}",
+                halted.get(actor)
+            );
+            compared += 1;
+        }
+        assert!(compared >= 4, "only {compared} actors compared: {inf:?}");
+    }
+}
+
+fn cut(v: &Value) -> Option<BTreeMap<String, u64>> {
+    Some(
+        v.as_object()?
+            .iter()
+            .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(u64::MAX)))
+            .collect(),
+    )
+}
+
+/// The halted state's entry for `actor`.
+fn halted_actor<'a>(v: &'a Value, actor: &str) -> &'a Value {
+    v["halted"]["actors"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["id"] == actor))
+        .unwrap_or_else(|| panic!("no {actor} in the halted state: {}", v["halted"]))
+}
+
+#[test]
+fn x1_and_x4_halts_where_the_paper_says() {
+    let f = Fig1::record("halt-fig1");
+    let pred = format!("{}.x == 1 && {}.x == 1", f.client_a, f.child_a);
+    let (inf_holds, inf_cut) = f.inf(&[&pred]);
+    assert!(inf_holds, "inf: `{pred}` never holds");
+    let (out, v) = f.halt(&["--stop-if", &pred]);
+    assert_eq!(
+        v["outcome"], "halted",
+        "{pred}: {v}\nstderr: {}",
+        out.stderr
+    );
+    let halted = cut(&v["cut"]).unwrap_or_else(|| panic!("no cut: {v}"));
+
+    // client_a stops right after setting x (nobody needs anything more from it); the child
+    // serving it, at or after its own x (its answer is needed by client_a's x).
+    let a_x = f.event_of(
+        &f.client_a,
+        |r| matches!(r, Record::Probe { name, value: 1 } if name == "x"),
+    );
+    let k_x = f.event_of(
+        &f.child_a,
+        |r| matches!(r, Record::Probe { name, value: 1 } if name == "x"),
+    );
+    assert_eq!(
+        halted.get(&f.client_a),
+        Some(&a_x),
+        "client_a {}: {halted:?}",
+        f.client_a
+    );
+    assert!(
+        halted.get(&f.child_a).is_some_and(|&n| n >= k_x),
+        "child {} should have set x (its event {k_x}): {halted:?}",
+        f.child_a
+    );
+    for (id, what) in [
+        (&f.client_a, "client_a"),
+        (&f.child_a, "the child serving client_a"),
+    ] {
+        assert_eq!(
+            halted_actor(&v, id)["satisfied"],
+            true,
+            "{what} ({id}) is not reported satisfied: {}",
+            halted_actor(&v, id)
+        );
+    }
+
+    // server_y stops right after its answer to client_a.
+    let y_send = f.event_of(&f.server_y, |r| matches!(r, Record::Send { .. }));
+    let y = halted_actor(&v, &f.server_y);
+    assert_eq!(
+        y["events"].as_u64(),
+        Some(y_send),
+        "server_y {} should stop right after its Send (event {y_send}): {y}",
+        f.server_y
+    );
+    assert!(
+        !y["next"].as_str().unwrap_or_default().starts_with("Send"),
+        "server_y's next event is a Send: {y}"
+    );
+
+    // client_b: not past its creation (next: its Connect), unless server_x served it first,
+    // in which case server_x's first accept needed its connect, and nothing more.
+    let b_connect = f.event_of(&f.client_b, |r| matches!(r, Record::Connect { .. }));
+    let b = halted_actor(&v, &f.client_b);
+    let child_b = halted_actor(&v, &f.child_b);
+    if f.b_first {
+        assert_eq!(
+            b["events"].as_u64(),
+            Some(b_connect),
+            "client_b (served first): {b}"
+        );
+        // The child serving client_b was forked before client_a's: created, not run.
+        assert_eq!(
+            child_b["events"].as_u64(),
+            Some(1),
+            "child serving client_b: {child_b}"
+        );
+    } else {
+        assert_eq!(b["events"].as_u64(), Some(b_connect - 1), "client_b: {b}");
+        assert!(
+            b["next"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("Connect"),
+            "client_b's next event is not its Connect: {b}"
+        );
+        assert_eq!(
+            halted.get(&f.child_b).copied().unwrap_or(0),
+            0,
+            "the child serving client_b ({}) should not be created: {child_b}",
+            f.child_b
+        );
+    }
+
+    f.assert_cut_agrees(&halted, &inf_cut);
+    // The same predicate in the paper's notation names the same actors.
+    let paper = format!("x{} == 1 && x{} == 1", &f.client_a[1..], &f.child_a[1..]);
+    let (_, inf_paper) = f.inf(&[&paper]);
+    assert_eq!(inf_paper, inf_cut, "`{paper}` vs `{pred}`");
+}
+
+#[test]
+fn stop_at_a_server_x_child_forks_it_on_demand() {
+    let f = Fig1::record("halt-fig1-at");
+    // The child that the x1 && x4 halt does not need: server_x must fork it on demand.
+    let child = f.child_b.clone();
+    // server_x's first Fork creates the child of the first client it accepted.
+    let nth = if f.b_first { 0 } else { 1 };
+    let records = &f.histories[&f.server_x];
+    let fork = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Record::Fork { .. }))
+        .nth(nth)
+        .map(|(i, _)| i as u64 + 1)
+        .unwrap_or_else(|| panic!("server_x has no Fork number {}: {records:?}", nth + 1));
+    let at = format!("{child}:2");
+    let (inf_holds, inf_cut) = f.inf(&["--stop-at", &at]);
+    assert!(inf_holds, "inf --stop-at {at}");
+    let (out, v) = f.halt(&["--stop-at", &at]);
+    assert_eq!(
+        v["outcome"], "halted",
+        "--stop-at {at}: {v}\nstderr: {}",
+        out.stderr
+    );
+    let halted = cut(&v["cut"]).unwrap_or_else(|| panic!("no cut: {v}"));
+    assert_eq!(halted.get(&child), Some(&2), "{child}: {halted:?}");
+    assert_eq!(
+        halted.get(&f.server_x),
+        Some(&fork),
+        "server_x {} should stop right after the fork of {child} (its event {fork}): {halted:?}",
+        f.server_x
+    );
+    f.assert_cut_agrees(&halted, &inf_cut);
+}
+
+#[test]
+fn a_predicate_that_never_holds_replays_to_the_end() {
+    let f = Fig1::record("halt-fig1-never");
+    let pred = format!("{}.x == 2", f.client_a);
+    let (holds, _) = f.inf(&[&pred]);
+    assert!(!holds, "inf: `{pred}` holds");
+    let started = Instant::now();
+    let out = Run::new(DDBX)
+        .args(["replay", s(&f.rec), "--stop-if", &pred])
+        .output();
+    eprintln!(
+        "replay --stop-if '{pred}': exit {} in {:.2?}",
+        out.code,
+        started.elapsed()
+    );
+    assert_eq!(out.code, 0, "exit code; stderr:\n{}", out.stderr);
+    assert!(
+        out.stderr.contains("never holds"),
+        "the replay does not say that `{pred}` never holds:\n{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("reached the recorded end"),
+        "the replay did not run to the end:\n{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stdout, f.out.stdout,
+        "the replay printed something else"
+    );
+    // In JSON too.
+    let (_, v) = f.halt(&["--stop-if", &pred]);
+    assert_eq!(v["outcome"], "reached_end", "{v}");
+    assert_eq!(v["exit_code"], 0, "{v}");
+}
+
+#[test]
+fn a_malformed_predicate_is_a_usage_error_with_a_caret() {
+    let f = Fig1::record("halt-fig1-bad");
+    let out = Run::new(DDBX)
+        .args(["replay", s(&f.rec), "--stop-if", "x1 == 1 && && x4 == 1"])
+        .output();
+    assert_eq!(out.code, 2, "stderr:\n{}", out.stderr);
+    assert!(out.stderr.contains('^'), "no caret:\n{}", out.stderr);
+    assert!(out.stderr.contains("column"), "no column:\n{}", out.stderr);
+    assert!(out.stdout.is_empty(), "the program ran: {}", out.stdout);
+}

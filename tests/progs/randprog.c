@@ -1,0 +1,636 @@
+/*
+ * randprog SEED: a random message-passing program, generated from SEED.
+ *
+ * The program's structure (number of actors, channels, rounds, how many
+ * messages each actor sends on each channel in each round, which receive-
+ * from-any call it uses, which probes it publishes where) depends only on
+ * SEED; only timing (DDBX_JITTER) varies between runs, and with it the order
+ * in which the actors accept their peers and receive their messages.  It is
+ * the test program of the halting property test (ddbx/tests/halting_property.rs).
+ *
+ * k = 2..5 actors.  The root (actor 0) creates one listening TCP socket per
+ * actor on 127.0.0.1 (kernel-chosen port), then forks actors 1..k-1 in order
+ * (no exec).  The channels are a random connected set of pairs i<j.  Each
+ * actor first connects to every higher-numbered peer it has a channel with
+ * (in increasing order) and sends a 16-byte handshake with its id, then
+ * accepts its lower-numbered peers (it knows how many) and reads their
+ * handshakes to tell them apart.  Then R = 1..3 rounds: each actor sends
+ * 0..2 messages of 16 bytes on each of its channels (jitter before each
+ * send), then receives exactly the messages sent to it in this round, one at
+ * a time: poll(), select() or epoll_wait() (chosen per actor by SEED) over the
+ * channels that still owe messages in this round, then one
+ * recv(MSG_WAITALL) of 16 bytes from the first reported one.  FIFO channels
+ * keep the rounds apart.  Probes (ddbx.h): ddbx_set("x", v) and
+ * ddbx_set("y", round) before sends and after receives, where SEED says
+ * (sometimes x is the sender's actor number, so its value depends on the
+ * race).  No send ever blocks (a round sends at most 32 bytes per channel),
+ * and every actor sends all of a round before receiving, so the program
+ * cannot deadlock.
+ *
+ * At the end every actor closes its sockets and exits 0; the root reaps the
+ * children and prints one line per actor with the senders of its messages in
+ * the order it received them, actors numbered 1..k (1: the root, i+1: the
+ * root's i-th child):
+ *     actor 1 got: 3 2 3
+ *     actor 2 got: 1
+ * (These are not ddbx's ids: ddbx numbers the children in the order it sees
+ * them start, which depends on timing; `ddbx show` of the root maps its Fork
+ * events to ids.)  alarm(20) in every process is a safety net.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#define UNUSED __attribute__((unused))
+
+/* ---- common helpers (duplicated in every test program on purpose, so that
+ * each program is a single self-contained C file) ---- */
+
+static long jitter_max_us;
+
+/* Unexpected system call failure: message with errno on stderr, exit 1. */
+static UNUSED void die(const char *what)
+{
+    fprintf(stderr, "[pid %d] %s: %s\n", (int)getpid(), what, strerror(errno));
+    exit(1);
+}
+
+/* Unexpected protocol situation (no errno). */
+static UNUSED void fail(const char *what)
+{
+    fprintf(stderr, "[pid %d] %s\n", (int)getpid(), what);
+    exit(1);
+}
+
+/* Call once in every process (after fork in children): reads DDBX_JITTER
+ * (maximum sleep in milliseconds) and seeds the RNG per process. */
+static UNUSED void jitter_init(void)
+{
+    const char *s = getenv("DDBX_JITTER");
+    struct timespec ts;
+
+    jitter_max_us = s ? strtol(s, NULL, 10) * 1000 : 0;
+    if (jitter_max_us < 0)
+        jitter_max_us = 0;
+    if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+        die("clock_gettime");
+    srandom((unsigned)getpid() ^ (unsigned)ts.tv_nsec);
+}
+
+/* Sleep a random 0..DDBX_JITTER ms; no-op without DDBX_JITTER. */
+static UNUSED void jitter(void)
+{
+    if (jitter_max_us > 0 &&
+        usleep((useconds_t)(random() % (jitter_max_us + 1))) < 0)
+        die("usleep");
+}
+
+/* socket + bind 127.0.0.1:0 (+ listen if do_listen); *port = chosen port. */
+static UNUSED int bind_any(int *port, int do_listen)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        die("socket");
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+        die("bind");
+    if (do_listen && listen(fd, 64) < 0)
+        die("listen");
+    if (getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        die("getsockname");
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static UNUSED void fill_addr(struct sockaddr_in *a, int port)
+{
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a->sin_port = htons((unsigned short)port);
+}
+
+static UNUSED int connect_to(int port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        die("socket");
+    fill_addr(&a, port);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+        die("connect");
+    return fd;
+}
+
+static UNUSED int accept_one(int lfd)
+{
+    int fd = accept(lfd, NULL, NULL);
+
+    if (fd < 0)
+        die("accept");
+    return fd;
+}
+
+static UNUSED void write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("write");
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static UNUSED void write_str(int fd, const char *s)
+{
+    write_all(fd, s, strlen(s));
+}
+
+/* Read until a '\n' has been received (or EOF, which is an error here).
+ * The result is NUL-terminated; returns its length. */
+static UNUSED size_t read_line(int fd, char *buf, size_t cap)
+{
+    size_t got = 0;
+
+    for (;;) {
+        ssize_t n;
+        if (got + 1 >= cap)
+            fail("read_line: line too long");
+        n = read(fd, buf + got, cap - 1 - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("read");
+        }
+        if (n == 0)
+            fail("read_line: unexpected EOF");
+        got += (size_t)n;
+        buf[got] = '\0';
+        if (memchr(buf, '\n', got))
+            return got;
+    }
+}
+
+/* Read until EOF; returns the number of bytes (stores at most cap-1, NUL-terminated). */
+static UNUSED size_t read_to_eof(int fd, char *buf, size_t cap)
+{
+    size_t got = 0;
+
+    for (;;) {
+        char tmp[4096];
+        ssize_t n = read(fd, tmp, sizeof tmp);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("read");
+        }
+        if (n == 0)
+            break;
+        if (got + (size_t)n < cap)
+            memcpy(buf + got, tmp, (size_t)n);
+        got += (size_t)n;
+    }
+    buf[got < cap ? got : cap - 1] = '\0';
+    return got;
+}
+
+/* Bytes as text with '\n' shown as the two characters \n (and other
+ * non-printable bytes as \xNN) into out (size >= 4*len+1). */
+static UNUSED void escape(const char *in, size_t len, char *out)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c == '\n') {
+            *out++ = '\\';
+            *out++ = 'n';
+        } else if (c == '\\') {
+            *out++ = '\\';
+            *out++ = '\\';
+        } else if (c < 32 || c >= 127) {
+            sprintf(out, "\\x%02x", c);
+            out += 4;
+        } else {
+            *out++ = (char)c;
+        }
+    }
+    *out = '\0';
+}
+
+static UNUSED pid_t fork_or_die(void)
+{
+    pid_t pid = fork();
+
+    if (pid < 0)
+        die("fork");
+    return pid;
+}
+
+/* waitpid; returns the exit status; dies if the child was killed by a signal. */
+static UNUSED int wait_status(pid_t pid)
+{
+    int st;
+
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            die("waitpid");
+    }
+    if (!WIFEXITED(st)) {
+        fprintf(stderr, "[pid %d] child %d killed by signal %d\n",
+                (int)getpid(), (int)pid, WTERMSIG(st));
+        exit(1);
+    }
+    return WEXITSTATUS(st);
+}
+
+/* waitpid and require exit status 0. */
+static UNUSED void wait_ok(pid_t pid)
+{
+    int st = wait_status(pid);
+
+    if (st != 0) {
+        fprintf(stderr, "[pid %d] child %d exited with status %d\n",
+                (int)getpid(), (int)pid, st);
+        exit(1);
+    }
+}
+
+/* ---- end of common helpers ---- */
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include "ddbx.h"
+
+#define MAXA 5
+#define MAXR 3
+#define MSG 16
+#define MAXOPS (2 * (MAXA - 1)) /* sends (or receives) of one actor in one round */
+#define MAXGOT (MAXR * MAXOPS)
+
+enum mux { MUX_POLL, MUX_SELECT, MUX_EPOLL };
+enum probe { PR_NONE, PR_X, PR_Y, PR_X_SENDER };
+
+/* The program, as generated from SEED (identical in every process: it is made before
+ * the first fork). */
+static int nact, nrounds;
+static int chan[MAXA][MAXA];          /* symmetric: a channel between a and b */
+static int cnt[MAXR][MAXA][MAXA];     /* messages a sends to b in round r */
+static int mux[MAXA];
+static int send_probe[MAXA][MAXR][MAXOPS + 1]; /* before send i; [nsends]: after the sends */
+static int send_val[MAXA][MAXR][MAXOPS + 1];
+static int recv_probe[MAXA][MAXR][MAXOPS];     /* after receive i */
+static int recv_val[MAXA][MAXR][MAXOPS];
+
+/* What each actor received, in order (shared with the root, which prints it). */
+struct got {
+    int n[MAXA];
+    int from[MAXA][MAXGOT];
+};
+static struct got *got;
+
+static int lfd[MAXA], lport[MAXA];
+static int peer[MAXA]; /* this actor's fd for each peer, -1 if none */
+
+static unsigned long long rng_state;
+
+/* splitmix64: the generator of the program's structure. */
+static unsigned long long rng_next(void)
+{
+    unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int rng_below(int n)
+{
+    return (int)(rng_next() % (unsigned long long)n);
+}
+
+/* A probe slot: none most of the time, else x = small value or y = round. */
+static void gen_probe(int *kind, int *val, int after_recv)
+{
+    int d = rng_below(12);
+
+    *val = rng_below(5);
+    if (d < 6)
+        *kind = PR_NONE;
+    else if (d < 9)
+        *kind = PR_X;
+    else if (d < 11)
+        *kind = PR_Y;
+    else
+        *kind = after_recv ? PR_X_SENDER : PR_X;
+}
+
+static void generate(unsigned long long seed)
+{
+    int a, b, r, i;
+
+    rng_state = seed * 0x2545f4914f6cdd1dULL + 1;
+    nact = 2 + rng_below(MAXA - 1);
+    nrounds = 1 + rng_below(MAXR);
+    /* A random spanning tree (connected), plus random extra channels. */
+    for (b = 1; b < nact; b++) {
+        a = rng_below(b);
+        chan[a][b] = chan[b][a] = 1;
+    }
+    for (a = 0; a < nact; a++) {
+        for (b = a + 1; b < nact; b++) {
+            if (!chan[a][b] && rng_below(3) == 0)
+                chan[a][b] = chan[b][a] = 1;
+        }
+    }
+    for (r = 0; r < nrounds; r++) {
+        for (a = 0; a < nact; a++) {
+            for (b = 0; b < nact; b++) {
+                if (chan[a][b])
+                    cnt[r][a][b] = rng_below(3);
+            }
+        }
+    }
+    for (a = 0; a < nact; a++) {
+        mux[a] = rng_below(3);
+        for (r = 0; r < nrounds; r++) {
+            for (i = 0; i <= MAXOPS; i++)
+                gen_probe(&send_probe[a][r][i], &send_val[a][r][i], 0);
+            for (i = 0; i < MAXOPS; i++)
+                gen_probe(&recv_probe[a][r][i], &recv_val[a][r][i], 1);
+        }
+    }
+}
+
+static void probe(int kind, int val, int round, int sender)
+{
+    switch (kind) {
+    case PR_X:
+        ddbx_set("x", val);
+        break;
+    case PR_Y:
+        ddbx_set("y", round + 1);
+        break;
+    case PR_X_SENDER:
+        ddbx_set("x", sender + 1);
+        break;
+    default:
+        break;
+    }
+}
+
+static void send_msg(int fd, const char *text)
+{
+    char buf[MSG];
+
+    if (strlen(text) >= MSG)
+        fail("message too long");
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, text, strlen(text));
+    write_all(fd, buf, sizeof buf);
+}
+
+/* One 16-byte message into buf (at least MSG bytes; NUL-terminated inside). */
+static void recv_msg(int fd, char *buf)
+{
+    ssize_t n;
+
+    for (;;) {
+        n = recv(fd, buf, MSG, MSG_WAITALL);
+        if (n >= 0 || errno != EINTR)
+            break;
+    }
+    if (n < 0)
+        die("recv");
+    if (n != MSG)
+        fail("short message");
+    buf[MSG - 1] = '\0';
+}
+
+/* The peer (actor number) whose channel is ready: waits with this actor's mux over the
+ * peers that still owe messages (owed[b] > 0). */
+static int wait_ready(int me, const int *owed, int epfd)
+{
+    int b;
+
+    for (;;) {
+        if (mux[me] == MUX_POLL) {
+            struct pollfd pfd[MAXA];
+            int who[MAXA], np = 0, k, r;
+
+            for (b = 0; b < nact; b++) {
+                if (owed[b] > 0) {
+                    pfd[np].fd = peer[b];
+                    pfd[np].events = POLLIN;
+                    pfd[np].revents = 0;
+                    who[np++] = b;
+                }
+            }
+            r = poll(pfd, (nfds_t)np, -1);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                die("poll");
+            }
+            for (k = 0; k < np; k++) {
+                if (pfd[k].revents & POLLNVAL)
+                    fail("poll: POLLNVAL");
+                if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+                    return who[k];
+            }
+        } else if (mux[me] == MUX_SELECT) {
+            fd_set rfds;
+            int maxfd = -1, r;
+
+            FD_ZERO(&rfds);
+            for (b = 0; b < nact; b++) {
+                if (owed[b] > 0) {
+                    if (peer[b] >= FD_SETSIZE)
+                        fail("fd too large for select");
+                    FD_SET(peer[b], &rfds);
+                    if (peer[b] > maxfd)
+                        maxfd = peer[b];
+                }
+            }
+            r = select(maxfd + 1, &rfds, NULL, NULL, NULL);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                die("select");
+            }
+            for (b = 0; b < nact; b++) {
+                if (owed[b] > 0 && FD_ISSET(peer[b], &rfds))
+                    return b;
+            }
+        } else {
+            struct epoll_event evs[MAXA];
+            int r, k;
+
+            r = epoll_wait(epfd, evs, MAXA, -1);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                die("epoll_wait");
+            }
+            for (k = 0; k < r; k++) {
+                for (b = 0; b < nact; b++) {
+                    if (owed[b] > 0 && peer[b] == evs[k].data.fd)
+                        return b;
+                }
+            }
+        }
+    }
+}
+
+static void epoll_set(int epfd, int op, int fd)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epfd, op, fd, &ev) < 0)
+        die("epoll_ctl");
+}
+
+static void actor(int me)
+{
+    char buf[64]; /* a message (MSG bytes) or the text of one */
+    int a, b, r, lower = 0, epfd = -1;
+
+    for (b = 0; b < nact; b++)
+        peer[b] = -1;
+    for (a = 0; a < nact; a++) {
+        if (a != me && close(lfd[a]) < 0)
+            die("close");
+    }
+    /* Connect to the higher peers, then accept the lower ones. */
+    for (b = me + 1; b < nact; b++) {
+        if (!chan[me][b])
+            continue;
+        jitter();
+        peer[b] = connect_to(lport[b]);
+        snprintf(buf, sizeof buf, "hello %d", me);
+        send_msg(peer[b], buf);
+    }
+    for (b = 0; b < me; b++)
+        lower += chan[me][b];
+    while (lower-- > 0) {
+        int fd = accept_one(lfd[me]), who;
+
+        recv_msg(fd, buf);
+        if (sscanf(buf, "hello %d", &who) != 1 || who < 0 || who >= me ||
+            !chan[me][who] || peer[who] >= 0)
+            fail("bad handshake");
+        peer[who] = fd;
+    }
+    if (close(lfd[me]) < 0)
+        die("close");
+    if (mux[me] == MUX_EPOLL && (epfd = epoll_create1(0)) < 0)
+        die("epoll_create1");
+
+    for (r = 0; r < nrounds; r++) {
+        int owed[MAXA], total = 0, i = 0, m;
+
+        for (b = 0; b < nact; b++) {
+            for (m = 0; m < cnt[r][me][b]; m++, i++) {
+                probe(send_probe[me][r][i], send_val[me][r][i], r, -1);
+                jitter();
+                snprintf(buf, sizeof buf, "r%d from %d", r, me);
+                send_msg(peer[b], buf);
+            }
+        }
+        probe(send_probe[me][r][i], send_val[me][r][i], r, -1);
+        for (b = 0; b < nact; b++) {
+            owed[b] = chan[me][b] ? cnt[r][b][me] : 0;
+            total += owed[b];
+            if (owed[b] > 0 && epfd >= 0)
+                epoll_set(epfd, EPOLL_CTL_ADD, peer[b]);
+        }
+        for (i = 0; i < total; i++) {
+            int rr, from;
+
+            b = wait_ready(me, owed, epfd);
+            recv_msg(peer[b], buf);
+            if (sscanf(buf, "r%d from %d", &rr, &from) != 2 || rr != r || from != b)
+                fail("unexpected message");
+            got->from[me][got->n[me]++] = b + 1;
+            if (--owed[b] == 0 && epfd >= 0)
+                epoll_set(epfd, EPOLL_CTL_DEL, peer[b]);
+            probe(recv_probe[me][r][i], recv_val[me][r][i], r, b);
+        }
+    }
+    if (epfd >= 0 && close(epfd) < 0)
+        die("close");
+    for (b = 0; b < nact; b++) {
+        if (peer[b] >= 0 && close(peer[b]) < 0)
+            die("close");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    pid_t pids[MAXA];
+    char *end;
+    unsigned long long seed;
+    int a, i;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc != 2)
+        fail("usage: randprog SEED");
+    seed = strtoull(argv[1], &end, 10);
+    if (*end != '\0' || end == argv[1])
+        fail("usage: randprog SEED (a number)");
+    alarm(20);
+    generate(seed);
+    got = mmap(NULL, sizeof *got, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (got == MAP_FAILED)
+        die("mmap");
+    memset(got, 0, sizeof *got);
+    for (a = 0; a < nact; a++)
+        lfd[a] = bind_any(&lport[a], 1);
+    for (a = 1; a < nact; a++) {
+        pids[a] = fork_or_die();
+        if (pids[a] == 0) {
+            alarm(20);
+            jitter_init();
+            actor(a);
+            exit(0);
+        }
+    }
+    jitter_init();
+    actor(0);
+    for (a = 1; a < nact; a++)
+        wait_ok(pids[a]);
+    for (a = 0; a < nact; a++) {
+        printf("actor %d got:", a + 1);
+        for (i = 0; i < got->n[a]; i++)
+            printf(" %d", got->from[a][i]);
+        printf("\n");
+    }
+    return 0;
+}
