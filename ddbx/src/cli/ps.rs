@@ -133,6 +133,10 @@ pub fn run(args: Args) -> Result<i32, Error> {
     }
     if let Some(problem) = &recording.manifest.problem {
         println!("({:?}: {problem})", recording.manifest.state);
+    } else if recording.manifest.state == ddbx_supervisor::wire::manifest::SessionState::Recording {
+        println!(
+            "(Recording: ddbx stopped before the end of the record; the histories hold what happened until then)"
+        );
     }
     Ok(0)
 }

@@ -8,6 +8,39 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Longest socket path a `sockaddr_un` holds (108 bytes with the terminating NUL), with room.
 const MAX_SOCKET_PATH: usize = 100;
 
+/// Removes the runtime directories of ddbx processes that are gone (a ddbx killed with SIGKILL
+/// cannot remove its own): `ddbx-<pid>-<hex>` owned by us, whose pid is not running.
+fn remove_stale(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ddbx-")) else {
+            continue;
+        };
+        let Some((pid, tag)) = rest.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), true) = (
+            pid.parse::<i32>(),
+            tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit()),
+        ) else {
+            continue;
+        };
+        use std::os::unix::fs::MetadataExt;
+        let owned = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if owned && !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A directory `ddbx-<pid>-<random>` with mode 0700 under `$TMPDIR` (or `/tmp` when `$TMPDIR`
 /// is unset or too long for a socket path). Removed with everything in it when dropped.
 #[derive(Debug)]
@@ -23,6 +56,7 @@ impl RuntimeDir {
             .filter(|p| p.is_absolute() && p.as_os_str().len() + 40 < MAX_SOCKET_PATH)
             .unwrap_or_else(|| PathBuf::from("/tmp"));
         let pid = std::process::id();
+        remove_stale(&tmp);
         let mut last_error = None;
         for attempt in 0..64u64 {
             let nanos = SystemTime::now()

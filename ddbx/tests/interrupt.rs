@@ -1,0 +1,188 @@
+//! ddbx interrupted: SIGINT/SIGTERM stop every debuggee and clean up; SIGKILL of ddbx leaves
+//! the recorded program running (record: it carries on), a recording that still loads, and a
+//! runtime directory that the next ddbx removes; a held halt ends on SIGTERM.
+
+use ddbx_tests::{Run, TempDir, progs};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+
+/// Kills a process group when dropped.
+struct Group(i32);
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(-self.0, libc::SIGKILL) };
+    }
+}
+
+/// Processes (not zombies) in process group `pgid`.
+fn members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// `ddbx record` of ext_server (which waits for clients that never come), in its own process
+/// group; returns once the server is listening (it printed its port).
+fn record_waiting_server(dir: &std::path::Path) -> (Child, Group) {
+    let mut child = Command::new(DDBX)
+        .args(["record", "-o"])
+        .arg(dir)
+        .arg("--")
+        .arg(progs().join("ext_server"))
+        .arg("100")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let group = Group(child.id() as i32);
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")))
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(line.starts_with("port "), "{line:?}");
+    (child, group)
+}
+
+fn runtime_dirs_of(pid: u32) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/tmp")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("ddbx-{pid}-")))
+        })
+        .collect()
+}
+
+#[test]
+fn sigint_and_sigterm_stop_the_record_and_clean_up() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let tmp = TempDir::new("sig");
+        let rec = tmp.join("rec");
+        let (mut child, group) = record_waiting_server(&rec);
+        let pid = child.id();
+        assert!(
+            !runtime_dirs_of(pid).is_empty(),
+            "the runtime dir exists while recording"
+        );
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, signal) };
+        let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(status.code(), Some(code), "ddbx after signal {signal}");
+        assert_eq!(
+            members(group.0),
+            Vec::<i32>::new(),
+            "nothing left running after signal {signal}"
+        );
+        assert!(
+            runtime_dirs_of(pid).is_empty(),
+            "runtime dir left after signal {signal}"
+        );
+        let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
+        assert!(manifest.contains("Interrupted"), "{manifest}");
+    }
+}
+
+#[test]
+fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
+    let tmp = TempDir::new("kill");
+    let rec = tmp.join("rec");
+    let (mut child, group) = record_waiting_server(&rec);
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    // Record: the program carries on without its supervisor.
+    let left = members(group.0);
+    assert_eq!(left.len(), 1, "the server keeps running: {left:?}");
+    // The recording loads: the actor it had is listed (from the actors log).
+    let ps = Run::new(DDBX)
+        .args(["ps", rec.to_str().unwrap_or_default()])
+        .output();
+    assert_eq!(ps.code, 0, "{}", ps.stderr);
+    assert!(
+        ps.stdout.contains("ext_server") && ps.stdout.contains("Recording"),
+        "{}",
+        ps.stdout
+    );
+    drop(group);
+    // The next ddbx removes the dead one's runtime directory.
+    assert!(!runtime_dirs_of(pid).is_empty());
+    let again = tmp.join("again");
+    let out = Run::new(DDBX)
+        .args([
+            "record",
+            "-o",
+            again.to_str().unwrap_or_default(),
+            "--",
+            "/bin/true",
+        ])
+        .output();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        runtime_dirs_of(pid).is_empty(),
+        "stale runtime dir of pid {pid} not removed"
+    );
+}
+
+#[test]
+fn a_held_halt_ends_on_sigterm_with_nothing_left() {
+    let tmp = TempDir::new("hold");
+    let rec = tmp.join("rec");
+    let recorded = Run::new(DDBX)
+        .args(["record", "-o", rec.to_str().unwrap_or_default(), "--"])
+        .args([progs().join("accept_race")])
+        .output();
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    let mut child = Command::new(DDBX)
+        .args(["replay", "--stop-at", "p1:2", "--hold"])
+        .arg(&rec)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let group = Group(child.id() as i32);
+    let mut err = BufReader::new(child.stderr.take().unwrap_or_else(|| panic!("no stderr")));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = err.read_line(&mut line).unwrap_or(0);
+        assert!(n > 0, "ddbx ended before holding:\n{seen}");
+        seen.push_str(&line);
+        if line.contains("holding") {
+            break;
+        }
+    }
+    // The halted processes are alive and held.
+    assert!(members(group.0).len() >= 2, "{seen}");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(0), "{seen}");
+    assert_eq!(members(group.0), Vec::<i32>::new());
+}
