@@ -39,6 +39,10 @@ struct Shared {
     children: AtomicU32,
 }
 
+/// A connection accepted early: (kept fd, listening fd, connecting actor and its connect
+/// event, when the GD knew it).
+pub type Kept = (c_int, c_int, Option<(ActorId, u64)>);
+
 /// What replay follows.
 pub struct Replay {
     /// The recorded history; event k is `records[k - 1]`.
@@ -47,8 +51,8 @@ pub struct Replay {
     pub accepts: Vec<(u64, ActorId, u64)>,
     /// The record ended with this signal after the last record.
     pub killed_by: Option<i32>,
-    /// Connections accepted early, kept for the accept they belong to: (fd, peer, peer event).
-    pub stash: Vec<(c_int, Option<(ActorId, u64)>)>,
+    /// Connections accepted early, kept for the accept they belong to.
+    pub stash: Vec<Kept>,
     /// Connections to outside peers, played by the LD.
     pub externals: Vec<crate::replay::external::External>,
     /// Connect events whose peer was outside the session.
@@ -77,6 +81,8 @@ pub struct Ld {
     pub halt: Option<crate::halt::Halt>,
     /// Built-in counters.
     pub counters: crate::halt::Counters,
+    /// The call being replayed would block (a receive, accept, connect, readiness wait).
+    pub in_wait: bool,
     /// Probe values published by the program, in order.
     pub probes: Vec<(String, i64)>,
     /// Globals of the program read by symbol name.
@@ -173,6 +179,7 @@ pub fn init() {
         replay: None,
         log_fd,
         halt: None,
+        in_wait: false,
         counters: Default::default(),
         probes: Vec::new(),
         symbols: Default::default(),
@@ -539,7 +546,18 @@ impl Ld {
     /// (which stops every actor) and never returns.
     pub fn diverge(&mut self, found: &str) -> ! {
         let event = self.events() + 1;
+        let events = self.events();
         let killed_by = self.replay.as_ref().and_then(|r| r.killed_by);
+        if self.in_wait && matches!(self.next_record(), Some(Record::Exit { .. })) {
+            // In the record, a signal ended the process while it waited in this very call
+            // (its handler exited): wait here, with signals delivered, for the same to happen.
+            let msg = LdToGd::AtEnd {
+                actor: self.actor,
+                events,
+            };
+            self.send(&msg);
+            self.wait_for_the_end(DIVERGED_STATUS);
+        }
         let expected = match self.next_record() {
             Some(r) => r.to_line(),
             None => {
@@ -547,6 +565,18 @@ impl Ld {
                     // The recorded process died here: so does this one.
                     sys::kill_self(sig);
                     sys::kill_self(libc::SIGKILL);
+                }
+                let ended_by_exit = matches!(self.last_record(), Some(Record::Exit { .. }));
+                if !ended_by_exit {
+                    // The recorded process was killed here (by another process, or ddbx
+                    // stopped): wait here, as it did, until the same happens again or the
+                    // replay ends.
+                    let msg = LdToGd::AtEnd {
+                        actor: self.actor,
+                        events,
+                    };
+                    self.send(&msg);
+                    self.wait_for_the_end(DIVERGED_STATUS);
                 }
                 "the end of the history (the recorded process did nothing more)".into()
             }
@@ -619,7 +649,7 @@ impl Ld {
             .filter(|fd| *fd >= 0)
             .collect();
         if let Some(r) = &self.replay {
-            v.extend(r.stash.iter().map(|(fd, _)| *fd));
+            v.extend(r.stash.iter().map(|(fd, _, _)| *fd));
             v.extend(r.externals.iter().map(|e| e.peer));
         }
         v.sort_unstable();
@@ -676,7 +706,7 @@ impl Ld {
             self.shared = std::ptr::null_mut();
         }
         if let Some(r) = self.replay.take() {
-            for (fd, _) in r.stash {
+            for (fd, _, _) in r.stash {
                 sys::close(fd);
             }
             for e in r.externals {

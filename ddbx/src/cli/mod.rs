@@ -3,16 +3,19 @@
 //! Errors print as `ddbx: error: <message>` on standard error, with the exit codes of
 //! [`crate::exit`]. Every subcommand takes `--json`:
 //!
-//! * `ps`, `show`: one JSON object on standard output (schemas in [`ps`] and [`show`]);
+//! * `ps`, `show`, `inf`, `races`: one JSON object on standard output (schemas in [`ps`],
+//!   [`show`], [`inf`] and [`races`]); `view` writes an HTML file ([`view`]);
 //! * `record`, `replay`: one JSON object, at the end, on the message stream (standard error or
 //!   `--messages FILE`) instead of the `ddbx: …` lines (schemas in [`record`] and [`replay`]).
 
 pub mod inf;
 pub mod json;
 pub mod ps;
+pub mod races;
 pub mod record;
 pub mod replay;
 pub mod show;
+pub mod view;
 
 use crate::error::Error;
 use crate::exit;
@@ -29,6 +32,8 @@ Examples:
                                      halt every process at the first global state
                                      where the predicate holds (ddbx help predicates)
   ddbx inf ddbx-run-1 'x1==1 && x4==1'   the same state, computed offline
+  ddbx races ddbx-run-1              the message races, locally-first and unaffected ones
+  ddbx view ddbx-run-1 -o run.html   the event, first-race and affects views, one HTML file
 
 Exit codes: the program's own status (record; replay that reached the end),
 2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
@@ -62,9 +67,13 @@ pub enum Command {
     Show(show::Args),
     /// Compute Inf(P) offline: the first global state of a recording where P holds.
     Inf(inf::Args),
+    /// List the message races of a recording: locally-first, unaffected, affects.
+    Races(races::Args),
+    /// Write the event, first-race, affects and abstract affects views as one HTML file.
+    View(view::Args),
     /// Help on a command, or on a topic: `ddbx help predicates` (the `stop if` language).
     Help {
-        /// A command (record, replay, …) or `predicates`.
+        /// A command (record, replay, ps, show, inf, races, view) or `predicates`.
         topic: Option<String>,
     },
 }
@@ -88,7 +97,7 @@ fn help(topic: Option<&str>) -> Result<i32, Error> {
                 Ok(0)
             }
             None => Err(Error::Usage(format!(
-                "no help topic `{name}`: expected a command (record, replay, ps, show, inf) or `predicates`"
+                "no help topic `{name}`: expected a command (record, replay, ps, show, inf, races, view) or `predicates`"
             ))),
         },
     }
@@ -126,6 +135,8 @@ where
         Command::Ps(args) => ps::run(args),
         Command::Show(args) => show::run(args),
         Command::Inf(args) => inf::run(args),
+        Command::Races(args) => races::run(args),
+        Command::View(args) => view::run(args),
         Command::Help { topic } => help(topic.as_deref()),
     };
     match result {

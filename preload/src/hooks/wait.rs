@@ -24,7 +24,12 @@ fn describe(call: &str, fds: impl Iterator<Item = c_int>) -> String {
 }
 
 /// poll and its variants; `call()` makes the real call.
-unsafe fn on_poll(pfds: *mut pollfd, n: nfds_t, call: impl FnOnce() -> c_int) -> c_int {
+unsafe fn on_poll(
+    pfds: *mut pollfd,
+    n: nfds_t,
+    timeout_us: Option<u64>,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
     let entries: &mut [pollfd] = if pfds.is_null() || n == 0 {
         &mut []
     } else {
@@ -52,7 +57,7 @@ unsafe fn on_poll(pfds: *mut pollfd, n: nfds_t, call: impl FnOnce() -> c_int) ->
         }
         Mode::Replay => {
             let what = describe("poll", entries.iter().map(|p| p.fd));
-            match replay::ready::next_ready_set(ld, WaitCall::Poll, &what) {
+            match replay::ready::next_ready_set(ld, WaitCall::Poll, &what, timeout_us) {
                 Err(e) => {
                     sys::set_errno(e);
                     -1
@@ -84,28 +89,28 @@ unsafe fn on_poll(pfds: *mut pollfd, n: nfds_t, call: impl FnOnce() -> c_int) ->
 hook! {
     /// poll(2).
     fn poll(pfds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
-        on_poll(pfds, n, || unsafe { real::poll(pfds, n, timeout) })
+        on_poll(pfds, n, replay::ready::millis(timeout), || unsafe { real::poll(pfds, n, timeout) })
     }
 }
 
 hook! {
     /// The fortified poll(2).
     fn __poll_chk(pfds: *mut pollfd, n: nfds_t, timeout: c_int, len: size_t) -> c_int {
-        on_poll(pfds, n, || unsafe { real::__poll_chk(pfds, n, timeout, len) })
+        on_poll(pfds, n, replay::ready::millis(timeout), || unsafe { real::__poll_chk(pfds, n, timeout, len) })
     }
 }
 
 hook! {
     /// ppoll(2).
     fn ppoll(pfds: *mut pollfd, n: nfds_t, t: *const timespec, mask: *const sigset_t) -> c_int {
-        on_poll(pfds, n, || unsafe { real::ppoll(pfds, n, t, mask) })
+        on_poll(pfds, n, replay::ready::timespec(t), || unsafe { real::ppoll(pfds, n, t, mask) })
     }
 }
 
 hook! {
     /// The fortified ppoll(2).
     fn __ppoll_chk(pfds: *mut pollfd, n: nfds_t, t: *const timespec, mask: *const sigset_t, len: size_t) -> c_int {
-        on_poll(pfds, n, || unsafe { real::__ppoll_chk(pfds, n, t, mask, len) })
+        on_poll(pfds, n, replay::ready::timespec(t), || unsafe { real::__ppoll_chk(pfds, n, t, mask, len) })
     }
 }
 
@@ -115,6 +120,7 @@ unsafe fn on_select(
     r: *mut fd_set,
     w: *mut fd_set,
     e: *mut fd_set,
+    timeout_us: Option<u64>,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let n = n.clamp(0, libc::FD_SETSIZE as c_int);
@@ -147,7 +153,7 @@ unsafe fn on_select(
         }
         Mode::Replay => {
             let what = describe("select", watched.iter().copied());
-            match replay::ready::next_ready_set(ld, WaitCall::Select, &what) {
+            match replay::ready::next_ready_set(ld, WaitCall::Select, &what, timeout_us) {
                 Err(err) => {
                     sys::set_errno(err);
                     -1
@@ -185,14 +191,14 @@ unsafe fn on_select(
 hook! {
     /// select(2).
     fn select(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, t: *mut timeval) -> c_int {
-        on_select(n, r, w, e, || unsafe { real::select(n, r, w, e, t) })
+        on_select(n, r, w, e, replay::ready::timeval(t), || unsafe { real::select(n, r, w, e, t) })
     }
 }
 
 hook! {
     /// pselect(2).
     fn pselect(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, t: *const timespec, mask: *const sigset_t) -> c_int {
-        on_select(n, r, w, e, || unsafe { real::pselect(n, r, w, e, t, mask) })
+        on_select(n, r, w, e, replay::ready::timespec(t), || unsafe { real::pselect(n, r, w, e, t, mask) })
     }
 }
 
@@ -244,6 +250,7 @@ unsafe fn on_epoll(
     ep: c_int,
     evs: *mut epoll_event,
     max: c_int,
+    timeout_us: Option<u64>,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(ld) = ld_for_wait(fds::kind(ep) & fds::WATCHES_STREAMS != 0) else {
@@ -274,7 +281,7 @@ unsafe fn on_epoll(
         }
         Mode::Replay => {
             let what = format!("an epoll_wait on epoll fd {ep}");
-            match replay::ready::next_ready_set(ld, WaitCall::Epoll, &what) {
+            match replay::ready::next_ready_set(ld, WaitCall::Epoll, &what, timeout_us) {
                 Err(err) => {
                     sys::set_errno(err);
                     -1
@@ -310,20 +317,20 @@ unsafe fn on_epoll(
 hook! {
     /// epoll_wait(2).
     fn epoll_wait(ep: c_int, evs: *mut epoll_event, max: c_int, timeout: c_int) -> c_int {
-        on_epoll(ep, evs, max, || unsafe { real::epoll_wait(ep, evs, max, timeout) })
+        on_epoll(ep, evs, max, replay::ready::millis(timeout), || unsafe { real::epoll_wait(ep, evs, max, timeout) })
     }
 }
 
 hook! {
     /// epoll_pwait(2).
     fn epoll_pwait(ep: c_int, evs: *mut epoll_event, max: c_int, timeout: c_int, mask: *const sigset_t) -> c_int {
-        on_epoll(ep, evs, max, || unsafe { real::epoll_pwait(ep, evs, max, timeout, mask) })
+        on_epoll(ep, evs, max, replay::ready::millis(timeout), || unsafe { real::epoll_pwait(ep, evs, max, timeout, mask) })
     }
 }
 
 hook! {
     /// epoll_pwait2(2).
     fn epoll_pwait2(ep: c_int, evs: *mut epoll_event, max: c_int, t: *const timespec, mask: *const sigset_t) -> c_int {
-        on_epoll(ep, evs, max, || unsafe { real::epoll_pwait2(ep, evs, max, t, mask) })
+        on_epoll(ep, evs, max, replay::ready::timespec(t), || unsafe { real::epoll_pwait2(ep, evs, max, t, mask) })
     }
 }

@@ -22,6 +22,7 @@ pub unsafe fn accept(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
+    ld.in_wait = true;
     let rec = ld.follow(
         |r| match r {
             Record::Accept { fd: f, .. } => *f == fd,
@@ -34,6 +35,7 @@ pub unsafe fn accept(
         },
         || format!("an accept on fd {fd}"),
     );
+    ld.in_wait = false;
     let new_fd = match rec {
         Record::Fail { err, .. } => {
             ld.advance(&rec);
@@ -154,9 +156,12 @@ unsafe fn fill_addr(text: &str, addr: *mut sockaddr, len: *mut socklen_t) {
 fn take_connection_from(ld: &mut Ld, fd: c_int, peer: (ActorId, u64)) -> c_int {
     loop {
         if let Some(replay) = ld.replay.as_mut()
-            && let Some(i) = replay.stash.iter().position(|(_, p)| *p == Some(peer))
+            && let Some(i) = replay
+                .stash
+                .iter()
+                .position(|(_, l, p)| *l == fd && *p == Some(peer))
         {
-            let (kept, _) = replay.stash.remove(i);
+            let (kept, _, _) = replay.stash.remove(i);
             fds::forget_ours(kept);
             // The lowest free fd, as the real accept would have given.
             let got = sys::fcntl(kept, libc::F_DUPFD, 0);
@@ -174,7 +179,7 @@ fn take_connection_from(ld: &mut Ld, fd: c_int, peer: (ActorId, u64)) -> c_int {
         let kept = sys::move_high(got, HIGH_FD + 100);
         fds::set(kept, fds::OURS);
         if let Some(replay) = ld.replay.as_mut() {
-            replay.stash.push((kept, who));
+            replay.stash.push((kept, fd, who));
         }
     }
 }

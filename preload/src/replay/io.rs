@@ -15,6 +15,7 @@ pub fn recv(
     mut call: impl FnMut(usize) -> isize,
     _gather: impl Fn(usize) -> Vec<u8>,
 ) -> isize {
+    ld.in_wait = true;
     let rec = ld.follow(
         |r| match r {
             Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
@@ -27,6 +28,7 @@ pub fn recv(
         },
         || format!("a receive of up to {len} bytes on fd {fd}"),
     );
+    ld.in_wait = false;
     match rec {
         Record::Recv { n, .. } => {
             let n = n as usize;

@@ -14,7 +14,13 @@ use libc::c_int;
 /// The next record, which must be a ready set of `call` (or its failure). `Err(errno)` for a
 /// recorded failure (already advanced past); `Ok(fds)` once every recorded fd is ready (the
 /// caller reports them and then calls [`done`]).
-pub fn next_ready_set(ld: &mut Ld, call: WaitCall, what: &str) -> Result<Vec<ReadyFd>, c_int> {
+pub fn next_ready_set(
+    ld: &mut Ld,
+    call: WaitCall,
+    what: &str,
+    timeout_us: Option<u64>,
+) -> Result<Vec<ReadyFd>, c_int> {
+    ld.in_wait = true;
     let rec = ld.follow(
         |r| match r {
             Record::Ready { call: c, .. } => *c == call,
@@ -25,15 +31,31 @@ pub fn next_ready_set(ld: &mut Ld, call: WaitCall, what: &str) -> Result<Vec<Rea
         },
         || what.to_string(),
     );
+    ld.in_wait = false;
     match rec {
         Record::Ready { fds, .. } => {
+            if fds.is_empty()
+                && let Some(us) = timeout_us
+            {
+                // The record timed out: so does the replay, after as long, so that the
+                // program's own clock (an event loop's timers) agrees with what happened.
+                sys::sleep_us(us);
+            }
             for f in &fds {
                 if f.ev.0 & (Events::IN | Events::HUP | Events::RDHUP) != 0
                     && super::external::is_external(ld, f.fd)
                 {
                     super::external::feed_next(ld, f.fd);
                 }
-                wait_until_ready(f.fd, f.ev);
+                // A connection replay already accepted early (and keeps for a later accept)
+                // makes its listening socket readable, though the kernel's backlog is empty.
+                let stashed = ld
+                    .replay
+                    .as_ref()
+                    .is_some_and(|r| r.stash.iter().any(|(_, l, _)| *l == f.fd));
+                if !(stashed && f.ev.0 & !(Events::IN) == 0) {
+                    wait_until_ready(f.fd, f.ev);
+                }
             }
             Ok(fds)
         }
@@ -71,4 +93,29 @@ fn wait_until_ready(fd: c_int, ev: Events) {
             backoff.pause(); // part of it: poll would report the same at once
         }
     }
+}
+
+/// A poll/epoll timeout in milliseconds as microseconds (`None`: no timeout, wait forever).
+pub fn millis(ms: c_int) -> Option<u64> {
+    (ms >= 0).then(|| ms as u64 * 1000)
+}
+
+/// A timespec timeout as microseconds (`None`: null, wait forever).
+///
+/// # Safety
+/// `t` must be null or valid.
+pub unsafe fn timespec(t: *const libc::timespec) -> Option<u64> {
+    // SAFETY: as the caller promises.
+    let t = unsafe { t.as_ref() }?;
+    Some(t.tv_sec.max(0) as u64 * 1_000_000 + t.tv_nsec.max(0) as u64 / 1000)
+}
+
+/// A timeval timeout as microseconds (`None`: null, wait forever).
+///
+/// # Safety
+/// `t` must be null or valid.
+pub unsafe fn timeval(t: *const libc::timeval) -> Option<u64> {
+    // SAFETY: as the caller promises.
+    let t = unsafe { t.as_ref() }?;
+    Some(t.tv_sec.max(0) as u64 * 1_000_000 + t.tv_usec.max(0) as u64)
 }

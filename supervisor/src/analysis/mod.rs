@@ -6,12 +6,14 @@
 //! * [`clock`]: vector clocks over those dependencies (happened-before);
 //! * [`inf`]: consistent cuts, their closure, and Inf(P) for conjunctive predicates — the
 //!   oracle of `stop if`;
+//! * [`races`]: message races, locally-first and unaffected races, the affects relation;
 //! * [`vars`]: an actor's variables (probes and built-in counters) after k events.
 
 pub mod channels;
 pub mod clock;
 pub mod deps;
 pub mod inf;
+pub mod races;
 pub mod vars;
 
 pub use channels::{Channel, Endpoint, match_channels};

@@ -37,6 +37,8 @@ struct State {
     events: u64,
     /// Halting replay (`stop if`) state.
     halting: Option<Halting>,
+    /// Replay: actors waiting at the end of a history that ends without `Exit`.
+    at_end: Vec<ActorId>,
 }
 
 /// The state shared by the session's threads.
@@ -71,6 +73,7 @@ impl Shared {
                 notes: Vec::new(),
                 events: 0,
                 halting,
+                at_end: Vec::new(),
             }),
             changed: Condvar::new(),
             plans,
@@ -491,6 +494,24 @@ fn handle(shared: &Shared, me: ActorId, pid: i32, message: LdToGd) -> Option<GdT
                 }
             }
             shared.changed.notify_all();
+            None
+        }
+        LdToGd::AtEnd { actor, events: _ } => {
+            let mut state = shared.lock();
+            if !state.at_end.contains(&actor) {
+                state.at_end.push(actor);
+            }
+            // Every live process waits at the end of its history: the replay is over.
+            let live: Vec<i32> = state.registry.live_pids();
+            let all_at_end = live.iter().all(|pid| {
+                state
+                    .registry
+                    .live_actor(*pid)
+                    .is_some_and(|a| state.at_end.contains(&a))
+            });
+            if all_at_end {
+                shared.send(MainEvent::AllAtEnd);
+            }
             None
         }
         LdToGd::Need { actor, event } => {

@@ -156,6 +156,8 @@ pub(crate) enum MainEvent {
     Note(String),
     /// Halting: every actor is passive.
     Halted,
+    /// Replay: every live process waits at the end of a history that ends without `Exit`.
+    AllAtEnd,
 }
 
 /// Environment variables that are ddbx's own and are never stored in a manifest.
@@ -304,6 +306,18 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     if let Some(log) = std::env::var_os(ddbx_wire::env::LD_LOG) {
         command.env(ddbx_wire::env::LD_LOG, log);
     }
+    // The program starts with the signal mask ddbx itself was started with, not with the
+    // SIGINT/SIGTERM that ddbx blocks for its own signal thread.
+    let program_mask = old_mask;
+    // SAFETY: only async-signal-safe calls (pthread_sigmask) between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if let Some(mask) = &program_mask {
+                libc::pthread_sigmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
+            }
+            Ok(())
+        });
+    }
     let root = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -430,6 +444,10 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                 procs::kill_descendants();
             }
             MainEvent::Note(line) => say(line, &mut messages),
+            MainEvent::AllAtEnd => {
+                // They were killed there in the record: end them the same way.
+                procs::kill_descendants();
+            }
             MainEvent::Halted => {
                 if stop.is_some() {
                     continue;

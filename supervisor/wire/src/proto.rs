@@ -134,6 +134,15 @@ pub enum LdToGd {
         #[serde(default)]
         at_gate: bool,
     },
+    /// Replay: the actor reached the end of a history that has no `Exit` (the recorded
+    /// process was killed there): it waits to be killed again. When every live actor waits so,
+    /// the GD ends the replay.
+    AtEnd {
+        /// The actor.
+        actor: ActorId,
+        /// Events executed (its whole history).
+        events: u64,
+    },
     /// Halting replay: answer to [`GdToLd::Report`].
     State {
         /// The actor.

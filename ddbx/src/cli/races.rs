@@ -1,0 +1,315 @@
+//! `ddbx races`: every message race of a recording, computed offline (paper 004; definitions in
+//! [`ddbx_supervisor::analysis::races`]).
+//!
+//! Text output: one block per race — the receive (actor, event, record), the message(s) it
+//! got, the messages it could have got, its flags (locally-first, unaffected / affected by
+//! which races), and the `ddbx replay DIR --stop-at pN:K` command that halts every process
+//! right before that receive (K = its event number − 1) — then a summary with the abstract
+//! affects graph (groups of mutually affecting actors).
+//!
+//! `--json` prints one object on stdout:
+//!
+//! ```text
+//! {"recording": "DIR", "actors": 13, "events": 70,
+//!  "races": [{"id": 1, "actor": "p4", "event": 3, "kind": "accept" | "ready",
+//!             "record": "Accept(fd: 3, …)",
+//!             "got":   [<message>, …],          (a ready set can report several)
+//!             "could": [<message>, …],          (the other messages it could have got)
+//!             "locally_first": true, "unaffected": true,
+//!             "affected_by": [race ids], "affects": [race ids],
+//!             "stop_at": "p4:2", "replay": "ddbx replay DIR --stop-at p4:2"}, …],
+//!  "locally_first": [race ids], "unaffected": [race ids],
+//!  "actor_edges": [["p4", "p5"], …],           (a race of the first affects one of the second)
+//!  "components": [{"actors": ["p4"], "affects": [component indexes], "has_race": true}, …],
+//!  "diagnostics": ["shared_send_end: …", …]}   (where the byte numbering is a guess)
+//! ```
+//!
+//! where `<message>` is `{"kind": "send" | "connect" | "external", "actor": "p9" | null,
+//! "event": 4 | null, "channel": 3 | null, "bytes": [0, 33] | null, "received_by": {"actor":
+//! "p5", "event": 8} | null}` (`event`: the Send or Connect; `received_by`: the receive that
+//! consumed its last byte, or the accept of a connect; null: never received).
+
+use crate::error::Error;
+use ddbx_supervisor::Recording;
+use ddbx_supervisor::analysis::clock::Clocks;
+use ddbx_supervisor::analysis::deps::{Deps, Event};
+use ddbx_supervisor::analysis::races::{Message, Race, Races, find_races};
+use ddbx_supervisor::wire::ActorId;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const AFTER_HELP: &str = "\
+Examples:
+  ddbx races ddbx-run-1
+  ddbx races ddbx-run-1 --json | jq '.races[] | select(.unaffected) | .replay'
+
+A race <r, M> is a receive-from-any r (a select/poll/epoll ready set, or an accept) and
+the set M of messages (sends, or connects for an accept) that could have been its
+outcome: those on the other channels it watched (or the other connects to its listening
+address) that were not consumed before r and not sent after r (vector clocks).
+The watched set of a select is not recorded: ddbx takes the channels the actor receives
+from at some point and the sockets it accepts on.
+
+Flags: locally-first (the actor's first race); unaffected (no other race affects it: it
+occurs in every run with this input; debug these first). A race affects every race whose
+receive happens after its receive, and every race some of whose messages were sent after
+it. Each block ends with the replay command that halts every process right before the
+race's receive.
+
+--json prints {\"recording\", \"actors\", \"events\", \"races\": [{\"id\", \"actor\", \"event\",
+\"kind\", \"record\", \"got\", \"could\", \"locally_first\", \"unaffected\", \"affected_by\",
+\"affects\", \"stop_at\", \"replay\"}], \"locally_first\", \"unaffected\", \"actor_edges\",
+\"components\", \"diagnostics\"}; a message is {\"kind\", \"actor\", \"event\", \"channel\",
+\"bytes\", \"received_by\"}.
+
+Exit code: 0; 102 when the recording is missing, corrupt or inconsistent.";
+
+/// Arguments of `ddbx races`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The recording directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// A recording with its dependencies, clocks and races.
+pub(crate) struct Analysis {
+    pub recording: Recording,
+    pub deps: Deps,
+    pub clocks: Clocks,
+    pub races: Races,
+}
+
+/// Loads `dir` and computes its races; an inconsistent recording is a bad recording.
+pub(crate) fn analyze(dir: &Path) -> Result<Analysis, Error> {
+    let recording = Recording::open(dir)?;
+    let deps = Deps::from_recording(&recording);
+    let clocks = Clocks::compute(&deps).map_err(|e| {
+        Error::BadRecording(format!(
+            "{}: cannot order the events: {e}",
+            recording.dir.display()
+        ))
+    })?;
+    let races = find_races(&recording, &deps, &clocks);
+    Ok(Analysis {
+        recording,
+        deps,
+        clocks,
+        races,
+    })
+}
+
+/// A word for the shell: itself, or single-quoted.
+pub(crate) fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./-:+@%,=".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// `ddbx replay DIR --stop-at pN:K` for a race.
+pub(crate) fn replay_command(dir: &Path, race: &Race) -> String {
+    format!(
+        "ddbx replay {} --stop-at {}",
+        shell_word(&dir.to_string_lossy()),
+        race.stop_at()
+    )
+}
+
+/// `p5 (client_a)`: an actor with the program names it is known by.
+pub(crate) fn actor_label(rec: &Recording, a: ActorId) -> String {
+    let names = rec.program_names(a);
+    if names.is_empty() {
+        a.to_string()
+    } else {
+        format!("{a} ({})", names.join(", "))
+    }
+}
+
+/// The history record of an event, as text.
+pub(crate) fn record_text(rec: &Recording, e: Event) -> String {
+    rec.history(e.0)
+        .and_then(|h| h.records.get((e.1 as usize).checked_sub(1)?))
+        .map(|r| r.to_string())
+        .unwrap_or_default()
+}
+
+/// A message as JSON (see the module docs).
+fn message_json(m: &Message) -> Value {
+    json!({
+        "kind": m.kind.as_str(),
+        "actor": m.event.map(|e| e.0.to_string()),
+        "event": m.event.map(|e| e.1),
+        "channel": m.channel,
+        "bytes": m.bytes.map(|(_, s, e)| vec![s, e]),
+        "received_by": m.received_by.map(|e| json!({"actor": e.0.to_string(), "event": e.1})),
+    })
+}
+
+/// A race as JSON (see the module docs).
+pub(crate) fn race_json(rec: &Recording, dir: &Path, r: &Race) -> Value {
+    json!({
+        "id": r.id,
+        "actor": r.receive.0.to_string(),
+        "event": r.receive.1,
+        "kind": r.kind.as_str(),
+        "record": record_text(rec, r.receive),
+        "got": r.got.iter().map(message_json).collect::<Vec<_>>(),
+        "could": r.could.iter().map(message_json).collect::<Vec<_>>(),
+        "locally_first": r.locally_first,
+        "unaffected": r.unaffected(),
+        "affected_by": r.affected_by,
+        "affects": r.affects,
+        "stop_at": r.stop_at(),
+        "replay": replay_command(dir, r),
+    })
+}
+
+/// How many race ids a text list shows before `… (N races)`.
+const SHOWN: usize = 8;
+
+/// `race 2, race 5`, or `race 1, race 2, …, race 8, … (2398 races)` for a long list.
+fn race_list(ids: &[usize]) -> String {
+    let mut s = ids
+        .iter()
+        .take(SHOWN)
+        .map(|i| format!("race {i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        s.push_str(&format!(", … ({} races)", ids.len()));
+    }
+    s
+}
+
+/// One race as a text block (no trailing newline).
+pub(crate) fn race_text(rec: &Recording, dir: &Path, r: &Race) -> String {
+    let mut flags = Vec::new();
+    if r.locally_first {
+        flags.push("locally-first".to_string());
+    }
+    if r.unaffected() {
+        flags.push("unaffected".to_string());
+    } else {
+        flags.push(format!("affected by {}", race_list(&r.affected_by)));
+    }
+    let mut s = format!(
+        "race {}: {} event {}: {}\n",
+        r.id,
+        actor_label(rec, r.receive.0),
+        r.receive.1,
+        record_text(rec, r.receive)
+    );
+    for (i, m) in r.got.iter().enumerate() {
+        let head = if i == 0 { "got:" } else { "" };
+        s.push_str(&format!("  {head:<14}{}\n", m.describe()));
+    }
+    if r.got.is_empty() {
+        s.push_str("  got:          no data (end of stream, or a channel ddbx does not follow)\n");
+    }
+    for (i, m) in r.could.iter().enumerate() {
+        let head = if i == 0 { "could get:" } else { "" };
+        s.push_str(&format!("  {head:<14}{}\n", m.describe()));
+    }
+    s.push_str(&format!("  {:<14}{}\n", "flags:", flags.join(", ")));
+    if !r.affects.is_empty() {
+        s.push_str(&format!("  {:<14}{}\n", "affects:", race_list(&r.affects)));
+    }
+    s.push_str(&format!("  {:<14}{}", "replay:", replay_command(dir, r)));
+    s
+}
+
+/// The groups of the abstract affects graph as text: `{p4} → {p5}`.
+pub(crate) fn components_text(races: &Races) -> Vec<String> {
+    let name = |i: usize| -> String {
+        let c = &races.components[i];
+        format!(
+            "{{{}}}",
+            c.actors
+                .iter()
+                .map(ActorId::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    (0..races.components.len())
+        .map(|i| {
+            let c = &races.components[i];
+            if c.affects.is_empty() {
+                name(i)
+            } else {
+                format!(
+                    "{} → {}",
+                    name(i),
+                    c.affects
+                        .iter()
+                        .map(|j| name(*j))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
+/// Runs `ddbx races`; returns the exit code.
+pub fn run(args: Args) -> Result<i32, Error> {
+    let an = analyze(&args.dir)?;
+    let (rec, races) = (&an.recording, &an.races);
+    let ids = |f: &dyn Fn(&Race) -> bool| -> Vec<usize> {
+        races.races.iter().filter(|r| f(r)).map(|r| r.id).collect()
+    };
+    let locally_first = ids(&|r| r.locally_first);
+    let unaffected = ids(&|r| r.unaffected());
+    if args.json {
+        let value = json!({
+            "recording": args.dir.to_string_lossy(),
+            "actors": rec.histories.len(),
+            "events": rec.event_count(),
+            "races": races.races.iter().map(|r| race_json(rec, &args.dir, r)).collect::<Vec<_>>(),
+            "locally_first": locally_first,
+            "unaffected": unaffected,
+            "actor_edges": races.actor_edges.iter().map(|(q, p)| vec![q.to_string(), p.to_string()]).collect::<Vec<_>>(),
+            "components": races.components.iter().map(|c| json!({
+                "actors": c.actors.iter().map(ActorId::to_string).collect::<Vec<_>>(),
+                "affects": c.affects,
+                "has_race": c.has_race,
+            })).collect::<Vec<_>>(),
+            "diagnostics": an.deps.diagnostics(),
+        });
+        println!("{value}");
+        return Ok(0);
+    }
+    for r in &races.races {
+        println!("{}\n", race_text(rec, &args.dir, r));
+    }
+    println!(
+        "{} race{} in {} actors, {} events: {} locally-first ({}), {} unaffected ({})",
+        races.races.len(),
+        if races.races.len() == 1 { "" } else { "s" },
+        rec.histories.len(),
+        rec.event_count(),
+        locally_first.len(),
+        race_list(&locally_first),
+        unaffected.len(),
+        race_list(&unaffected),
+    );
+    if !races.components.is_empty() {
+        println!(
+            "actors affecting each other (abstract affects view): {}",
+            components_text(races).join("; ")
+        );
+    }
+    for d in an.deps.diagnostics() {
+        println!("note: {d}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,433 @@
+/*
+ * race_fig004: Figure 1 of Park & Jun's "Scalable race visualization for
+ * debugging message-passing programs" (paper 004) as a socket program: three
+ * locally-first message races <w, W>, <x, X>, <y, Y>, of which only <x, X>
+ * is unaffected (x happened before w, and before the send of y2 in Y).
+ *
+ * The root P0 makes five listening sockets, one per channel, so that no
+ * accept has a choice (no accept races), and forks P1, P2, P3.  Channels
+ * (connector - acceptor): P1-P2, P3-P2, P0-P1, P0-P3, P1-P3.  Messages are 2
+ * bytes, read with recv(MSG_WAITALL); jitter before each send.
+ *   P1: sends x1 to P2 and y3 to P3, reads "a" from P2, then ONE select over
+ *       {P0, P2}: race w between w1 (from P0) and w2 (from P2, sent after x).
+ *   P2: ONE select over {P1, P3}: race x between x1 and x2; reads both, then
+ *       sends "a" and w2 to P1 and y2 to P3.
+ *   P3: sends x2 to P2, then ONE select over {P0, P2, P1}: race y between y1,
+ *       y2 and y3.
+ *   P0: sends w1 to P1 and y1 to P3.
+ * After each select a process reads the reported messages, then the others
+ * with blocking recv in a fixed order.  Each child exits with a bit mask of
+ * what its select reported; P0 reaps them and prints
+ *     w: w2
+ *     x: x1 x2
+ *     y: y1 y3
+ * (the names of the messages each select reported).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#define UNUSED __attribute__((unused))
+
+/* ---- common helpers (duplicated in every test program on purpose, so that
+ * each program is a single self-contained C file) ---- */
+
+static long jitter_max_us;
+
+/* Unexpected system call failure: message with errno on stderr, exit 1. */
+static UNUSED void die(const char *what)
+{
+    fprintf(stderr, "[pid %d] %s: %s\n", (int)getpid(), what, strerror(errno));
+    exit(1);
+}
+
+/* Unexpected protocol situation (no errno). */
+static UNUSED void fail(const char *what)
+{
+    fprintf(stderr, "[pid %d] %s\n", (int)getpid(), what);
+    exit(1);
+}
+
+/* Call once in every process (after fork in children): reads DDBX_JITTER
+ * (maximum sleep in milliseconds) and seeds the RNG per process. */
+static UNUSED void jitter_init(void)
+{
+    const char *s = getenv("DDBX_JITTER");
+    struct timespec ts;
+
+    jitter_max_us = s ? strtol(s, NULL, 10) * 1000 : 0;
+    if (jitter_max_us < 0)
+        jitter_max_us = 0;
+    if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+        die("clock_gettime");
+    srandom((unsigned)getpid() ^ (unsigned)ts.tv_nsec);
+}
+
+/* Sleep a random 0..DDBX_JITTER ms; no-op without DDBX_JITTER. */
+static UNUSED void jitter(void)
+{
+    if (jitter_max_us > 0 &&
+        usleep((useconds_t)(random() % (jitter_max_us + 1))) < 0)
+        die("usleep");
+}
+
+/* socket + bind 127.0.0.1:0 (+ listen if do_listen); *port = chosen port. */
+static UNUSED int bind_any(int *port, int do_listen)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        die("socket");
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+        die("bind");
+    if (do_listen && listen(fd, 64) < 0)
+        die("listen");
+    if (getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        die("getsockname");
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static UNUSED void fill_addr(struct sockaddr_in *a, int port)
+{
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a->sin_port = htons((unsigned short)port);
+}
+
+static UNUSED int connect_to(int port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        die("socket");
+    fill_addr(&a, port);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+        die("connect");
+    return fd;
+}
+
+static UNUSED int accept_one(int lfd)
+{
+    int fd = accept(lfd, NULL, NULL);
+
+    if (fd < 0)
+        die("accept");
+    return fd;
+}
+
+static UNUSED void write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("write");
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static UNUSED void write_str(int fd, const char *s)
+{
+    write_all(fd, s, strlen(s));
+}
+
+/* Read until a '\n' has been received (or EOF, which is an error here).
+ * The result is NUL-terminated; returns its length. */
+static UNUSED size_t read_line(int fd, char *buf, size_t cap)
+{
+    size_t got = 0;
+
+    for (;;) {
+        ssize_t n;
+        if (got + 1 >= cap)
+            fail("read_line: line too long");
+        n = read(fd, buf + got, cap - 1 - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("read");
+        }
+        if (n == 0)
+            fail("read_line: unexpected EOF");
+        got += (size_t)n;
+        buf[got] = '\0';
+        if (memchr(buf, '\n', got))
+            return got;
+    }
+}
+
+/* Read until EOF; returns the number of bytes (stores at most cap-1, NUL-terminated). */
+static UNUSED size_t read_to_eof(int fd, char *buf, size_t cap)
+{
+    size_t got = 0;
+
+    for (;;) {
+        char tmp[4096];
+        ssize_t n = read(fd, tmp, sizeof tmp);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("read");
+        }
+        if (n == 0)
+            break;
+        if (got + (size_t)n < cap)
+            memcpy(buf + got, tmp, (size_t)n);
+        got += (size_t)n;
+    }
+    buf[got < cap ? got : cap - 1] = '\0';
+    return got;
+}
+
+/* Bytes as text with '\n' shown as the two characters \n (and other
+ * non-printable bytes as \xNN) into out (size >= 4*len+1). */
+static UNUSED void escape(const char *in, size_t len, char *out)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c == '\n') {
+            *out++ = '\\';
+            *out++ = 'n';
+        } else if (c == '\\') {
+            *out++ = '\\';
+            *out++ = '\\';
+        } else if (c < 32 || c >= 127) {
+            sprintf(out, "\\x%02x", c);
+            out += 4;
+        } else {
+            *out++ = (char)c;
+        }
+    }
+    *out = '\0';
+}
+
+static UNUSED pid_t fork_or_die(void)
+{
+    pid_t pid = fork();
+
+    if (pid < 0)
+        die("fork");
+    return pid;
+}
+
+/* waitpid; returns the exit status; dies if the child was killed by a signal. */
+static UNUSED int wait_status(pid_t pid)
+{
+    int st;
+
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            die("waitpid");
+    }
+    if (!WIFEXITED(st)) {
+        fprintf(stderr, "[pid %d] child %d killed by signal %d\n",
+                (int)getpid(), (int)pid, WTERMSIG(st));
+        exit(1);
+    }
+    return WEXITSTATUS(st);
+}
+
+/* waitpid and require exit status 0. */
+static UNUSED void wait_ok(pid_t pid)
+{
+    int st = wait_status(pid);
+
+    if (st != 0) {
+        fprintf(stderr, "[pid %d] child %d exited with status %d\n",
+                (int)getpid(), (int)pid, st);
+        exit(1);
+    }
+}
+
+/* ---- end of common helpers ---- */
+#include <sys/select.h>
+
+#define MSG 2
+
+/* Listening sockets and their ports, indexed by channel. */
+enum { C12, C32, C01, C03, C13, NCHAN };
+static int lfd[NCHAN], port[NCHAN];
+
+static void send_msg(int fd, const char *m)
+{
+    jitter();
+    write_all(fd, m, MSG);
+}
+
+static void recv_msg(int fd, const char *want)
+{
+    char buf[MSG + 1];
+    ssize_t n = recv(fd, buf, MSG, MSG_WAITALL);
+
+    if (n < 0)
+        die("recv");
+    buf[n > 0 ? n : 0] = '\0';
+    if (n != MSG || memcmp(buf, want, MSG) != 0) {
+        fprintf(stderr, "[pid %d] expected %s, got '%s'\n", (int)getpid(),
+                want, buf);
+        exit(1);
+    }
+}
+
+/* One select over fds[0..n-1]; reads the reported messages, then the others
+ * in order; returns the bit mask of the reported ones. */
+static int race(const int *fds, const char *const *msgs, int n)
+{
+    fd_set rfds;
+    int i, maxfd = -1, mask = 0;
+
+    FD_ZERO(&rfds);
+    for (i = 0; i < n; i++) {
+        if (fds[i] >= FD_SETSIZE)
+            fail("fd too large for select");
+        FD_SET(fds[i], &rfds);
+        if (fds[i] > maxfd)
+            maxfd = fds[i];
+    }
+    while (select(maxfd + 1, &rfds, NULL, NULL, NULL) < 0) {
+        if (errno != EINTR)
+            die("select");
+    }
+    for (i = 0; i < n; i++) {
+        if (FD_ISSET(fds[i], &rfds)) {
+            recv_msg(fds[i], msgs[i]);
+            mask |= 1 << i;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (!(mask & (1 << i)))
+            recv_msg(fds[i], msgs[i]);
+    }
+    return mask;
+}
+
+static void close_all(const int *fds, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (close(fds[i]) < 0)
+            die("close");
+    }
+}
+
+static void p1(void)
+{
+    int c12 = connect_to(port[C12]);
+    int c13 = connect_to(port[C13]);
+    int a01 = accept_one(lfd[C01]);
+    int fds[2], mask;
+    static const char *const msgs[2] = {"w1", "w2"};
+
+    send_msg(c12, "x1");
+    send_msg(c13, "y3");
+    recv_msg(c12, "a.");
+    fds[0] = a01;
+    fds[1] = c12;
+    mask = race(fds, msgs, 2);
+    fds[0] = c12;
+    fds[1] = c13;
+    close_all(fds, 2);
+    close(a01);
+    exit(mask);
+}
+
+static void p2(void)
+{
+    int a12 = accept_one(lfd[C12]);
+    int a32 = accept_one(lfd[C32]);
+    int fds[2] = {a12, a32}, mask;
+    static const char *const msgs[2] = {"x1", "x2"};
+
+    mask = race(fds, msgs, 2);
+    send_msg(a12, "a.");
+    send_msg(a32, "y2");
+    send_msg(a12, "w2");
+    close_all(fds, 2);
+    exit(mask);
+}
+
+static void p3(void)
+{
+    int c32 = connect_to(port[C32]);
+    int a13 = accept_one(lfd[C13]);
+    int a03 = accept_one(lfd[C03]);
+    int fds[3] = {a03, c32, a13}, mask;
+    static const char *const msgs[3] = {"y1", "y2", "y3"};
+
+    send_msg(c32, "x2");
+    mask = race(fds, msgs, 3);
+    close_all(fds, 3);
+    exit(mask);
+}
+
+static void print_mask(const char *race_name, int mask, const char *const *msgs, int n)
+{
+    int i;
+
+    printf("%s:", race_name);
+    for (i = 0; i < n; i++) {
+        if (mask & (1 << i))
+            printf(" %s", msgs[i]);
+    }
+    printf("\n");
+}
+
+int main(void)
+{
+    static const char *const w[2] = {"w1", "w2"}, *const x[2] = {"x1", "x2"},
+                             *const y[3] = {"y1", "y2", "y3"};
+    pid_t pid[3];
+    int i, c01, c03, status[3];
+    void (*body[3])(void) = {p1, p2, p3};
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (i = 0; i < NCHAN; i++)
+        lfd[i] = bind_any(&port[i], 1);
+    for (i = 0; i < 3; i++) {
+        pid[i] = fork_or_die();
+        if (pid[i] == 0) {
+            jitter_init();
+            body[i]();
+        }
+    }
+    jitter_init();
+    c01 = connect_to(port[C01]);
+    c03 = connect_to(port[C03]);
+    send_msg(c01, "w1");
+    send_msg(c03, "y1");
+    for (i = 0; i < 3; i++)
+        status[i] = wait_status(pid[i]);
+    if (close(c01) < 0 || close(c03) < 0)
+        die("close");
+    print_mask("w", status[0], w, 2);
+    print_mask("x", status[1], x, 2);
+    print_mask("y", status[2], y, 3);
+    return 0;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""socat in fork mode as an echo server (EXEC:/bin/cat), 4 socat clients, a collector.
+
+The root picks a free port (binds port 0, reads the port, closes), starts
+`socat TCP-LISTEN:PORT,bind=127.0.0.1,reuseaddr,fork EXEC:/bin/cat` and opens a collector
+socket.  Each client is a shell pipeline started after a random 0..DDBX_JITTER ms (default 20):
+`echo client I | socat -t 5 - TCP:127.0.0.1:PORT,retry=… | socat -u - TCP:127.0.0.1:COLLECTOR`,
+so the echo it got back from the server is passed on to the collector.  The root accepts the
+4 reports in the order they arrive and prints them in that order ("which client got its echo
+first"), then stops the socat server (SIGTERM; SIGKILL with the argument `kill`) and waits
+for everything.
+"""
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+N = 4
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    random.seed(os.getpid() ^ time.time_ns())
+    max_ms = int(os.environ.get("DDBX_JITTER", "20"))
+    port = free_port()
+    server = subprocess.Popen(
+        ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork", "EXEC:/bin/cat"]
+    )
+    collector = socket.socket()
+    collector.bind(("127.0.0.1", 0))
+    collector.listen(N)
+    cport = collector.getsockname()[1]
+    clients = []
+    for i in range(1, N + 1):
+        delay = random.uniform(0, max_ms) / 1000.0
+        script = (
+            f"sleep {delay:.3f}; echo client {i} | "
+            f"socat -t 5 - TCP:127.0.0.1:{port},retry=200,interval=0.01 | "
+            f"socat -u - TCP:127.0.0.1:{cport}"
+        )
+        clients.append(subprocess.Popen(["sh", "-c", script]))
+    reports = []
+    for _ in range(N):
+        conn, _ = collector.accept()
+        with conn:
+            data = b""
+            while chunk := conn.recv(100):
+                data += chunk
+        reports.append(data.decode().strip())
+    collector.close()
+    for c in clients:
+        if c.wait() != 0:
+            sys.exit(f"a client failed: {c.returncode}")
+    server.send_signal(signal.SIGKILL if "kill" in sys.argv[1:] else signal.SIGTERM)
+    server.wait()
+    for n, r in enumerate(reports, 1):
+        print(f"echo {n}: {r}")
+
+
+if __name__ == "__main__":
+    main()
