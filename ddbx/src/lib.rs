@@ -9,27 +9,47 @@
 //!
 //! Exit codes are in [`exit`]; the preload library is embedded and found by [`preload`].
 //!
-//! ```no_run
+//! A program that forks a child which sends a line back over a socketpair: record it, replay
+//! it, then halt it right after the child's send (`--stop-at p2:2`) and read the halted state.
+//!
+//! ```
 //! use ddbx::{Messages, RecordOptions, ReplayOptions};
 //!
+//! let dir = std::env::temp_dir().join(format!("ddbx-doc-{}", std::process::id()));
+//! let program = "import os, socket\n\
+//!     a, b = socket.socketpair()\n\
+//!     if os.fork() == 0:\n    b.send(b'hi'); os._exit(0)\n\
+//!     print(a.recv(2).decode()); os.wait()";
 //! let recorded = ddbx::record(RecordOptions {
-//!     command: vec!["./server".into(), "--port".into(), "4000".into()],
-//!     out_dir: Some("/tmp/server-run".into()),
+//!     command: vec!["/usr/bin/python3".into(), "-c".into(), program.into()],
+//!     out_dir: Some(dir.clone()),
 //!     messages: Messages::Quiet,
 //!     ..Default::default()
 //! })?;
-//! println!("recorded {} actors, exit code {}", recorded.actors.len(), recorded.exit_code);
+//! assert_eq!(recorded.exit_code, 0);
+//! assert_eq!(recorded.actors.len(), 2); // p1: python, p2: its child
 //!
 //! let replayed = ddbx::replay(ReplayOptions {
 //!     dir: recorded.dir.clone(),
+//!     messages: Messages::Quiet,
 //!     ..Default::default()
 //! })?;
 //! assert_eq!(replayed.kind, ddbx::OutcomeKind::ReachedEnd);
 //!
+//! // Halt right after p2's 2nd event (its Start, then its send).
+//! let halted = ddbx::replay(ReplayOptions {
+//!     dir: recorded.dir.clone(),
+//!     messages: Messages::Quiet,
+//!     stop_at: vec!["p2:2".into()],
+//!     ..Default::default()
+//! })?;
+//! assert_eq!(halted.kind, ddbx::OutcomeKind::Halted);
+//! let state = halted.halted.expect("a halted state");
+//! assert_eq!(state.cut[&ddbx::wire::ActorId(2)], 2);
+//!
 //! let recording = ddbx::Recording::open(&recorded.dir)?;
-//! for channel in &recording.channels {
-//!     println!("channel {}: {:?} -> {:?}", channel.id, channel.connector, channel.acceptor);
-//! }
+//! assert_eq!(recording.histories.len(), 2);
+//! std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -5,12 +5,19 @@
 //! `--messages FILE`) instead of the `ddbx: …` lines:
 //!
 //! ```text
-//! {"command": "replay", "outcome": "reached_end" | "diverged" | "unsupported" | "interrupted",
+//! {"command": "replay", "outcome": "reached_end" | "halted" | "diverged" | "unsupported" | "interrupted",
 //!  "exit_code": 0, "recording": "ddbx-run-1", "root_status": "exit 0" | null,
 //!  "actors": [<actor>, …], "events": 42, "history_out": null | "dir",
 //!  "divergence": null | {"actor", "event", "expected", "found", "message"},
-//!  "problem": null | "…", "messages": ["ddbx: …", …]}
+//!  "problem": null | "…", "messages": ["ddbx: …", …],
+//!  "halted": null | {"predicate", "cut", "actors": [{"id", "events", "status", "next",
+//!                                                    "vars": {name: value}, "satisfied", "pid"}]},
+//!  "cut": null | {"p1": 7, "p2": 3, …}}
 //! ```
+//!
+//! With `--stop-if`/`--stop-at` the outcome is "halted" and `cut` gives, for every recorded
+//! actor, the events it had executed in the halted state (0: not created), counted as
+//! `--stop-at` counts them and as `ddbx inf --json` prints them.
 
 use super::json;
 use crate::api::{Messages, ReplayOptions, replay};
@@ -36,9 +43,11 @@ Exit code: the recorded program's status when the replay reached the recorded en
 interrupted.
 
 --json writes one object at the end to the message stream: {\"command\": \"replay\",
-\"outcome\": \"reached_end\"|\"diverged\"|\"unsupported\"|\"interrupted\", \"exit_code\",
+\"outcome\": \"reached_end\"|\"halted\"|\"diverged\"|\"unsupported\"|\"interrupted\", \"exit_code\",
 \"recording\", \"root_status\", \"actors\", \"events\", \"history_out\", \"divergence\":
-null|{\"actor\", \"event\", \"expected\", \"found\", \"message\"}, \"problem\", \"messages\"}.";
+null|{\"actor\", \"event\", \"expected\", \"found\", \"message\"}, \"problem\", \"messages\",
+\"halted\": null|{\"predicate\", \"cut\", \"actors\"}, \"cut\": null|{\"p1\": events, …}}; outcome
+\"halted\" and exit 0 when a --stop-if/--stop-at halted.";
 
 /// Arguments of `ddbx replay`.
 #[derive(Debug, clap::Args)]
