@@ -21,6 +21,11 @@
 //! its entry in the race list) shows its details and the `ddbx replay DIR --stop-at pN:K`
 //! command that halts right before its receive. Tabs switch views; checkboxes hide actors.
 //! The diagrams sit in scrollable panes, so a few thousand events stay usable.
+//!
+//! `--format shiviz` writes the same events as a ShiViz log instead (one event per history
+//! record, in a topological order of happened-before, each with its vector clock), and
+//! `--format perfetto` as Chrome/Perfetto trace JSON (one process per actor, one slice per
+//! event at its logical rank, the arrows as flows).
 
 use super::races::{actor_label, analyze, race_text, record_text, replay_command};
 use crate::error::Error;
@@ -45,6 +50,10 @@ dashed) and the abstract affects view (actors as nodes, affects as edges, mutual
 affecting actors in one box). Hover an event for its history record; click a race for
 its replay command. The same recording gives a byte-identical file.
 
+Formats (--format): html (default), shiviz (a log for ShiViz: regex line, delimiter line,
+then `pN {vector clock}` / record line pairs) and perfetto (Chrome trace JSON for
+ui.perfetto.dev or chrome://tracing: ts = logical rank x 10 us, arrows as flows).
+
 Exit code: 0; 2 usage (the file cannot be written), 102 bad recording.";
 
 /// Arguments of `ddbx view`.
@@ -54,9 +63,23 @@ pub struct Args {
     /// The recording directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// The HTML file to write.
+    /// The file to write.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+    /// What to write: the HTML page, a ShiViz log, or Chrome/Perfetto trace JSON.
+    #[arg(long = "format", value_enum, default_value_t = Format::Html)]
+    pub format: Format,
+}
+
+/// The output formats of `ddbx view`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The self-contained HTML page with the four views.
+    Html,
+    /// A ShiViz log (vector clocks over the exported events).
+    Shiviz,
+    /// Chrome/Perfetto trace JSON (`{"traceEvents": [...]}`).
+    Perfetto,
 }
 
 /// Horizontal distance between actor lines.
@@ -71,8 +94,12 @@ const TOP: u64 = 56;
 /// Runs `ddbx view`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     let an = analyze(&args.dir)?;
-    let html = render(&an.recording, &an.deps, &an.clocks, &an.races, &args.dir)?;
-    std::fs::write(&args.output, html).map_err(|e| {
+    let text = match args.format {
+        Format::Html => render(&an.recording, &an.deps, &an.clocks, &an.races, &args.dir)?,
+        Format::Shiviz => shiviz(&layout(&an.recording, &an.deps)?, &args.dir),
+        Format::Perfetto => perfetto(&layout(&an.recording, &an.deps)?),
+    };
+    std::fs::write(&args.output, text).map_err(|e| {
         Error::Usage(format!(
             "{}: cannot write the view: {e}",
             args.output.display()
@@ -124,6 +151,10 @@ struct Diagram<'a> {
     max_rank: u64,
     /// (from, to, kind), sorted.
     arrows: Vec<(Event, Event, ArrowKind)>,
+    /// Every event, in a topological order of the graph the ranks are computed over.
+    order: Vec<Event>,
+    /// Each event's direct predecessors in that graph (deduplicated, sorted).
+    preds: HashMap<Event, Vec<Event>>,
 }
 
 impl Diagram<'_> {
@@ -228,6 +259,7 @@ fn layout<'a>(rec: &'a Recording, deps: &Deps) -> Result<Diagram<'a>, Error> {
     }
     let mut indeg: HashMap<Event, usize> = HashMap::new();
     let mut succs: HashMap<Event, Vec<Event>> = HashMap::new();
+    let mut direct: HashMap<Event, Vec<Event>> = HashMap::new();
     for e in &all {
         let ps: BTreeSet<Event> = preds[e]
             .iter()
@@ -235,13 +267,16 @@ fn layout<'a>(rec: &'a Recording, deps: &Deps) -> Result<Diagram<'a>, Error> {
             .filter(|p| preds.contains_key(p))
             .collect();
         indeg.insert(*e, ps.len());
-        for p in ps {
+        for &p in &ps {
             succs.entry(p).or_default().push(*e);
         }
+        direct.insert(*e, ps.into_iter().collect());
     }
+    let mut order: Vec<Event> = Vec::with_capacity(all.len());
     let mut ready: BTreeSet<Event> = all.iter().copied().filter(|e| indeg[e] == 0).collect();
     let mut rank: HashMap<Event, u64> = HashMap::new();
     while let Some(e) = ready.pop_first() {
+        order.push(e);
         let r = preds[&e]
             .iter()
             .filter_map(|p| rank.get(p))
@@ -273,7 +308,105 @@ fn layout<'a>(rec: &'a Recording, deps: &Deps) -> Result<Diagram<'a>, Error> {
         rank,
         max_rank,
         arrows: arrows.into_iter().collect(),
+        order,
+        preds: direct,
     })
+}
+
+/// One history record as one line of text.
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// The ShiViz log: the parsing regex, the execution delimiter, then for each event (in a
+/// topological order of happened-before) its host and vector clock on one line and its record
+/// on the next. The clocks are computed over the exported events and the graph the event view
+/// is drawn from (program order, needs, arrows; a connect before its accept), so each host's
+/// own entry is its event number: 1 for its first event, +1 per event.
+fn shiviz(d: &Diagram, dir: &Path) -> String {
+    let mut out = String::new();
+    out.push_str("(?<host>\\S*) (?<clock>{.*})\\n(?<event>.*)\n");
+    out.push_str("=== (?<trace>.*) ===\n");
+    let _ = writeln!(out, "=== {} ===", one_line(&dir.to_string_lossy()));
+    let mut clocks: HashMap<Event, BTreeMap<ActorId, u64>> = HashMap::new();
+    for &e in &d.order {
+        let mut vc: BTreeMap<ActorId, u64> = BTreeMap::new();
+        for p in d.preds.get(&e).map_or(&[][..], Vec::as_slice) {
+            for (a, k) in clocks.get(p).into_iter().flatten() {
+                let v = vc.entry(*a).or_insert(0);
+                *v = (*v).max(*k);
+            }
+        }
+        vc.insert(e.0, e.1);
+        let record = d
+            .rec
+            .history(e.0)
+            .and_then(|h| h.records.get(e.1 as usize - 1))
+            .map_or(String::new(), |r| one_line(&r.to_string()));
+        let clock = vc
+            .iter()
+            .map(|(a, k)| format!("\"{a}\": {k}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = write!(out, "{} {{{clock}}}\n{record}\n", e.0);
+        clocks.insert(e, vc);
+    }
+    out
+}
+
+/// Chrome/Perfetto trace JSON: a process per actor (pid = the actor's number), an `X` slice
+/// per event at `ts` = logical rank × 10 µs, each arrow a flow (`bind_id`, `flow_out` on its
+/// source slice, `flow_in` on its target). A slice binds one flow; an event with several
+/// flows gets one extra slice (same time, same record) per further flow.
+fn perfetto(d: &Diagram) -> String {
+    let rec = d.rec;
+    let mut flows: BTreeMap<Event, Vec<(String, bool)>> = BTreeMap::new();
+    for (i, &(from, to, _)) in d.arrows.iter().enumerate() {
+        let id = format!("0x{:x}", i + 1);
+        flows.entry(from).or_default().push((id.clone(), true));
+        flows.entry(to).or_default().push((id, false));
+    }
+    let mut events = Vec::new();
+    for &a in &d.actors {
+        let pid = a.0;
+        let name = format!(
+            "{a} {}",
+            rec.program_names(a).first().cloned().unwrap_or_default()
+        );
+        events.push(serde_json::json!({
+            "name": "process_name", "ph": "M", "pid": pid, "tid": pid,
+            "args": {"name": name.trim_end()},
+        }));
+        events.push(serde_json::json!({
+            "name": "process_sort_index", "ph": "M", "pid": pid, "tid": pid,
+            "args": {"sort_index": d.column[&a]},
+        }));
+        let Some(h) = rec.history(a) else { continue };
+        for (i, record) in h.records.iter().enumerate() {
+            let e = (a, i as u64 + 1);
+            let ts = d.rank.get(&e).copied().unwrap_or(0) * 10;
+            let slice = || {
+                serde_json::json!({
+                    "name": record.kind(), "cat": "ddbx", "ph": "X", "pid": pid, "tid": pid,
+                    "ts": ts, "dur": 1,
+                    "args": {"record": record.to_string(), "event": format!("{a}:{}", e.1)},
+                })
+            };
+            let fs = flows.get(&e).map_or(&[][..], Vec::as_slice);
+            if fs.is_empty() {
+                events.push(slice());
+            }
+            for (id, out) in fs {
+                let mut s = slice();
+                s["bind_id"] = serde_json::json!(id);
+                s[if *out { "flow_out" } else { "flow_in" }] = serde_json::json!(true);
+                events.push(s);
+            }
+        }
+    }
+    let mut text = serde_json::json!({ "traceEvents": events }).to_string();
+    text.push('\n');
+    text
 }
 
 /// Which of the three diagram views to draw.
@@ -674,6 +807,7 @@ document.getElementById('all').addEventListener('click',function(){document.quer
 document.getElementById('none').addEventListener('click',function(){document.querySelectorAll('#actors input').forEach(function(i){i.checked=false;});filter();});
 showView('event');
 if(data.races.length) showRace(data.races[0].id);
+document.documentElement.setAttribute('data-ddbx','ok');
 })();
 "#;
 
