@@ -69,7 +69,8 @@ pub enum Command {
     Inf(inf::Args),
     /// List the message races of a recording: locally-first, unaffected, affects.
     Races(races::Args),
-    /// Write the event, first-race, affects and abstract affects views as one HTML file.
+    /// Write the event, first-race, affects and abstract affects views as one HTML file (or a
+    /// ShiViz log, or Chrome/Perfetto trace JSON).
     View(view::Args),
     /// Help on a command, or on a topic: `ddbx help predicates` (the `stop if` language).
     Help {
