@@ -286,7 +286,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
         }
     };
     let writer: Writer = Arc::new(Mutex::new(writer));
-    let (actor, reply) = welcome(shared, &hello, &writer);
+    let (actor, reply) = welcome(shared, &hello);
     // A refused process is gone from the session's point of view once told so.
     if writer
         .lock()
@@ -299,6 +299,10 @@ fn serve(shared: &Shared, stream: UnixStream) {
     let Some(actor) = actor else {
         return;
     };
+    // Only now may others' requests reach this LD: after its Welcome.
+    if let Some(h) = shared.lock().halting.as_mut() {
+        h.attach(actor, Arc::clone(&writer));
+    }
     while let Some(line) = read_line(&mut reader) {
         let message = match proto::decode::<LdToGd>(&line) {
             Ok(message) => message,
@@ -320,7 +324,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
 }
 
 /// Resolves a `Hello`: the actor (`None`: refused) and the reply to send.
-fn welcome(shared: &Shared, hello: &HelloFacts, writer: &Writer) -> (Option<ActorId>, GdToLd) {
+fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
     let mut state = shared.lock();
     let resolution = state.registry.hello(hello);
     shared.changed.notify_all();
@@ -331,10 +335,7 @@ fn welcome(shared: &Shared, hello: &HelloFacts, writer: &Writer) -> (Option<Acto
             exec,
             new_actor,
         } => {
-            let halting = state
-                .halting
-                .as_mut()
-                .map(|h| h.welcomed(actor, hello.pid, Arc::clone(writer)));
+            let halting = state.halting.as_mut().map(|h| h.welcomed(actor, hello.pid));
             if new_actor
                 && let Some(dir) = &shared.manifest_dir
                 && let Some(info) = state.registry.actors().iter().find(|a| a.id == actor)

@@ -108,6 +108,8 @@ struct Actor {
     at_gate: bool,
     /// Its predicate held (with nothing owed) when it last said so, even if it then exited.
     held: bool,
+    /// The target its Welcome carried.
+    welcomed_target: u64,
 }
 
 /// The halting state of a replay.
@@ -165,6 +167,7 @@ impl Halting {
                         reported: 0,
                         at_gate: false,
                         held: false,
+                        welcomed_target: 0,
                     },
                 )
             })
@@ -254,19 +257,37 @@ impl Halting {
     }
 
     /// An LD said hello as `actor`: what it must know.
-    pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32, writer: Writer) -> HaltPlan {
+    pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32) -> HaltPlan {
         trace!("Welcome {actor} pid {pid}");
         let sp = self.sp.get(&actor).cloned();
         match self.actors.get_mut(&actor) {
             Some(a) => {
                 a.phase = Phase::Running;
-                a.writer = Some(writer);
+                // Until the Welcome is written and the writer attached, requests only raise
+                // the target; `attach` sends what the Welcome did not carry.
+                a.writer = None;
                 a.pid = Some(pid);
                 // After a release, a new actor must not be held either.
                 let target = if self.released { u64::MAX } else { a.target };
+                a.welcomed_target = target;
                 HaltPlan { sp, target }
             }
             None => HaltPlan { sp, target: 0 },
+        }
+    }
+
+    /// The Welcome of `actor` has been written: later requests go through `writer`, starting
+    /// with any target raised since the Welcome was made.
+    pub(crate) fn attach(&mut self, actor: ActorId, writer: Writer) {
+        if let Some(a) = self.actors.get_mut(&actor) {
+            if a.target > a.welcomed_target && !self.released {
+                trace!(
+                    "RunUntil {actor} {} (raised before its Welcome was out)",
+                    a.target
+                );
+                send(&writer, &GdToLd::RunUntil { event: a.target });
+            }
+            a.writer = Some(writer);
         }
     }
 
