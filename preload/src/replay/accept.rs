@@ -187,7 +187,11 @@ fn take_connection_from(ld: &mut Ld, fd: c_int, peer: (ActorId, u64)) -> c_int {
 /// Waits for and accepts any connection on `fd` (close-on-exec, blocking mode unchanged).
 fn accept_any(fd: c_int) -> c_int {
     loop {
-        sys::poll_one(fd, libc::POLLIN, 1000);
+        // Only accept when a connection is pending: on a blocking listener, accept4 would
+        // otherwise block in the kernel (SOCK_NONBLOCK is for the new socket only).
+        if sys::poll_one(fd, libc::POLLIN, 1000) <= 0 {
+            continue;
+        }
         // SAFETY: null address buffers are allowed.
         let got = unsafe {
             real::accept4(

@@ -184,6 +184,12 @@ impl Shared {
         (halted && h.satisfied()).then(|| h.halted_state())
     }
 
+    /// Halting, when nothing happened for a while: repeats the requests not yet met; true if
+    /// the program is now found halted.
+    pub(crate) fn halting_tick(&self) -> bool {
+        self.lock().halting.as_mut().is_some_and(|h| h.resend())
+    }
+
     /// Halting: the predicate never held; let everything run to the end.
     pub(crate) fn release(&self) {
         if let Some(h) = self.lock().halting.as_mut() {

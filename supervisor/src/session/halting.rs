@@ -291,6 +291,29 @@ impl Halting {
         }
     }
 
+    /// Sends every request again that has not been met yet (an actor whose target is above its
+    /// progress), and checks for the halt again. Requests are idempotent, so this only
+    /// repairs a request that got lost (the main loop calls it when nothing happened for a
+    /// while).
+    pub(crate) fn resend(&mut self) -> bool {
+        if self.halted || self.released {
+            return false;
+        }
+        let ids: Vec<ActorId> = self.actors.keys().copied().collect();
+        for id in ids {
+            let progress = self.progress(id);
+            if let Some(a) = self.actors.get(&id)
+                && matches!(a.phase, Phase::Running | Phase::Passive)
+                && a.target > progress
+                && let Some(w) = &a.writer
+            {
+                trace!("RunUntil {id} {} again (at {progress})", a.target);
+                send(w, &GdToLd::RunUntil { event: a.target });
+            }
+        }
+        self.check()
+    }
+
     /// `actor` is about to execute `event`, which needs other actors' events.
     pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
         let mut needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();

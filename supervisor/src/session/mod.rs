@@ -398,9 +398,17 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         } else {
-            match events_rx.recv() {
+            match events_rx.recv_timeout(Duration::from_secs(1)) {
                 Ok(event) => event,
-                Err(_) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // A halting replay where nothing moved for a second: repeat what was asked.
+                    if shared.halting_tick() {
+                        MainEvent::Halted
+                    } else {
+                        continue;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         };
         match event {
