@@ -292,7 +292,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
         }
     };
     let writer: Writer = Arc::new(Mutex::new(writer));
-    let (actor, reply) = welcome(shared, &hello);
+    let (actor, incarnation, reply) = welcome(shared, &hello);
     // A refused process is gone from the session's point of view once told so.
     if writer
         .lock()
@@ -307,7 +307,7 @@ fn serve(shared: &Shared, stream: UnixStream) {
     };
     // Only now may others' requests reach this LD: after its Welcome.
     if let Some(h) = shared.lock().halting.as_mut() {
-        h.attach(actor, Arc::clone(&writer));
+        h.attach(actor, incarnation, Arc::clone(&writer));
     }
     while let Some(line) = read_line(&mut reader) {
         let message = match proto::decode::<LdToGd>(&line) {
@@ -323,14 +323,15 @@ fn serve(shared: &Shared, stream: UnixStream) {
                 continue;
             }
         };
-        if let Some(answer) = handle(shared, actor, hello.pid, message) {
+        if let Some(answer) = handle(shared, actor, hello.pid, incarnation, message) {
             halting::send(&writer, &answer);
         }
     }
 }
 
-/// Resolves a `Hello`: the actor (`None`: refused) and the reply to send.
-fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
+/// Resolves a `Hello`: the actor (`None`: refused), its halting incarnation and the reply to
+/// send.
+fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, u64, GdToLd) {
     let mut state = shared.lock();
     let resolution = state.registry.hello(hello);
     shared.changed.notify_all();
@@ -341,7 +342,13 @@ fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
             exec,
             new_actor,
         } => {
-            let halting = state.halting.as_mut().map(|h| h.welcomed(actor, hello.pid));
+            let (halting, incarnation) = match state.halting.as_mut() {
+                Some(h) => {
+                    let (plan, incarnation) = h.welcomed(actor, hello.pid);
+                    (Some(plan), incarnation)
+                }
+                None => (None, 0),
+            };
             if new_actor
                 && let Some(dir) = &shared.manifest_dir
                 && let Some(info) = state.registry.actors().iter().find(|a| a.id == actor)
@@ -380,7 +387,7 @@ fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
                     .map(|plans| plans.get(&actor).cloned().unwrap_or_default()),
                 halting,
             };
-            (Some(actor), reply)
+            (Some(actor), incarnation, reply)
         }
         Resolution::Refuse { why, .. } => {
             drop(state);
@@ -400,13 +407,19 @@ fn welcome(shared: &Shared, hello: &HelloFacts) -> (Option<ActorId>, GdToLd) {
                 }
             };
             shared.send(MainEvent::Stop(end));
-            (None, GdToLd::Refuse { why })
+            (None, 0, GdToLd::Refuse { why })
         }
     }
 }
 
 /// Handles one message after the handshake; returns the answer, if it is a request.
-fn handle(shared: &Shared, me: ActorId, pid: i32, message: LdToGd) -> Option<GdToLd> {
+fn handle(
+    shared: &Shared,
+    me: ActorId,
+    pid: i32,
+    incarnation: u64,
+    message: LdToGd,
+) -> Option<GdToLd> {
     match message {
         LdToGd::Hello { .. } => {
             note(
@@ -535,7 +548,7 @@ fn handle(shared: &Shared, me: ActorId, pid: i32, message: LdToGd) -> Option<GdT
         } => {
             let mut state = shared.lock();
             if let Some(h) = state.halting.as_mut() {
-                h.passive(actor, events, target, at_gate);
+                h.passive(actor, incarnation, events, target, at_gate);
                 if h.check() {
                     shared.send(MainEvent::Halted);
                 }

@@ -67,16 +67,38 @@ pub struct HaltedState {
 /// A writer shared by an LD connection's thread and the halting logic.
 pub(crate) type Writer = Arc<Mutex<UnixStream>>;
 
-/// Whether to trace the halting protocol on stderr (`DDBX_TRACE_HALT=1`, for ddbx developers).
+/// Whether to trace the halting protocol (`DDBX_TRACE_HALT=1`: on stderr; `DDBX_TRACE_HALT=FILE`
+/// with a `/` in it: appended to FILE, one line per message, prefixed with the GD's pid; for
+/// ddbx developers).
 fn tracing() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("DDBX_TRACE_HALT").is_some())
+    trace_target().is_some()
+}
+
+fn trace_target() -> Option<&'static str> {
+    static ON: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ON.get_or_init(|| std::env::var("DDBX_TRACE_HALT").ok())
+        .as_deref()
+}
+
+fn trace_line(line: String) {
+    match trace_target() {
+        Some(path) if path.contains('/') => {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                let _ = writeln!(f, "{} {line}", std::process::id());
+            }
+        }
+        _ => eprintln!("{line}"),
+    }
 }
 
 macro_rules! trace {
     ($($arg:tt)*) => {
         if tracing() {
-            eprintln!("ddbx-halt: {}", format!($($arg)*));
+            trace_line(format!("ddbx-halt: {}", format!($($arg)*)));
         }
     };
 }
@@ -110,6 +132,9 @@ struct Actor {
     held: bool,
     /// The target its Welcome carried.
     welcomed_target: u64,
+    /// Welcomes so far: an exec'd image says hello again on a new connection, and only the
+    /// latest connection may carry requests (an older one may be attached late, and is dead).
+    incarnation: u64,
 }
 
 /// The halting state of a replay.
@@ -136,6 +161,7 @@ pub(crate) struct Halting {
 impl Halting {
     /// Prepares halting a replay of `recording` at `request`.
     pub(crate) fn new(recording: &Recording, request: &HaltRequest, state_dir: PathBuf) -> Halting {
+        trace!("start {} P={}", recording.dir.display(), request.text);
         let deps = Deps::from_recording(recording);
         let mut creation = HashMap::new();
         for info in &recording.manifest.actors {
@@ -168,6 +194,7 @@ impl Halting {
                         at_gate: false,
                         held: false,
                         welcomed_target: 0,
+                        incarnation: 0,
                     },
                 )
             })
@@ -256,12 +283,14 @@ impl Halting {
         }
     }
 
-    /// An LD said hello as `actor`: what it must know.
-    pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32) -> HaltPlan {
-        trace!("Welcome {actor} pid {pid}");
+    /// An LD said hello as `actor`: what it must know, and the incarnation to `attach` its
+    /// connection with.
+    pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32) -> (HaltPlan, u64) {
         let sp = self.sp.get(&actor).cloned();
         match self.actors.get_mut(&actor) {
             Some(a) => {
+                a.incarnation += 1;
+                trace!("Welcome {actor} pid {pid} (incarnation {})", a.incarnation);
                 a.phase = Phase::Running;
                 // Until the Welcome is written and the writer attached, requests only raise
                 // the target; `attach` sends what the Welcome did not carry.
@@ -270,16 +299,27 @@ impl Halting {
                 // After a release, a new actor must not be held either.
                 let target = if self.released { u64::MAX } else { a.target };
                 a.welcomed_target = target;
-                HaltPlan { sp, target }
+                (HaltPlan { sp, target }, a.incarnation)
             }
-            None => HaltPlan { sp, target: 0 },
+            None => (HaltPlan { sp, target: 0 }, 0),
         }
     }
 
     /// The Welcome of `actor` has been written: later requests go through `writer`, starting
     /// with any target raised since the Welcome was made.
-    pub(crate) fn attach(&mut self, actor: ActorId, writer: Writer) {
+    ///
+    /// A connection welcomed before the latest one (the image before an exec, whose thread got
+    /// here late) is not attached: requests written to it would be lost.
+    pub(crate) fn attach(&mut self, actor: ActorId, incarnation: u64, writer: Writer) {
         if let Some(a) = self.actors.get_mut(&actor) {
+            if incarnation != a.incarnation {
+                trace!(
+                    "not attaching {actor}'s incarnation {incarnation} (now {})",
+                    a.incarnation
+                );
+                return;
+            }
+            trace!("attach {actor} incarnation {incarnation}");
             if a.target > a.welcomed_target && !self.released {
                 trace!(
                     "RunUntil {actor} {} (raised before its Welcome was out)",
@@ -325,9 +365,21 @@ impl Halting {
     }
 
     /// `actor` is passive after `events` events, having seen requests up to `target`.
-    pub(crate) fn passive(&mut self, actor: ActorId, events: u64, target: u64, at_gate: bool) {
-        trace!("Passive {actor} at {events} (target seen {target}, at gate {at_gate})");
-        if let Some(a) = self.actors.get_mut(&actor) {
+    /// A note from an image that has since exec'd (`incarnation` not the latest) is stale.
+    pub(crate) fn passive(
+        &mut self,
+        actor: ActorId,
+        incarnation: u64,
+        events: u64,
+        target: u64,
+        at_gate: bool,
+    ) {
+        trace!(
+            "Passive {actor} at {events} (target seen {target}, at gate {at_gate}, incarnation {incarnation})"
+        );
+        if let Some(a) = self.actors.get_mut(&actor)
+            && a.incarnation == incarnation
+        {
             a.reported = a.reported.max(events);
             if target >= a.target && matches!(a.phase, Phase::Running | Phase::Passive) {
                 a.phase = Phase::Passive;
@@ -493,5 +545,83 @@ impl Halting {
     /// The pid of an actor's process, if it is alive.
     pub(crate) fn pid(&self, actor: ActorId) -> Option<i32> {
         self.actors.get(&actor).and_then(|a| a.pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ddbx_wire::manifest::{ActorInfo, Manifest, SessionState};
+    use ddbx_wire::{FORMAT_VERSION, History};
+    use std::io::{BufRead, BufReader};
+    use std::path::Path;
+
+    /// One root actor with a few events (enough for a `RunUntil` to mean something).
+    fn recording() -> Recording {
+        let text = "Header(format: 1, actor: \"p1\")\n\
+            Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n\
+            Probe(name: \"x\", value: 1)\n\
+            Probe(name: \"x\", value: 2)\n\
+            Exit(status: 0)\n";
+        let history = History::parse(Path::new("p1.ron"), text).expect("test history");
+        Recording {
+            dir: PathBuf::from("/nonexistent"),
+            manifest: Manifest {
+                format: FORMAT_VERSION,
+                ddbx_version: "test".into(),
+                command: vec!["a".into()],
+                cwd: PathBuf::from("/"),
+                env: Vec::new(),
+                host: "h".into(),
+                state: SessionState::Complete,
+                actors: vec![ActorInfo {
+                    id: ActorId(1),
+                    origin: Origin::Root,
+                    pid: 1,
+                    argv: vec!["a".into()],
+                    host: "h".into(),
+                    exit: None,
+                }],
+                passthrough: Vec::new(),
+                problem: None,
+            },
+            histories: vec![history],
+            channels: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn pair() -> (Writer, BufReader<UnixStream>) {
+        let (a, b) = UnixStream::pair().expect("socketpair");
+        (Arc::new(Mutex::new(a)), BufReader::new(b))
+    }
+
+    /// An image that exec'd says hello again on a new connection; if the thread of its old
+    /// connection attaches late, requests must still reach the new one (they were lost before:
+    /// a halting replay of Figure 1 hung about once in 300 runs under load).
+    #[test]
+    fn a_late_attach_of_the_image_before_exec_does_not_steal_requests() {
+        let request = HaltRequest {
+            primary: Vec::new(),
+            text: "p1.x == 2".into(),
+        };
+        let mut h = Halting::new(&recording(), &request, PathBuf::from("/nonexistent"));
+        let p1 = ActorId(1);
+        let (_, first) = h.welcomed(p1, 10);
+        let (_, second) = h.welcomed(p1, 10); // after exec
+        let (old_w, old_r) = pair();
+        let (new_w, mut new_r) = pair();
+        h.attach(p1, second, new_w);
+        h.attach(p1, first, old_w); // the old connection's thread, late
+        h.ensure(p1, 2);
+        drop(h); // closes both writers
+        let mut line = String::new();
+        new_r.read_line(&mut line).expect("read");
+        assert!(line.contains("RunUntil"), "the new image got {line:?}");
+        assert_eq!(
+            old_r.lines().count(),
+            0,
+            "the dead connection got a request"
+        );
     }
 }
