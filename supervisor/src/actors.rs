@@ -150,6 +150,20 @@ impl Registry {
         }
     }
 
+    /// Record: the process `pid` reaped its child `child_pid` after `events` events.
+    pub fn reaped(&mut self, pid: i32, events: u64, child_pid: i32) {
+        let (Some(parent), Some(child)) = (self.procs.get(&pid), self.procs.get(&child_pid)) else {
+            return;
+        };
+        let (parent, child) = (parent.actor, child.actor);
+        if let Some(info) = self.actors.iter_mut().find(|a| a.id == parent) {
+            info.reaps.push(ddbx_wire::manifest::Reap {
+                after: events,
+                child,
+            });
+        }
+    }
+
     /// Decides who a new process image is (see the module doc for the rules).
     pub fn hello(&mut self, facts: &HelloFacts) -> Resolution {
         if facts.protocol != PROTOCOL_VERSION {
@@ -254,6 +268,7 @@ impl Registry {
                 argv: facts.argv.clone(),
                 host: self.host.clone(),
                 exit: None,
+                reaps: Vec::new(),
             });
         }
         resolution
@@ -555,6 +570,7 @@ mod tests {
             argv: vec!["./x".into()],
             host: "h".into(),
             exit: Some(ExitStatus::Exited(0)),
+            reaps: Vec::new(),
         }
     }
 

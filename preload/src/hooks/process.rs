@@ -8,7 +8,7 @@
 #![allow(non_snake_case)]
 
 use super::hook;
-use crate::{ld, real};
+use crate::{ld, real, sys};
 use ddbx_wire::history::Record;
 use ddbx_wire::proto::Mode;
 use libc::{c_char, c_int, c_void, pid_t};
@@ -295,11 +295,47 @@ fn before_wait(options: c_int) {
     }
 }
 
+/// After a wait that returned `child`: the record notes which child a blocking wait reaped
+/// (not an event; a halting replay needs the child's end before the parent's next event).
+/// `ended` says whether the child terminated (rather than stopped or continued).
+fn after_wait(options: c_int, child: pid_t, ended: bool) {
+    if options & libc::WNOHANG != 0 || child <= 0 || !ended || options & libc::WNOWAIT != 0 {
+        return;
+    }
+    if let Some(ld) = ld::active()
+        && ld.mode == Mode::Record
+    {
+        let msg = ddbx_wire::proto::LdToGd::Reaped {
+            actor: ld.actor,
+            events: ld.events(),
+            pid: child,
+        };
+        ld.send(&msg);
+    }
+}
+
+/// Whether a wait status (null: not asked for) says the child terminated.
+fn terminated(status: *mut c_int, options: c_int) -> bool {
+    if status.is_null() {
+        // Without WUNTRACED/WCONTINUED only terminations are reported.
+        return options & (libc::WUNTRACED | libc::WCONTINUED) == 0;
+    }
+    // SAFETY: the caller's status word, just filled by the wait.
+    let s = unsafe { *status };
+    libc::WIFEXITED(s) || libc::WIFSIGNALED(s)
+}
+
 hook! {
     /// waitpid(2).
     fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
         before_wait(options);
-        real::waitpid(pid, status, options)
+        let r = real::waitpid(pid, status, options);
+        if r > 0 {
+            let err = sys::errno();
+            after_wait(options, r, terminated(status, options));
+            sys::set_errno(err);
+        }
+        r
     }
 }
 
@@ -307,7 +343,13 @@ hook! {
     /// wait(2).
     fn wait(status: *mut c_int) -> pid_t {
         before_wait(0);
-        real::wait(status)
+        let r = real::wait(status);
+        if r > 0 {
+            let err = sys::errno();
+            after_wait(0, r, terminated(status, 0));
+            sys::set_errno(err);
+        }
+        r
     }
 }
 
@@ -315,7 +357,13 @@ hook! {
     /// wait3(2).
     fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
-        real::wait3(status, options, usage)
+        let r = real::wait3(status, options, usage);
+        if r > 0 {
+            let err = sys::errno();
+            after_wait(options, r, terminated(status, options));
+            sys::set_errno(err);
+        }
+        r
     }
 }
 
@@ -323,7 +371,13 @@ hook! {
     /// wait4(2).
     fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
-        real::wait4(pid, status, options, usage)
+        let r = real::wait4(pid, status, options, usage);
+        if r > 0 {
+            let err = sys::errno();
+            after_wait(options, r, terminated(status, options));
+            sys::set_errno(err);
+        }
+        r
     }
 }
 
@@ -331,6 +385,15 @@ hook! {
     /// waitid(2).
     fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int {
         before_wait(options);
-        real::waitid(idtype, id, info, options)
+        let r = real::waitid(idtype, id, info, options);
+        if r == 0 && !info.is_null() {
+            let err = sys::errno();
+            // SAFETY: the caller's siginfo, just filled by waitid.
+            let (pid, code) = unsafe { ((*info).si_pid(), (*info).si_code) };
+            let ended = matches!(code, libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED);
+            after_wait(options, pid, ended);
+            sys::set_errno(err);
+        }
+        r
     }
 }

@@ -164,7 +164,23 @@ impl Deps {
         for a in &manifest.actors {
             origins.insert(a.id, a.origin);
         }
-        Deps::build(&origins, histories, channels)
+        let mut deps = Deps::build(&origins, histories, channels);
+        // A wait that reaped a child: the parent's next event needs the child's last one.
+        for a in &manifest.actors {
+            for reap in &a.reaps {
+                let end = deps.event_count(reap.child);
+                if end == 0 || reap.child == a.id {
+                    continue;
+                }
+                if let Some(&i) = deps.index.get(&a.id)
+                    && let Some(needs) = deps.needs[i].get_mut(reap.after as usize)
+                    && !needs.contains(&(reap.child, end))
+                {
+                    needs.push((reap.child, end));
+                }
+            }
+        }
+        deps
     }
 
     /// The dependencies of `histories` alone: origins from their `Start` records, channels

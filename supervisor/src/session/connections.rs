@@ -496,6 +496,17 @@ fn handle(
             }));
             None
         }
+        LdToGd::Reaped {
+            actor: _,
+            events,
+            pid: child,
+        } => {
+            let mut state = shared.lock();
+            if shared.plans.is_none() {
+                state.registry.reaped(pid, events, child);
+            }
+            None
+        }
         LdToGd::Exiting {
             actor: _,
             events,

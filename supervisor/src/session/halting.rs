@@ -145,6 +145,8 @@ pub(crate) struct Halting {
     actors: BTreeMap<ActorId, Actor>,
     /// child → (parent, the parent's event that creates it).
     creation: HashMap<ActorId, (ActorId, u64)>,
+    /// parent → the children its waits reaped, with its events at each (see `Reap`).
+    reaps: HashMap<ActorId, Vec<ddbx_wire::manifest::Reap>>,
     /// Actors with nothing to hold (see `is_bystander`): not waited for.
     bystanders: Vec<ActorId>,
     /// The recorded histories (the state of an actor that cannot answer comes from them).
@@ -215,7 +217,15 @@ impl Halting {
             .iter()
             .map(|h| (h.actor, h.clone()))
             .collect();
+        let reaps = recording
+            .manifest
+            .actors
+            .iter()
+            .filter(|a| !a.reaps.is_empty())
+            .map(|a| (a.id, a.reaps.clone()))
+            .collect();
         let mut halting = Halting {
+            reaps,
             histories,
             bystanders,
             deps,
@@ -250,6 +260,7 @@ impl Halting {
 
     /// Makes `actor` execute at least `event` events (creating it first if need be).
     fn ensure(&mut self, actor: ActorId, event: u64) {
+        self.ensure_reaped(actor, event);
         let progress = self.progress(actor);
         let Some(a) = self.actors.get_mut(&actor) else {
             return;
@@ -279,6 +290,31 @@ impl Halting {
                 if let Some(w) = &a.writer {
                     send(w, &GdToLd::RunUntil { event });
                 }
+            }
+        }
+    }
+
+    /// Before `actor` can execute `event`, the children its waits reaped before that event
+    /// must have ended (a process blocked in waitpid reads no request): run them to their end.
+    fn ensure_reaped(&mut self, actor: ActorId, event: u64) {
+        let children: Vec<ActorId> = self
+            .reaps
+            .get(&actor)
+            .map(|r| {
+                r.iter()
+                    .filter(|r| r.after < event)
+                    .map(|r| r.child)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for child in children {
+            let end = self
+                .histories
+                .get(&child)
+                .map_or(0, |h| h.records.len() as u64);
+            if end > 0 && child != actor {
+                trace!("{actor} reaped {child} before its event {event}: run {child} to its end");
+                self.ensure(child, end);
             }
         }
     }
@@ -358,6 +394,7 @@ impl Halting {
     pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
         let mut needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
         needs.extend(self.deps.child_exits(actor, event));
+        self.ensure_reaped(actor, event);
         trace!("Need {actor} {event}: {needs:?}");
         for (other, e) in needs {
             self.ensure(other, e);
@@ -414,10 +451,19 @@ impl Halting {
                 Phase::Running => return false,
                 Phase::Passive | Phase::Exited => any_created = true,
                 Phase::NotCreated => {
-                    if let Some(&(parent, fork)) = self.creation.get(id)
-                        && self.progress(parent) >= fork
-                    {
-                        return false; // forked, not yet said hello
+                    if let Some(&(parent, fork)) = self.creation.get(id) {
+                        if self.progress(parent) >= fork {
+                            return false; // forked, not yet said hello
+                        }
+                        // Asked for, from a parent nothing holds (a shell): it is on its way.
+                        let parent_runs_freely = self.bystanders.contains(&parent)
+                            && self
+                                .actors
+                                .get(&parent)
+                                .is_some_and(|p| p.phase != Phase::Exited);
+                        if a.target > 0 && parent_runs_freely {
+                            return false;
+                        }
                     }
                 }
             }
@@ -581,6 +627,7 @@ mod tests {
                     argv: vec!["a".into()],
                     host: "h".into(),
                     exit: None,
+                    reaps: Vec::new(),
                 }],
                 passthrough: Vec::new(),
                 problem: None,

@@ -64,6 +64,19 @@ pub struct ActorInfo {
     /// How it ended, when ddbx learnt it.
     #[serde(default)]
     pub exit: Option<ExitStatus>,
+    /// The children it reaped with a blocking wait (waitpid, wait, …), in order: waits are not
+    /// events, but the event after one needs that child's exit (a halting replay uses this).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reaps: Vec<Reap>,
+}
+
+/// A child reaped by an actor's wait.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reap {
+    /// Events the actor had executed when its wait returned the child.
+    pub after: u64,
+    /// The child.
+    pub child: ActorId,
 }
 
 /// The manifest of one recording.
@@ -235,6 +248,7 @@ mod tests {
                 argv: vec!["./a".into()],
                 host: "h".into(),
                 exit: Some(ExitStatus::Exited(0)),
+                reaps: Vec::new(),
             }],
             passthrough: vec![],
             problem: None,
@@ -258,6 +272,7 @@ mod tests {
             argv: vec!["./a".into()],
             host: "h".into(),
             exit: None,
+            reaps: Vec::new(),
         };
         let mut m = Manifest {
             format: FORMAT_VERSION,

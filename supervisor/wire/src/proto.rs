@@ -102,6 +102,16 @@ pub enum LdToGd {
         /// What, and what to do about it.
         what: String,
     },
+    /// Record: a wait (waitpid, wait, …) of the actor's process returned the child `pid`,
+    /// which had terminated, after `events` events.
+    Reaped {
+        /// The actor.
+        actor: ActorId,
+        /// Its events so far.
+        events: u64,
+        /// The child's process id.
+        pid: i32,
+    },
     /// The actor's process is exiting.
     Exiting {
         /// The actor.
