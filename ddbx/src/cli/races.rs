@@ -370,9 +370,8 @@ fn run_two_pass(args: &Args) -> Result<i32, Error> {
     let rec = &an.recording;
     let tp = two_pass(rec, &an.deps, &an.clocks);
     let id_of = |a: ActorId| tp.races.iter().find(|r| r.receive.0 == a).map(|r| r.id);
-    let affected_by = |r: &FirstRace| -> Vec<usize> {
-        r.affecters.iter().filter_map(|q| id_of(*q)).collect()
-    };
+    let affected_by =
+        |r: &FirstRace| -> Vec<usize> { r.affecters.iter().filter_map(|q| id_of(*q)).collect() };
     let affects = |r: &FirstRace| -> Vec<usize> {
         tp.races
             .iter()

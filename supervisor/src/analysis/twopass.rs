@@ -33,7 +33,8 @@
 //! order consistent with happened-before (by the sum of their vector clocks, then actor and
 //! event); every message carries, out of band, the set its sender had when it issued it, and
 //! a receive merges the sets of what it needs (the sends holding the bytes it consumed,
-//! matched by channel and byte offset; a connect and its accept exchange theirs; a fork
+//! matched by channel and byte offset; a connect and its accept exchange theirs, or the
+//! accept takes the connect's when the connect completed first (see [`Clocks`]); a fork
 //! hands the parent's set to the child; a ready set merges the messages it reported). When
 //! `p` executes its cutoff receive `r_p`, the race's **RaceAffecters** set is `A_p` at that
 //! point (without `p`), and `p` joins `A_p`: whatever `p` does from then on is affected by
@@ -179,10 +180,11 @@ impl ActorSet {
     }
 
     fn members(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0
-            .iter()
-            .enumerate()
-            .flat_map(|(w, bits)| (0..64).filter(move |b| bits & (1 << b) != 0).map(move |b| w * 64 + b))
+        self.0.iter().enumerate().flat_map(|(w, bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w * 64 + b)
+        })
     }
 }
 
@@ -363,7 +365,9 @@ impl<'a> Model<'a> {
                     }
                     _ => None,
                 };
-                let waits = parent.is_some_and(|p| p != *a && !order.contains(&p) && self.histories.contains_key(&p));
+                let waits = parent.is_some_and(|p| {
+                    p != *a && !order.contains(&p) && self.histories.contains_key(&p)
+                });
                 if !waits {
                     order.push(*a);
                 }
@@ -621,10 +625,11 @@ impl<'a> Model<'a> {
             if left.contains_key(&e) {
                 continue;
             }
-            // A connect and its accept need each other: they run together.
+            // A connect and the accept it needs run together when each happened before the
+            // other (see [`Clocks`]).
             let mut group = vec![e];
             for &n in self.deps.needs(e.0, e.1) {
-                if !left.contains_key(&n) && self.deps.needs(n.0, n.1).contains(&e) {
+                if !left.contains_key(&n) && self.hb(n, e) && self.hb(e, n) {
                     group.push(n);
                 }
             }
@@ -633,8 +638,10 @@ impl<'a> Model<'a> {
                 if let Some(i) = pos(a) {
                     set.union(&current[i]);
                 }
-                for n in self.deps.needs(a, k) {
-                    if let Some(s) = left.get(n) {
+                for &n in self.deps.needs(a, k) {
+                    if self.hb(n, (a, k))
+                        && let Some(s) = left.get(&n)
+                    {
                         set.union(s);
                     }
                 }
@@ -692,7 +699,10 @@ impl<'a> Model<'a> {
             if let Some(i) = pos(c.actor) {
                 set.remove(i);
             }
-            let affecters: Vec<ActorId> = set.members().filter_map(|i| actors.get(i).copied()).collect();
+            let affecters: Vec<ActorId> = set
+                .members()
+                .filter_map(|i| actors.get(i).copied())
+                .collect();
             races.push(FirstRace {
                 id: races.len() + 1,
                 receive: r.at,
