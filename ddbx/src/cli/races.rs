@@ -28,6 +28,13 @@
 //! "event": 4 | null, "channel": 3 | null, "bytes": [0, 33] | null, "received_by": {"actor":
 //! "p5", "event": 8} | null}` (`event`: the Send or Connect; `received_by`: the receive that
 //! consumed its last byte, or the accept of a connect; null: never received).
+//!
+//! `--method two-pass` runs Park & Jun's two-pass method instead
+//! ([`ddbx_supervisor::analysis::twopass`]): text output starts with pass 1's cutoffs (each
+//! actor's locally-first race receive and first channel), then one block per locally-first
+//! race with the actors whose first race affects it; `--json` adds `"method": "two-pass"`,
+//! `"cutoffs": [{"actor", "event", "first_channel"}]`, and per race `"affecters": [actors]`
+//! and `"first_channel"`; its race ids number the locally-first races only.
 
 use crate::error::Error;
 use ddbx_supervisor::Recording;
