@@ -308,10 +308,8 @@ impl<'a> Model<'a> {
     fn send_message(&self, flow: (ChannelId, Direction), s: (u64, u64, Event)) -> Message {
         let last = s.1 - 1;
         let received_by = self.bytes.get(&flow).and_then(|b| {
-            b.recvs
-                .iter()
-                .find(|r| r.0 <= last && last < r.1)
-                .map(|r| r.2)
+            let i = b.recvs.partition_point(|r| r.1 <= last);
+            b.recvs.get(i).filter(|r| r.0 <= last).map(|r| r.2)
         });
         Message {
             kind: MessageKind::Send,
@@ -778,5 +776,137 @@ impl<'a> FdRoles<'a> {
         let u = self.0.get(&fd)?;
         let i = u.partition_point(|(e, _)| *e <= k);
         u.get(i).or_else(|| u.get(i.checked_sub(1)?))?.1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::races::find_races;
+    use ddbx_wire::History;
+    use std::path::Path;
+
+    fn p(n: u32) -> ActorId {
+        ActorId(n)
+    }
+
+    fn hist(actor: u32, body: &str) -> History {
+        let mut text = format!(
+            "Header(format: 1, actor: \"p{actor}\")\n\
+             Start(pid: {actor}, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n"
+        );
+        for line in body.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            text.push_str(line);
+            text.push('\n');
+        }
+        History::parse(Path::new("test.ron"), &text).unwrap()
+    }
+
+    /// A recording of these histories, without a directory on disk.
+    fn recording(histories: Vec<History>) -> Recording {
+        use ddbx_wire::manifest::{ActorInfo, Manifest, SessionState};
+        let actors = histories
+            .iter()
+            .map(|h| ActorInfo {
+                id: h.actor,
+                origin: Origin::Root,
+                pid: h.actor.0 as i32,
+                argv: vec!["a".into()],
+                host: "h".into(),
+                exit: None,
+            })
+            .collect();
+        let channels = crate::analysis::channels::match_channels(&histories);
+        Recording {
+            dir: "/nonexistent".into(),
+            manifest: Manifest {
+                format: ddbx_wire::FORMAT_VERSION,
+                ddbx_version: "0".into(),
+                command: vec!["a".into()],
+                cwd: "/".into(),
+                env: vec![],
+                host: "h".into(),
+                state: SessionState::Complete,
+                actors,
+                passthrough: vec![],
+                problem: None,
+            },
+            histories,
+            channels,
+            warnings: vec![],
+        }
+    }
+
+    fn accept(listen: u16, client: u16, new_fd: i32) -> String {
+        format!(
+            "Accept(fd: 3, new_fd: {new_fd}, local: \"127.0.0.1:{listen}\", remote: \"127.0.0.1:{client}\", peer_pid: None)"
+        )
+    }
+
+    fn connect(fd: i32, me: u16, to: u16) -> String {
+        format!(
+            "Connect(fd: {fd}, err: None, local: \"127.0.0.1:{me}\", remote: \"127.0.0.1:{to}\")"
+        )
+    }
+
+    #[test]
+    fn a_race_affects_another_through_a_connect_made_after_it() {
+        // p2 accepts p4 and p5 (a race), reads both, then connects to p1 and sends. p1
+        // accepts p3 and p2 (a race whose other connect, p2's, was made after p2's race):
+        // p2's first race is unaffected and affects p1's.
+        let p1 = hist(
+            1,
+            &format!(
+                "{}\n{}\nReady(call: Poll, fds: [(fd: 4, ev: \"in\")])\nRecv(fd: 4, n: 2)\nRecv(fd: 5, n: 2)",
+                accept(80, 5003, 4),
+                accept(80, 5002, 5)
+            ),
+        );
+        let p2 = hist(
+            2,
+            &format!(
+                "{}\n{}\nReady(call: Poll, fds: [(fd: 4, ev: \"in\")])\nRecv(fd: 4, n: 2)\nRecv(fd: 5, n: 2)\n{}\nSend(fd: 6, n: 2)",
+                accept(90, 5004, 4),
+                accept(90, 5005, 5),
+                connect(6, 5002, 80)
+            ),
+        );
+        let p3 = hist(3, &format!("{}\nSend(fd: 3, n: 2)", connect(3, 5003, 80)));
+        let p4 = hist(4, &format!("{}\nSend(fd: 3, n: 2)", connect(3, 5004, 90)));
+        let p5 = hist(5, &format!("{}\nSend(fd: 3, n: 2)", connect(3, 5005, 90)));
+        let rec = recording(vec![p1, p2, p3, p4, p5]);
+        let deps = Deps::from_recording(&rec);
+        let clocks = Clocks::compute(&deps).unwrap();
+        let tp = two_pass(&rec, &deps, &clocks);
+        let cutoffs: Vec<(ActorId, u64, &str)> = tp
+            .cutoffs
+            .iter()
+            .map(|c| (c.actor, c.event, c.first_channel.as_str()))
+            .collect();
+        assert_eq!(
+            cutoffs,
+            vec![
+                (p(1), 2, "listening 127.0.0.1:80"),
+                (p(2), 2, "listening 127.0.0.1:90")
+            ]
+        );
+        let (r1, r2) = (&tp.races[0], &tp.races[1]);
+        assert_eq!(r1.got[0].event, Some((p(3), 2)));
+        assert_eq!(r1.could.len(), 1);
+        assert_eq!(r1.could[0].event, Some((p(2), 7)));
+        assert_eq!(r1.affecters, vec![p(2)]);
+        assert!(r2.unaffected());
+        assert_eq!(r2.messages().count(), 2);
+        assert_eq!(tp.actor_edges, vec![(p(2), p(1))]);
+        // The exact method agrees on the first races (it also finds p1's and p2's polls).
+        let exact = find_races(&rec, &deps, &clocks);
+        let first: Vec<(Event, bool)> = exact
+            .races
+            .iter()
+            .filter(|r| r.locally_first)
+            .map(|r| (r.receive, r.unaffected()))
+            .collect();
+        assert_eq!(first, vec![((p(1), 2), false), ((p(2), 2), true)]);
+        assert_eq!(exact.races.len(), 4);
     }
 }
