@@ -28,12 +28,20 @@
 //! "event": 4 | null, "channel": 3 | null, "bytes": [0, 33] | null, "received_by": {"actor":
 //! "p5", "event": 8} | null}` (`event`: the Send or Connect; `received_by`: the receive that
 //! consumed its last byte, or the accept of a connect; null: never received).
+//!
+//! `--method two-pass` runs Park & Jun's two-pass method instead
+//! ([`ddbx_supervisor::analysis::twopass`]): text output starts with pass 1's cutoffs (each
+//! actor's locally-first race receive and first channel), then one block per locally-first
+//! race with the actors whose first race affects it; `--json` adds `"method": "two-pass"`,
+//! `"cutoffs": [{"actor", "event", "first_channel"}]`, and per race `"affecters": [actors]`
+//! and `"first_channel"`; its race ids number the locally-first races only.
 
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
 use ddbx_supervisor::analysis::deps::{Deps, Event};
 use ddbx_supervisor::analysis::races::{Message, Race, Races, find_races};
+use ddbx_supervisor::analysis::twopass::{FirstRace, two_pass};
 use ddbx_supervisor::wire::ActorId;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -62,6 +70,17 @@ race's receive.
 \"components\", \"diagnostics\"}; a message is {\"kind\", \"actor\", \"event\", \"channel\",
 \"bytes\", \"received_by\"}.
 
+--method two-pass runs Park & Jun's two-pass method instead: pass 1 finds each actor's
+cutoff (its locally-first race receive) from the recording's vector clocks; pass 2 is a
+simulated replay of the recording in which every message carries its sender's Affecter set.
+It lists only the locally-first races, each with the actors whose first race affects it;
+it must agree with the exact method on those (the test suite checks that it does).
+--json then prints {\"method\": \"two-pass\", \"recording\", \"actors\", \"events\",
+\"cutoffs\": [{\"actor\", \"event\", \"first_channel\"}], \"races\": [{\"id\", \"actor\",
+\"event\", \"kind\", \"record\", \"got\", \"could\", \"locally_first\", \"unaffected\",
+\"affecters\", \"affected_by\", \"affects\", \"first_channel\", \"stop_at\", \"replay\"}],
+\"locally_first\", \"unaffected\", \"actor_edges\", \"components\", \"diagnostics\"}.
+
 Exit code: 0; 102 when the recording is missing, corrupt or inconsistent.";
 
 /// Arguments of `ddbx races`.
@@ -71,9 +90,22 @@ pub struct Args {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// How to find the races: `exact` (every race, from vector clocks) or `two-pass` (Park &
+    /// Jun's method: only each actor's locally-first race, with its affecters).
+    #[arg(long, value_enum, default_value_t = Method::Exact)]
+    pub method: Method,
     /// The recording directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+}
+
+/// Which race analysis `ddbx races` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Method {
+    /// Every race, computed exactly offline from vector clocks.
+    Exact,
+    /// Park & Jun's two-pass method: the locally-first races and their affecters.
+    TwoPass,
 }
 
 /// A recording with its dependencies, clocks and races.
@@ -84,8 +116,31 @@ pub(crate) struct Analysis {
     pub races: Races,
 }
 
+/// A recording with its dependencies and clocks, before any race analysis.
+struct Loaded {
+    recording: Recording,
+    deps: Deps,
+    clocks: Clocks,
+}
+
 /// Loads `dir` and computes its races; an inconsistent recording is a bad recording.
 pub(crate) fn analyze(dir: &Path) -> Result<Analysis, Error> {
+    let Loaded {
+        recording,
+        deps,
+        clocks,
+    } = analyze_loaded(dir)?;
+    let races = find_races(&recording, &deps, &clocks);
+    Ok(Analysis {
+        recording,
+        deps,
+        clocks,
+        races,
+    })
+}
+
+/// Loads `dir` and orders its events; an inconsistent recording is a bad recording.
+fn analyze_loaded(dir: &Path) -> Result<Loaded, Error> {
     let recording = Recording::open(dir)?;
     let deps = Deps::from_recording(&recording);
     let clocks = Clocks::compute(&deps).map_err(|e| {
@@ -94,12 +149,10 @@ pub(crate) fn analyze(dir: &Path) -> Result<Analysis, Error> {
             recording.dir.display()
         ))
     })?;
-    let races = find_races(&recording, &deps, &clocks);
-    Ok(Analysis {
+    Ok(Loaded {
         recording,
         deps,
         clocks,
-        races,
     })
 }
 
@@ -262,6 +315,9 @@ pub(crate) fn components_text(races: &Races) -> Vec<String> {
 
 /// Runs `ddbx races`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
+    if args.method == Method::TwoPass {
+        return run_two_pass(&args);
+    }
     let an = analyze(&args.dir)?;
     let (rec, races) = (&an.recording, &an.races);
     let ids = |f: &dyn Fn(&Race) -> bool| -> Vec<usize> {
@@ -306,6 +362,151 @@ pub fn run(args: Args) -> Result<i32, Error> {
         println!(
             "actors affecting each other (abstract affects view): {}",
             components_text(races).join("; ")
+        );
+    }
+    for d in an.deps.diagnostics() {
+        println!("note: {d}");
+    }
+    Ok(0)
+}
+
+/// `ddbx races --method two-pass`: Park & Jun's method
+/// ([`ddbx_supervisor::analysis::twopass`]); only the locally-first races.
+fn run_two_pass(args: &Args) -> Result<i32, Error> {
+    let an = analyze_loaded(&args.dir)?;
+    let rec = &an.recording;
+    let tp = two_pass(rec, &an.deps, &an.clocks);
+    let id_of = |a: ActorId| tp.races.iter().find(|r| r.receive.0 == a).map(|r| r.id);
+    let affected_by =
+        |r: &FirstRace| -> Vec<usize> { r.affecters.iter().filter_map(|q| id_of(*q)).collect() };
+    let affects = |r: &FirstRace| -> Vec<usize> {
+        tp.races
+            .iter()
+            .filter(|o| o.affecters.contains(&r.receive.0))
+            .map(|o| o.id)
+            .collect()
+    };
+    let replay = |r: &FirstRace| {
+        format!(
+            "ddbx replay {} --stop-at {}",
+            shell_word(&args.dir.to_string_lossy()),
+            r.stop_at()
+        )
+    };
+    let all: Vec<usize> = tp.races.iter().map(|r| r.id).collect();
+    let unaffected: Vec<usize> = tp
+        .races
+        .iter()
+        .filter(|r| r.unaffected())
+        .map(|r| r.id)
+        .collect();
+    if args.json {
+        let value = json!({
+            "method": "two-pass",
+            "recording": args.dir.to_string_lossy(),
+            "actors": rec.histories.len(),
+            "events": rec.event_count(),
+            "cutoffs": tp.cutoffs.iter().map(|c| json!({
+                "actor": c.actor.to_string(),
+                "event": c.event,
+                "first_channel": c.first_channel,
+            })).collect::<Vec<_>>(),
+            "races": tp.races.iter().map(|r| json!({
+                "id": r.id,
+                "actor": r.receive.0.to_string(),
+                "event": r.receive.1,
+                "kind": r.kind.as_str(),
+                "record": record_text(rec, r.receive),
+                "got": r.got.iter().map(message_json).collect::<Vec<_>>(),
+                "could": r.could.iter().map(message_json).collect::<Vec<_>>(),
+                "locally_first": true,
+                "unaffected": r.unaffected(),
+                "affecters": r.affecters.iter().map(ActorId::to_string).collect::<Vec<_>>(),
+                "affected_by": affected_by(r),
+                "affects": affects(r),
+                "first_channel": r.first_channel,
+                "stop_at": r.stop_at(),
+                "replay": replay(r),
+            })).collect::<Vec<_>>(),
+            "locally_first": all,
+            "unaffected": unaffected,
+            "actor_edges": tp.actor_edges.iter().map(|(q, p)| vec![q.to_string(), p.to_string()]).collect::<Vec<_>>(),
+            "components": tp.components.iter().map(|c| json!({
+                "actors": c.actors.iter().map(ActorId::to_string).collect::<Vec<_>>(),
+                "affects": c.affects,
+                "has_race": c.has_race,
+            })).collect::<Vec<_>>(),
+            "diagnostics": an.deps.diagnostics(),
+        });
+        println!("{value}");
+        return Ok(0);
+    }
+    println!("pass 1 (cutoffs: each actor's locally-first race receive):");
+    for c in &tp.cutoffs {
+        println!(
+            "  {} event {}, first channel: {}",
+            actor_label(rec, c.actor),
+            c.event,
+            c.first_channel
+        );
+    }
+    if tp.cutoffs.is_empty() {
+        println!("  none: no actor has a race");
+    }
+    println!();
+    for r in &tp.races {
+        let mut s = format!(
+            "race {}: {} event {}: {}\n",
+            r.id,
+            actor_label(rec, r.receive.0),
+            r.receive.1,
+            record_text(rec, r.receive)
+        );
+        for (i, m) in r.got.iter().enumerate() {
+            let head = if i == 0 { "got:" } else { "" };
+            s.push_str(&format!("  {head:<14}{}\n", m.describe()));
+        }
+        for (i, m) in r.could.iter().enumerate() {
+            let head = if i == 0 { "could get:" } else { "" };
+            s.push_str(&format!("  {head:<14}{}\n", m.describe()));
+        }
+        let flags = if r.unaffected() {
+            "locally-first, unaffected".to_string()
+        } else {
+            format!(
+                "locally-first, affected by the first races of {}",
+                r.affecters
+                    .iter()
+                    .map(ActorId::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        s.push_str(&format!("  {:<14}{flags}\n", "flags:"));
+        let mine = affects(r);
+        if !mine.is_empty() {
+            s.push_str(&format!("  {:<14}{}\n", "affects:", race_list(&mine)));
+        }
+        s.push_str(&format!("  {:<14}{}", "replay:", replay(r)));
+        println!("{s}\n");
+    }
+    println!(
+        "two-pass: {} locally-first race{} in {} actors, {} events: {} unaffected ({})",
+        tp.races.len(),
+        if tp.races.len() == 1 { "" } else { "s" },
+        rec.histories.len(),
+        rec.event_count(),
+        unaffected.len(),
+        race_list(&unaffected),
+    );
+    if !tp.actor_edges.is_empty() {
+        println!(
+            "affects edges: {}",
+            tp.actor_edges
+                .iter()
+                .map(|(q, p)| format!("{q} → {p}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     for d in an.deps.diagnostics() {

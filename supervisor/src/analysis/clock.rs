@@ -8,7 +8,14 @@
 //!
 //! A connect and its accept need each other (the paper's Def. 1(3)): such a mutual pair is one
 //! node of the graph; both events get the same clock, the join of both predecessors' clocks
-//! with each one's own entry ticked, so each happened before the other. Any other cycle means
+//! with each one's own entry ticked, so each happened before the other. TCP does not always
+//! work that way: a connect completes as soon as the listening socket's backlog takes it, and
+//! the connector may go on (send, connect elsewhere, make another actor reach its accepts)
+//! before the acceptor calls `accept`. When mutual pairs close a dependency cycle, their
+//! connects are taken to have completed first: for every pair of the cycle's nodes the accept
+//! needs the connect, the connect not the accept (repeated until no cycle is left, or until a
+//! cycle without such a pair is found). This can make one-way a pair that the cycle only
+//! passed through by one of its events; that is still what TCP allows. Any other cycle means
 //! the recording is corrupt or inconsistent (a receive of bytes that were sent after it, a
 //! child that started before its fork…): [`Clocks::compute`] reports it as a [`CycleError`]
 //! naming the events, and never loops.
@@ -17,7 +24,7 @@
 
 use crate::analysis::deps::{Deps, Event};
 use ddbx_wire::ActorId;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A vector clock: for each actor, how many of its events happened before or at this one
 /// (actors with 0 left out).
@@ -68,7 +75,46 @@ impl Groups {
 
 impl Clocks {
     /// Computes every event's clock, or finds a dependency cycle.
+    ///
+    /// A connect and its accept need each other unless that closes a cycle (see the module
+    /// docs): then the accept needs the connect and not the other way round.
     pub fn compute(deps: &Deps) -> Result<Clocks, CycleError> {
+        let mut one_way: HashSet<(Event, Event)> = HashSet::new();
+        loop {
+            match Clocks::compute_with(deps, &one_way) {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    // Mutual pairs on the cycle: the connect completed (in the listening
+                    // socket's backlog) before the accept took it.
+                    let before = one_way.len();
+                    for &x in &e.events {
+                        if deps.kind(x.0, x.1) != Some("Connect") {
+                            continue;
+                        }
+                        for &y in deps.needs(x.0, x.1) {
+                            if e.events.contains(&y) && deps.needs(y.0, y.1).contains(&x) {
+                                one_way.insert((x, y));
+                            }
+                        }
+                    }
+                    if one_way.len() == before {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Clocks::compute`] with the connects of `one_way` (connect, accept) not needing
+    /// their accept.
+    fn compute_with(deps: &Deps, one_way: &HashSet<(Event, Event)>) -> Result<Clocks, CycleError> {
+        let needs = |a: ActorId, k: u64| -> Vec<Event> {
+            deps.needs(a, k)
+                .iter()
+                .copied()
+                .filter(|n| !one_way.contains(&((a, k), *n)))
+                .collect()
+        };
         let actors = deps.actors().to_vec();
         let index: HashMap<ActorId, usize> =
             actors.iter().enumerate().map(|(i, a)| (*a, i)).collect();
@@ -92,7 +138,7 @@ impl Clocks {
         // Everything a node needs: its predecessor in program order and its cross-actor needs.
         let preds = |n: usize| -> Vec<usize> {
             let (a, k) = event_of[n];
-            let mut p: Vec<usize> = deps.needs(a, k).iter().filter_map(|e| node(*e)).collect();
+            let mut p: Vec<usize> = needs(a, k).iter().filter_map(|e| node(*e)).collect();
             if k > 1 {
                 p.push(n - 1);
             }
@@ -102,8 +148,8 @@ impl Clocks {
         // Mutual needs (connect <-> accept) make one node.
         let mut groups = Groups((0..nodes).collect());
         for (n, &(a, k)) in event_of.iter().enumerate() {
-            for &other in deps.needs(a, k) {
-                if deps.needs(other.0, other.1).contains(&(a, k))
+            for other in needs(a, k) {
+                if needs(other.0, other.1).contains(&(a, k))
                     && let Some(m) = node(other)
                 {
                     groups.union(n, m);
@@ -347,5 +393,46 @@ mod tests {
         assert!(e.events.contains(&(p(1), 3)), "{e}");
         assert!(e.events.contains(&(p(2), 3)), "{e}");
         assert!(e.message.contains("(Recv)"), "{e}");
+    }
+
+    #[test]
+    fn a_connect_that_completed_before_its_accept_breaks_the_cycle() {
+        // p1 connects to p2 (the backlog takes it), then to p3, and sends to p3; p2 connects
+        // to p3 before it accepts p1; p3 accepts p1, reads, then accepts p2. With every
+        // connect/accept pair mutual this is a cycle; in TCP it is an ordinary run.
+        let p1 = hist(
+            1,
+            &format!(
+                "{START}Connect(fd: 3, err: None, local: \"127.0.0.1:5001\", remote: \"127.0.0.1:2000\")\n\
+                 Connect(fd: 4, err: None, local: \"127.0.0.1:5002\", remote: \"127.0.0.1:3000\")\n\
+                 Send(fd: 4, n: 1)\n"
+            ),
+        );
+        let p2 = hist(
+            2,
+            &format!(
+                "{START}Connect(fd: 3, err: None, local: \"127.0.0.1:5003\", remote: \"127.0.0.1:3000\")\n\
+                 Accept(fd: 4, new_fd: 5, local: \"127.0.0.1:2000\", remote: \"127.0.0.1:5001\", peer_pid: None)\n"
+            ),
+        );
+        let p3 = hist(
+            3,
+            &format!(
+                "{START}Accept(fd: 3, new_fd: 4, local: \"127.0.0.1:3000\", remote: \"127.0.0.1:5002\", peer_pid: None)\n\
+                 Recv(fd: 4, n: 1)\n\
+                 Accept(fd: 3, new_fd: 5, local: \"127.0.0.1:3000\", remote: \"127.0.0.1:5003\", peer_pid: None)\n"
+            ),
+        );
+        let deps = Deps::from_histories(&[p1, p2, p3]);
+        let c = Clocks::compute(&deps).unwrap();
+        // p1's first connect happened before p2's accept of it, not the other way round.
+        assert!(c.happened_before((p(1), 2), (p(2), 3)));
+        assert!(!c.happened_before((p(2), 3), (p(1), 2)));
+        // The data still orders p1's send before p3's receive.
+        assert!(c.happened_before((p(1), 4), (p(3), 3)));
+        // p1's second connect and p3's first accept were on the cycle's nodes too (the
+        // cycle passed through the connect only): now one-way as well.
+        assert!(c.happened_before((p(1), 3), (p(3), 2)));
+        assert!(!c.happened_before((p(3), 2), (p(1), 3)));
     }
 }

@@ -7,6 +7,9 @@
 //! * [`inf`]: consistent cuts, their closure, and Inf(P) for conjunctive predicates — the
 //!   oracle of `stop if`;
 //! * [`races`]: message races, locally-first and unaffected races, the affects relation;
+//! * [`twopass`]: the same locally-first and unaffected races by Park & Jun's two-pass
+//!   method (pass 1 on the recording, pass 2 a simulated replay carrying Affecter sets), an
+//!   independent check of [`races`];
 //! * [`vars`]: an actor's variables (probes and built-in counters) after k events.
 
 pub mod channels;
@@ -14,6 +17,7 @@ pub mod clock;
 pub mod deps;
 pub mod inf;
 pub mod races;
+pub mod twopass;
 pub mod vars;
 
 pub use channels::{Channel, Endpoint, match_channels};

@@ -666,7 +666,10 @@ fn listener_at<'a>(
 }
 
 /// The strongly connected components of the actor graph (Tarjan), in a topological order.
-fn components(with_race: &BTreeSet<ActorId>, edges: &[(ActorId, ActorId)]) -> Vec<Component> {
+pub(crate) fn components(
+    with_race: &BTreeSet<ActorId>,
+    edges: &[(ActorId, ActorId)],
+) -> Vec<Component> {
     let mut nodes: BTreeSet<ActorId> = with_race.clone();
     for (q, p) in edges {
         nodes.insert(*q);

@@ -1,0 +1,381 @@
+//! The two race methods agree (paper 004; `ddbx races` vs `ddbx races --method two-pass`):
+//! on real recordings of the hand-made race programs, of paper 004's Figure 1 and of paper
+//! 003's Figure 1, and of many random programs (`tests/progs/randprog.c SEED`, seeds
+//! 1..=N, N = 50 or `DDBX_PROPTEST_CASES`, on `DDBX_PROPTEST_THREADS` threads, default 8),
+//! each actor's locally-first race is the same for both: the same receive, the same set
+//! of messages `M`, the same flag unaffected, and the same affecters (the actors whose
+//! first race affects it; the exact method's `affected_by` mapped to actors), so the same
+//! affects edges between first races.
+//!
+//! A disagreement names the recording (a copy kept in the temporary directory) and prints
+//! both answers.
+
+use ddbx_tests::{Run, TempDir, figure1, progs};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// One actor's locally-first race, as either method describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FirstRace {
+    event: u64,
+    kind: String,
+    /// `M` as (kind, issuing actor, event).
+    messages: BTreeSet<(String, String, u64)>,
+    unaffected: bool,
+    affecters: BTreeSet<String>,
+}
+
+/// What a method says about a recording: each actor's first race.
+type Answer = BTreeMap<String, FirstRace>;
+
+fn list(v: &Value) -> Vec<Value> {
+    v.as_array().cloned().unwrap_or_default()
+}
+
+fn str_of(v: &Value) -> String {
+    v.as_str().unwrap_or("?").to_string()
+}
+
+fn messages(race: &Value) -> BTreeSet<(String, String, u64)> {
+    list(&race["got"])
+        .iter()
+        .chain(&list(&race["could"]))
+        .map(|m| {
+            (
+                str_of(&m["kind"]),
+                m["actor"].as_str().unwrap_or("-").to_string(),
+                m["event"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+fn races_json(rec: &Path, two_pass: bool) -> Value {
+    let mut args = vec!["races", "--json", s(rec)];
+    if two_pass {
+        args.extend(["--method", "two-pass"]);
+    }
+    let out = Run::new(DDBX).args(&args).output();
+    assert_eq!(out.code, 0, "ddbx {args:?}: {}", out.stderr);
+    serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("ddbx {args:?}: not JSON ({e}):\n{}", out.stdout))
+}
+
+/// The exact method's locally-first races.
+fn exact(v: &Value) -> Answer {
+    let races = list(&v["races"]);
+    let actor_of: BTreeMap<u64, String> = races
+        .iter()
+        .map(|r| (r["id"].as_u64().unwrap_or(0), str_of(&r["actor"])))
+        .collect();
+    races
+        .iter()
+        .filter(|r| r["locally_first"] == true)
+        .map(|r| {
+            let affecters = list(&r["affected_by"])
+                .iter()
+                .filter_map(|id| actor_of.get(&id.as_u64().unwrap_or(0)).cloned())
+                .collect();
+            (
+                str_of(&r["actor"]),
+                FirstRace {
+                    event: r["event"].as_u64().unwrap_or(0),
+                    kind: str_of(&r["kind"]),
+                    messages: messages(r),
+                    unaffected: r["unaffected"] == true,
+                    affecters,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The two-pass method's races (all locally-first); also checks that its affects edges are
+/// its affecters.
+fn two_pass(v: &Value) -> Answer {
+    assert_eq!(v["method"], "two-pass", "{v}");
+    let answer: Answer = list(&v["races"])
+        .iter()
+        .map(|r| {
+            assert_eq!(r["locally_first"], true, "{r}");
+            (
+                str_of(&r["actor"]),
+                FirstRace {
+                    event: r["event"].as_u64().unwrap_or(0),
+                    kind: str_of(&r["kind"]),
+                    messages: messages(r),
+                    unaffected: r["unaffected"] == true,
+                    affecters: list(&r["affecters"]).iter().map(str_of).collect(),
+                },
+            )
+        })
+        .collect();
+    let edges: BTreeSet<(String, String)> = list(&v["actor_edges"])
+        .iter()
+        .map(|e| (str_of(&e[0]), str_of(&e[1])))
+        .collect();
+    let from_affecters: BTreeSet<(String, String)> = answer
+        .iter()
+        .flat_map(|(p, r)| r.affecters.iter().map(move |q| (q.clone(), p.clone())))
+        .collect();
+    assert_eq!(edges, from_affecters, "affects edges vs affecters: {v}");
+    answer
+}
+
+fn show(answer: &Answer) -> String {
+    if answer.is_empty() {
+        return "    no race".into();
+    }
+    answer
+        .iter()
+        .map(|(a, r)| {
+            format!(
+                "    {a} event {} ({}): M = {:?}, {}",
+                r.event,
+                r.kind,
+                r.messages
+                    .iter()
+                    .map(|(k, a, e)| format!("{k} {a}:{e}"))
+                    .collect::<Vec<_>>(),
+                if r.unaffected {
+                    "unaffected".to_string()
+                } else {
+                    format!("affected by {:?}", r.affecters)
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Both answers for a recording, or a description of how they disagree (naming a copy of
+/// the recording that is kept).
+fn compare(what: &str, rec: &Path) -> Result<Answer, String> {
+    let e = exact(&races_json(rec, false));
+    let t = two_pass(&races_json(rec, true));
+    if e == t {
+        return Ok(e);
+    }
+    let keep = std::env::temp_dir().join(format!(
+        "ddbx-twopass-disagreement-{}-{}",
+        what.replace(' ', "-"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&keep);
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(rec)
+        .arg(&keep)
+        .status()
+        .is_ok_and(|s| s.success());
+    Err(format!(
+        "{what}: the methods disagree on recording {}\n  exact (`ddbx races`):\n{}\n  two-pass (`ddbx races --method two-pass`):\n{}",
+        if copied {
+            keep.display().to_string()
+        } else {
+            rec.display().to_string()
+        },
+        show(&e),
+        show(&t)
+    ))
+}
+
+/// Records `program args` into `tmp/rec` with jitter.
+fn record(tmp: &TempDir, program: &Path, args: &[&str], jitter: &str) -> PathBuf {
+    let rec = tmp.join("rec");
+    let out = Run::new(DDBX)
+        .args(["record", "-o", s(&rec), "--", s(program)])
+        .args(args)
+        .env("DDBX_JITTER", jitter)
+        .output();
+    assert_eq!(out.code, 0, "record {}: {}", program.display(), out.stderr);
+    rec
+}
+
+/// Compares the methods on a recording; panics when they disagree.
+fn agree(what: &str, rec: &Path) -> Answer {
+    compare(what, rec).unwrap_or_else(|why| panic!("{why}"))
+}
+
+#[test]
+fn paper_004_figure_1_two_pass_finds_three_first_races_and_one_unaffected() {
+    let tmp = TempDir::new("twopass-fig004");
+    let rec = record(&tmp, &progs().join("race_fig004"), &[], "5");
+    // P1, P2, P3 are the root's children 1, 2, 3, whatever ids the record gave them.
+    let ps = Run::new(DDBX).args(["ps", "--json", s(&rec)]).output();
+    assert_eq!(ps.code, 0, "ps: {}", ps.stderr);
+    let ps: Value = serde_json::from_str(ps.stdout.trim()).unwrap_or_default();
+    let child = |i: u32| -> String {
+        let origin = format!("Fork{{parent: p1, index: {i}}}");
+        list(&ps["actors"])
+            .iter()
+            .find(|a| a["origin"] == origin.as_str())
+            .map(|a| str_of(&a["id"]))
+            .unwrap_or_else(|| panic!("no actor with origin {origin}: {ps}"))
+    };
+    let (p1, p2, p3) = (child(1), child(2), child(3));
+    let answer = agree("race_fig004", &rec);
+    let v = races_json(&rec, true);
+    assert_eq!(list(&v["cutoffs"]).len(), 3, "{v}");
+    let actors: Vec<&String> = answer.keys().collect();
+    let mut want = vec![&p1, &p2, &p3];
+    want.sort_by_key(|a| a[1..].parse::<u32>().unwrap_or(0));
+    assert_eq!(actors, want, "one first race each in P1, P2, P3: {v}");
+    let sizes: Vec<usize> = [&p1, &p2, &p3]
+        .iter()
+        .map(|a| answer[*a].messages.len())
+        .collect();
+    assert_eq!(sizes, vec![2, 2, 3], "|W|, |X|, |Y|: {v}");
+    // Only <x, X> (P2's) is unaffected; it affects w and y.
+    assert!(answer[&p2].unaffected, "{v}");
+    let only_p2: BTreeSet<String> = [p2.clone()].into();
+    assert_eq!(answer[&p1].affecters, only_p2, "{v}");
+    assert_eq!(answer[&p3].affecters, only_p2, "{v}");
+    let mut edges = vec![[p2.clone(), p1.clone()], [p2.clone(), p3.clone()]];
+    edges.sort_by_key(|[_, b]| b[1..].parse::<u32>().unwrap_or(0));
+    assert_eq!(v["actor_edges"], serde_json::json!(edges), "{v}");
+    // The text output shows pass 1 and the races.
+    let text = Run::new(DDBX)
+        .args(["races", s(&rec), "--method", "two-pass"])
+        .output();
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.starts_with("pass 1 (cutoffs"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("two-pass: 3 locally-first races in 4 actors"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn the_methods_agree_on_the_hand_made_race_programs_and_figure_1() {
+    let cases: &[(&str, &[&str])] = &[
+        ("race_three", &[]),
+        ("accept_race", &["3"]),
+        ("many_clients", &[]),
+        ("select_any", &[]),
+        ("poll_any", &[]),
+        ("epoll_any", &[]),
+        ("epoll_any", &["et"]),
+        ("unix_race", &[]),
+        ("spawn_paths", &[]),
+    ];
+    let mut with_race = 0;
+    for (name, args) in cases {
+        let tmp = TempDir::new("twopass-prog");
+        let rec = record(&tmp, &progs().join(name), args, "5");
+        let answer = agree(&format!("{name} {}", args.join(" ")), &rec);
+        with_race += usize::from(!answer.is_empty());
+    }
+    assert!(
+        with_race >= cases.len() - 1,
+        "only {with_race} of these race programs have a race"
+    );
+    // Paper 003's Figure 1 (the README's example).
+    let tmp = TempDir::new("twopass-fig1");
+    let (run, bin) = figure1();
+    let rec = tmp.join("rec");
+    let out = Run::new(DDBX)
+        .args(["record", "-o", s(&rec), "--", s(&run)])
+        .env("DDBX_JITTER", "20")
+        .env("FIG1_BIN", s(&bin))
+        .output();
+    assert_eq!(out.code, 0, "record figure 1: {}", out.stderr);
+    let answer = agree("figure 1", &rec);
+    assert!(
+        answer.values().any(|r| r.unaffected) && answer.values().any(|r| !r.unaffected),
+        "figure 1 has an unaffected and an affected first race: {answer:?}"
+    );
+}
+
+#[test]
+fn the_methods_agree_on_random_programs() {
+    let seeds = env_number("DDBX_PROPTEST_CASES", 50);
+    let threads = env_number("DDBX_PROPTEST_THREADS", 8).max(1);
+    let program = progs().join("randprog");
+    let next = AtomicU64::new(1);
+    let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    // (seed, first races, unaffected ones, affects edges)
+    let found: Mutex<Vec<(u64, usize, usize, usize)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed > seeds {
+                        break;
+                    }
+                    let outcome = std::panic::catch_unwind(|| {
+                        let tmp = TempDir::new("twopass-rand");
+                        let rec = record(&tmp, &program, &[&seed.to_string()], "2");
+                        compare(&format!("randprog {seed}"), &rec)
+                    });
+                    let outcome = outcome.unwrap_or_else(|e| {
+                        Err(format!(
+                            "randprog {seed}: {}",
+                            e.downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_else(|| "panic".into())
+                        ))
+                    });
+                    match outcome {
+                        Ok(a) => found.lock().unwrap_or_else(|p| p.into_inner()).push((
+                            seed,
+                            a.len(),
+                            a.values().filter(|r| r.unaffected).count(),
+                            a.values().map(|r| r.affecters.len()).sum(),
+                        )),
+                        Err(why) => failures.lock().unwrap_or_else(|p| p.into_inner()).push(why),
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+    let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let races: usize = found.iter().map(|f| f.1).sum();
+    let unaffected: usize = found.iter().map(|f| f.2).sum();
+    let edges: usize = found.iter().map(|f| f.3).sum();
+    eprintln!(
+        "two-pass vs exact: {} random programs agree, {} disagree; {races} first races, {unaffected} unaffected, {edges} affects edges between first races",
+        found.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {seeds} random programs:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+    assert_eq!(found.len() as u64, seeds);
+    // The comparison means something only if the programs have races both ways.
+    assert!(
+        unaffected > 0 && edges > 0,
+        "the random programs had no unaffected race or no affects edge: {found:?}"
+    );
+}
