@@ -61,8 +61,8 @@ pub mod halt;
 pub mod preload;
 
 pub use api::{
-    Messages, OutcomeKind, RecordOptions, RecordOutcome, ReplayOptions, ReplayOutcome, record,
-    replay, resolve_program,
+    Driver, Messages, OutcomeKind, RecordOptions, RecordOutcome, ReplayOptions, ReplayOutcome,
+    record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};

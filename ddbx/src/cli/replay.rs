@@ -20,7 +20,7 @@
 //! `--stop-at` counts them and as `ddbx inf --json` prints them.
 
 use super::json;
-use crate::api::{Messages, ReplayOptions, replay};
+use crate::api::{Messages, ReplayOptions, replay_driven};
 use crate::error::Error;
 use std::path::PathBuf;
 
@@ -73,6 +73,24 @@ pub struct Args {
     /// is interrupted.
     #[arg(long)]
     pub hold: bool,
+    /// Which --stop-if is the primary, halted at exactly (from 1; default: the first
+    /// conjunctive one). The others are reported where they first hold.
+    #[arg(long, value_name = "N")]
+    pub primary: Option<usize>,
+    /// Show EXPR each time the condition of the matching --if becomes true (repeatable: the
+    /// n-th --trace goes with the n-th --if).
+    #[arg(long = "trace", value_name = "EXPR")]
+    pub trace: Vec<String>,
+    /// The condition of a --trace.
+    #[arg(long = "if", value_name = "P")]
+    pub trace_if: Vec<String>,
+    /// At a halt, read prompt commands (`help`, `show`, `cont`, `gdb p3`…) from stdin even if
+    /// it is not a terminal (with a terminal the prompt opens by itself).
+    #[arg(long)]
+    pub prompt: bool,
+    /// At a halt, never open the prompt, even at a terminal.
+    #[arg(long, conflicts_with = "prompt")]
+    pub no_prompt: bool,
     /// The recording directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -85,15 +103,36 @@ pub fn run(args: Args) -> Result<i32, Error> {
         (Some(path), false) => Messages::File(path.clone()),
         (None, false) => Messages::Stderr,
     };
-    let outcome = replay(ReplayOptions {
-        dir: args.dir,
-        history_out: args.history_out,
-        messages,
-        handle_signals: true,
-        stop_if: args.stop_if,
-        stop_at: args.stop_at,
-        hold: args.hold,
-    })?;
+    if args.trace.len() != args.trace_if.len() {
+        return Err(Error::Usage(format!(
+            "expected one --if P after each --trace EXPR, found {} --trace and {} --if",
+            args.trace.len(),
+            args.trace_if.len()
+        )));
+    }
+    let traces = args
+        .trace
+        .iter()
+        .cloned()
+        .zip(args.trace_if.iter().cloned())
+        .collect();
+    let prompt =
+        args.prompt || (!args.no_prompt && !args.json && super::prompt::stdin_is_terminal());
+    let driver = prompt.then(super::prompt::driver);
+    let outcome = replay_driven(
+        ReplayOptions {
+            dir: args.dir,
+            history_out: args.history_out,
+            messages,
+            handle_signals: true,
+            stop_if: args.stop_if,
+            stop_at: args.stop_at,
+            hold: args.hold,
+            traces,
+            primary: args.primary,
+        },
+        driver,
+    )?;
     if args.json {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({
@@ -110,6 +149,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "messages": outcome.messages,
             "halted": outcome.halted.as_ref().map(crate::halt::to_json),
             "cut": outcome.halted.as_ref().map(|h| crate::halt::to_json(h)["cut"].clone()),
+            "predicates": outcome.predicates,
         });
         super::write_json_message(&value, args.messages.as_deref())?;
     }

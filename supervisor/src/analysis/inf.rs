@@ -175,6 +175,34 @@ pub fn inf_online(
     inf_with(c, deps, actors, holds)
 }
 
+/// [`inf_online`] among the states `≥ floor`: the least consistent cut, as a replay can reach
+/// it, that is `≥ floor` and satisfies the predicate. This is where a replay halted at `floor`
+/// halts when it continues towards a new predicate (`floor` should itself be such a cut).
+pub fn inf_online_from(
+    deps: &Deps,
+    floor: &Cut,
+    actors: &[ActorId],
+    holds: &dyn Fn(ActorId, u64) -> bool,
+) -> Option<Cut> {
+    let mut c = Closer::new(deps);
+    c.creation = true;
+    if let Some(i) = deps.actor_index(ActorId::ROOT) {
+        c.raise(i, deps.creation_events(ActorId::ROOT));
+    }
+    for (a, k) in floor {
+        if let Some(i) = deps.actor_index(*a) {
+            c.raise(i, *k);
+        }
+    }
+    inf_with(c, deps, actors, holds)
+}
+
+/// The least consistent cut `≥ cut` as a replay can reach it: [`close`], where moreover the
+/// root exists and every executed fork has created its child (see [`inf_online`]).
+pub fn close_online(deps: &Deps, cut: &Cut) -> Cut {
+    inf_online_from(deps, cut, &[], &|_, _| true).unwrap_or_default()
+}
+
 fn inf_with(
     mut c: Closer<'_>,
     deps: &Deps,
@@ -197,7 +225,7 @@ fn inf_with(
         (from..=deps.event_count(a)).find(|&k| holds(a, k))
     };
     for &i in &constrained {
-        let k = next(i, 0)?;
+        let k = next(i, c.pos[i])?;
         c.raise(i, k);
     }
     loop {

@@ -64,6 +64,36 @@ pub struct HaltedState {
     pub actors: Vec<HaltedActor>,
 }
 
+/// How a halted replay goes on (what the embedding's halt callback answers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HaltAction {
+    /// End every process now (the replay ends halted).
+    Kill,
+    /// Keep the processes as they are until ddbx is interrupted (`--hold`).
+    Hold,
+    /// Run on from the halted state, and call the callback again at the next halt.
+    Resume(Resume),
+}
+
+/// Where a halted replay runs on to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Run every actor exactly to this consistent global state (events per actor, each at
+    /// least where it stands now; computed offline, e.g. the next satisfaction of a
+    /// predicate), then halt there. `text` names it in the halted state.
+    ToCut {
+        /// Events per actor (missing: where it stands).
+        cut: BTreeMap<ActorId, u64>,
+        /// What the state is, for the user.
+        text: String,
+    },
+    /// Halt at the least consistent global state at or after the current one where this
+    /// conjunctive predicate holds (the halting algorithm again, with new simple predicates).
+    Predicate(HaltRequest),
+    /// Stop halting: run to the end of the recording.
+    ToEnd,
+}
+
 /// A writer shared by an LD connection's thread and the halting logic.
 pub(crate) type Writer = Arc<Mutex<UnixStream>>;
 
@@ -350,7 +380,8 @@ impl Halting {
     /// Whether the program has halted now (every actor passive or exited, and every child whose
     /// creating fork was executed has said hello).
     pub(crate) fn check(&mut self) -> bool {
-        if self.halted {
+        // Released: nothing is held any more, so nothing halts.
+        if self.halted || self.released {
             return false;
         }
         let mut any_created = false;
@@ -422,6 +453,50 @@ impl Halting {
             }
         }
         self.sp.clear();
+    }
+
+    /// Continues a halted replay (see [`Resume`]). Every actor that waits at its gate gets its
+    /// new simple predicate and counts as running until it says `Passive` again; actors
+    /// outside their gate (in waitpid) and actors not created yet pick up the new plan when
+    /// they next read the GD or say hello.
+    pub(crate) fn resume(&mut self, resume: &Resume) {
+        self.halted = false;
+        self.states.clear();
+        let (sp, text, cut) = match resume {
+            Resume::ToEnd => {
+                self.release();
+                return;
+            }
+            Resume::ToCut { cut, text } => (HashMap::new(), text.clone(), cut.clone()),
+            Resume::Predicate(request) => (
+                request.primary.iter().cloned().collect(),
+                request.text.clone(),
+                BTreeMap::new(),
+            ),
+        };
+        trace!("resume towards `{text}`");
+        self.sp = sp;
+        self.text = text;
+        let ids: Vec<ActorId> = self.actors.keys().copied().collect();
+        for id in &ids {
+            let new_sp = self.sp.get(id).cloned();
+            if let Some(a) = self.actors.get_mut(id)
+                && a.phase == Phase::Passive
+                && a.at_gate
+                && let Some(w) = &a.writer
+            {
+                send(w, &GdToLd::Retarget { sp: new_sp });
+                a.phase = Phase::Running;
+                a.held = false;
+            }
+        }
+        for (id, event) in cut {
+            self.ensure(id, event);
+        }
+        let with_sp: Vec<ActorId> = self.sp.keys().copied().collect();
+        for actor in with_sp {
+            self.ensure(actor, 1);
+        }
     }
 
     /// The halted global state, from the answers collected.
