@@ -472,20 +472,18 @@ impl HaltingReplay {
             if halt_tx.send(state.clone()).is_err() {
                 return HaltAction::Kill;
             }
-            loop {
-                let resume = match control_rx.recv() {
-                    Ok(Control::Cont) => debugger.cont(),
-                    Ok(Control::StopIf(text)) => match debugger.add_stop_if(&text) {
-                        Ok(_) => debugger.cont(),
-                        Err(e) => Err(e.to_string()),
-                    },
-                    Ok(Control::Kill) | Err(_) => return HaltAction::Kill,
-                };
-                match resume {
-                    Ok(resume) => return HaltAction::Resume(resume),
-                    // Cannot go on that way (checked before sending): end here.
-                    Err(_) => return HaltAction::Kill,
-                }
+            let resume = match control_rx.recv() {
+                Ok(Control::Cont) => debugger.cont(),
+                Ok(Control::StopIf(text)) => match debugger.add_stop_if(&text) {
+                    Ok(_) => debugger.cont(),
+                    Err(e) => Err(e.to_string()),
+                },
+                Ok(Control::Kill) | Err(_) => return HaltAction::Kill,
+            };
+            match resume {
+                Ok(resume) => HaltAction::Resume(resume),
+                // Cannot go on that way (checked before sending): end here.
+                Err(_) => HaltAction::Kill,
             }
         });
         let thread = std::thread::Builder::new()
