@@ -282,10 +282,8 @@ impl Oracle {
 
     fn lookup(&self, cut: &Cut, v: &VarRef) -> Option<Value> {
         let actor = v.actor_id()?;
+        // Not created (k = 0): no probe is set, and every counter is 0.
         let k = cut.get(&actor).copied().unwrap_or(0);
-        if k == 0 {
-            return None; // not created: none of its variables is set
-        }
         let history = self.recording.history(actor)?;
         variables_at(history, k)
             .get(&v.name)
