@@ -95,6 +95,6 @@ pub use api::{
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};
-pub use ddbx_supervisor::session::{Divergence, End};
+pub use ddbx_supervisor::session::{Divergence, End, HaltedActor, HaltedState};
 pub use ddbx_supervisor::wire;
 pub use error::Error;
