@@ -12,12 +12,27 @@
 //!  "problem": null | "…", "messages": ["ddbx: …", …],
 //!  "halted": null | {"predicate", "cut", "actors": [{"id", "events", "status", "next",
 //!                                                    "vars": {name: value}, "satisfied", "pid"}]},
-//!  "cut": null | {"p1": 7, "p2": 3, …}}
+//!  "cut": null | {"p1": 7, "p2": 3, …},
+//!  "predicates": {"primary": null | 1, "stop_ifs": [{"predicate", "kind"}],
+//!                 "reports": [{"predicate", "kind", "reason", "cut": null | {…},
+//!                              "seen": "at_or_before_halt" | "after_halt" | "never" | "no_halt" | "unknown",
+//!                              "problem": null | "…"}],
+//!                 "traces": [{"expr", "if", "kind", "shown", "points": [{"cut": {…}, "value": "2"}]}],
+//!                 "halts": [{"p1": 7, …}, …]}}
 //! ```
 //!
 //! With `--stop-if`/`--stop-at` the outcome is "halted" and `cut` gives, for every recorded
 //! actor, the events it had executed in the halted state (0: not created), counted as
-//! `--stop-at` counts them and as `ddbx inf --json` prints them.
+//! `--stop-at` counts them and as `ddbx inf --json` prints them. `halted` and `cut` are the
+//! last halt; `predicates.halts` lists every halt (several after the prompt's `cont`), where
+//! `reached_end` is the outcome when a `cont` ran to the end.
+//!
+//! `predicates`: `primary` is the number (from 1) of the `--stop-if` halted at; `reports` says
+//! where each other `--stop-if` first holds (`kind`: "conjunctive" or "general"; `cut` null:
+//! never, or `problem` says why it could not be computed); `traces` gives, per
+//! `--trace EXPR --if P`, every state where P becomes true with EXPR's value there (`value` is
+//! text: an integer, `true`/`false`, a quoted string, or `unset (…)`), and how many were shown
+//! (those the replay passed). See `ddbx help predicates`, "Several predicates".
 
 use super::json;
 use crate::api::{Messages, ReplayOptions, replay_driven};
@@ -30,6 +45,8 @@ Examples:
   ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'    halt at the first state where it holds
   ddbx replay ddbx-run-1 --stop-at p3:17                halt right after p3's 17th event
   ddbx replay ddbx-run-1 --stop-if 'p2.recvs >= 2' --hold   keep the halted processes for gdb -p
+  ddbx replay ddbx-run-1 --stop-if 'p1.x==1' --stop-if 'p2.y==3 || p5.y==3' --trace 'p3.count' --if 'p1.x==1'
+  printf 'show\ncont\n' | ddbx replay ddbx-run-1 --stop-if 'x1==1' --prompt
   ddbx replay --history-out /tmp/again ddbx-run-1   (then compare the histories)
   ddbx replay --json ddbx-run-1
 
@@ -46,8 +63,15 @@ interrupted.
 \"outcome\": \"reached_end\"|\"halted\"|\"diverged\"|\"unsupported\"|\"interrupted\", \"exit_code\",
 \"recording\", \"root_status\", \"actors\", \"events\", \"history_out\", \"divergence\":
 null|{\"actor\", \"event\", \"expected\", \"found\", \"message\"}, \"problem\", \"messages\",
-\"halted\": null|{\"predicate\", \"cut\", \"actors\"}, \"cut\": null|{\"p1\": events, …}}; outcome
-\"halted\" and exit 0 when a --stop-if/--stop-at halted.";
+\"halted\": null|{\"predicate\", \"cut\", \"actors\"}, \"cut\": null|{\"p1\": events, …},
+\"predicates\": {\"primary\", \"stop_ifs\", \"reports\", \"traces\", \"halts\"}}; outcome
+\"halted\" and exit 0 when a --stop-if/--stop-at halted.
+
+At a halt, with a terminal on stdin or with --prompt, the (ddbx) prompt reads
+commands: show, ps, print EXPR, stop if P, trace E if P, switch N, info, cont,
+gdb pN [ARGS], kill, quit, help. Several --stop-if: the first conjunctive one (or
+--primary N) is halted at exactly, the others are reported where they first hold.
+--trace EXPR --if P prints EXPR each time P becomes true. See `ddbx help predicates`.";
 
 /// Arguments of `ddbx replay`.
 #[derive(Debug, clap::Args)]
@@ -116,8 +140,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
         .cloned()
         .zip(args.trace_if.iter().cloned())
         .collect();
-    let prompt =
-        args.prompt || (!args.no_prompt && !args.json && super::prompt::stdin_is_terminal());
+    // At a terminal the prompt opens by itself, unless the halt is to be held or printed.
+    let prompt = args.prompt
+        || (!args.no_prompt && !args.json && !args.hold && super::prompt::stdin_is_terminal());
     let driver = prompt.then(super::prompt::driver);
     let outcome = replay_driven(
         ReplayOptions {
