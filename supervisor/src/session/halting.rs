@@ -111,8 +111,22 @@ macro_rules! trace {
     };
 }
 
+/// Halting control messages the GD has sent or received in this process so far (requests,
+/// notes, reports; not the Hello/Welcome handshake): for benchmarks.
+static CONTROL_MESSAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many halting control messages the GD has sent or received in this process so far.
+pub fn control_messages() -> u64 {
+    CONTROL_MESSAGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count_message() {
+    CONTROL_MESSAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Sends one message on an LD connection (ignored if it is closed).
 pub(crate) fn send(writer: &Writer, msg: &GdToLd) {
+    count_message();
     let line = proto::encode(msg);
     let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
     let _ = stream.write_all(line.as_bytes());
@@ -346,6 +360,7 @@ impl Halting {
 
     /// `actor` is about to execute `event`, which needs other actors' events.
     pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
+        count_message();
         let mut needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
         needs.extend(self.deps.child_exits(actor, event));
         trace!("Need {actor} {event}: {needs:?}");
@@ -356,6 +371,7 @@ impl Halting {
 
     /// `actor` is passive after `events` events, having seen requests up to `target`.
     pub(crate) fn passive(&mut self, actor: ActorId, events: u64, target: u64, at_gate: bool) {
+        count_message();
         trace!("Passive {actor} at {events} (target seen {target}, at gate {at_gate})");
         if let Some(a) = self.actors.get_mut(&actor) {
             a.reported = a.reported.max(events);
@@ -369,6 +385,7 @@ impl Halting {
 
     /// `actor`'s process exited.
     pub(crate) fn exited(&mut self, actor: ActorId, events: u64) {
+        count_message();
         trace!("Exited {actor} at {events}");
         if let Some(a) = self.actors.get_mut(&actor) {
             a.phase = Phase::Exited;
@@ -433,6 +450,7 @@ impl Halting {
 
     /// An actor's answer to `Report`.
     pub(crate) fn state(&mut self, actor: HaltedActor) {
+        count_message();
         self.states.insert(actor.actor, actor);
     }
 
