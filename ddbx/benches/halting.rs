@@ -79,7 +79,10 @@ fn record(command: Vec<String>, out: &Path) -> ddbx::Recording {
     })
     .unwrap_or_else(|e| fail(&format!("record: {e}")));
     if recorded.exit_code != 0 {
-        fail(&format!("record exited {}: {:?}", recorded.exit_code, recorded.messages));
+        fail(&format!(
+            "record exited {}: {:?}",
+            recorded.exit_code, recorded.messages
+        ));
     }
     ddbx::Recording::open(out).unwrap_or_else(|e| fail(&format!("{e}")))
 }
@@ -221,13 +224,24 @@ fn main() {
             })
         })
         .unwrap_or_else(|| fail("randprog 7 64 sets no x"));
-    rows.push(scenario("randprog 7 64, one early probe", &rec, &early, runs));
+    rows.push(scenario(
+        "randprog 7 64, one early probe",
+        &rec,
+        &early,
+        runs,
+    ));
     let mut last: Vec<&ddbx_supervisor::wire::History> = rec.histories.iter().collect();
     last.sort_by_key(|h| std::cmp::Reverse(h.actor));
     let late: Vec<String> = last
         .iter()
         .take(8)
-        .map(|h| format!("{}.events >= {}", h.actor, h.records.len().saturating_sub(1)))
+        .map(|h| {
+            format!(
+                "{}.events >= {}",
+                h.actor,
+                h.records.len().saturating_sub(1)
+            )
+        })
         .collect();
     rows.push(scenario(
         "randprog 7 64, 8 actors near their end",

@@ -702,3 +702,43 @@ fn gdb_inspects_a_held_process_from_the_prompt() {
         out.stdout
     );
 }
+
+#[test]
+fn cont_halts_where_the_primary_becomes_true_again() {
+    let f = Fig1::record("prompt-cont");
+    let a = &f.client_a;
+    // True after client_a's creation, false after its first receive, true after its second.
+    let p = format!("{a}.recvs != 1");
+    let second_recv = f.histories[a]
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Record::Recv { .. }))
+        .nth(1)
+        .map(|(i, _)| i as u64 + 1)
+        .unwrap_or_else(|| panic!("client_a has no second Recv"));
+    let (out, v) = f.halt_with_input(&["--stop-if", &p, "--prompt"], Some("cont\ncont\n"));
+    assert_eq!(
+        v["outcome"], "reached_end",
+        "{v}\nstdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(cut)
+        .collect();
+    assert_eq!(halts.len(), 2, "{v}");
+    let (_, first) = f.inf(&[&p]);
+    let (_, again) = f.inf(&[&p, "--stop-at", &format!("{a}:{second_recv}")]);
+    f.assert_cut_agrees(&halts[0], &first);
+    f.assert_cut_agrees(&halts[1], &again);
+    assert_eq!(halts[1][a], second_recv, "{halts:?}");
+    assert!(
+        v["messages"]
+            .to_string()
+            .contains(&format!("halted where `{p}` becomes true again")),
+        "{}",
+        v["messages"]
+    );
+}
