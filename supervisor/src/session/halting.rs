@@ -473,10 +473,10 @@ impl Halting {
         self.sp.clear();
     }
 
-    /// Continues a halted replay (see [`Resume`]). Every actor that waits at its gate gets its
-    /// new simple predicate and counts as running until it says `Passive` again; actors
-    /// outside their gate (in waitpid) and actors not created yet pick up the new plan when
-    /// they next read the GD or say hello.
+    /// Continues a halted replay (see [`Resume`]). Every live actor is sent its new simple
+    /// predicate; one that waits at its gate counts as running until it says `Passive` again;
+    /// actors outside their gate (in waitpid) pick it up at their next event, and actors not
+    /// created yet in their Welcome.
     pub(crate) fn resume(&mut self, resume: &Resume) {
         self.halted = false;
         self.states.clear();
@@ -499,13 +499,16 @@ impl Halting {
         for id in &ids {
             let new_sp = self.sp.get(id).cloned();
             if let Some(a) = self.actors.get_mut(id)
-                && a.phase == Phase::Passive
-                && a.at_gate
+                && matches!(a.phase, Phase::Passive | Phase::Running)
                 && let Some(w) = &a.writer
             {
                 send(w, &GdToLd::Retarget { sp: new_sp });
-                a.phase = Phase::Running;
-                a.held = false;
+                // Only an actor reading the GD at its gate answers at once; one blocked
+                // elsewhere (waitpid) reads the new predicate at its next event.
+                if a.phase == Phase::Passive && a.at_gate {
+                    a.phase = Phase::Running;
+                    a.held = false;
+                }
             }
         }
         for (id, event) in cut {
