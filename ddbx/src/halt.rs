@@ -4,7 +4,7 @@
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::deps::Deps;
-use ddbx_supervisor::analysis::inf::{Cut, close_online, inf_online_from};
+use ddbx_supervisor::analysis::inf::{Cut, close_online, close_online_raised, inf_online_from};
 use ddbx_supervisor::analysis::vars::variables_at;
 use ddbx_supervisor::predicate::{self, Catalog, Class};
 use ddbx_supervisor::session::{HaltRequest, HaltedState, Resume};
@@ -331,9 +331,7 @@ impl Oracle {
             let a = actors[index];
             let k = cut.get(&a).copied().unwrap_or(0);
             if k < self.deps.event_count(a) {
-                let mut next = cut.clone();
-                next.insert(a, k + 1);
-                let next = close_online(&self.deps, &next);
+                let next = close_online_raised(&self.deps, cut, a, k + 1);
                 let added = total(&next) - total(cut);
                 if best.as_ref().is_none_or(|(b, _, _)| added < *b) {
                     best = Some((added, index, next));

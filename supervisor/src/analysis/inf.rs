@@ -203,6 +203,25 @@ pub fn close_online(deps: &Deps, cut: &Cut) -> Cut {
     inf_online_from(deps, cut, &[], &|_, _| true).unwrap_or_default()
 }
 
+/// [`close_online`] of `closed` with `actor` raised to at least `k`, where `closed` is already
+/// such a closure: only the needs of the events added are applied, so a step costs what it
+/// adds (the observation chain of general predicates takes many such steps).
+pub fn close_online_raised(deps: &Deps, closed: &Cut, actor: ActorId, k: u64) -> Cut {
+    let mut c = Closer::new(deps);
+    c.creation = true;
+    for (a, n) in closed {
+        if let Some(i) = deps.actor_index(*a) {
+            c.raise(i, *n);
+            c.applied[i] = c.pos[i];
+        }
+    }
+    if let Some(i) = deps.actor_index(actor) {
+        c.raise(i, k);
+    }
+    c.settle();
+    c.cut()
+}
+
 fn inf_with(
     mut c: Closer<'_>,
     deps: &Deps,
@@ -279,6 +298,21 @@ mod tests {
              Probe(name: \"y\", value: 1)\n",
         );
         Deps::from_histories(&[parent, child])
+    }
+
+    #[test]
+    fn raising_a_closed_cut_closes_like_closing_from_scratch() {
+        let d = forked();
+        let start = close_online(&d, &Cut::new());
+        for (actor, k) in [(1, 2), (1, 3), (2, 1), (2, 2), (1, 9)] {
+            let mut raised = start.clone();
+            raised.insert(p(actor), k);
+            assert_eq!(
+                close_online_raised(&d, &start, p(actor), k),
+                close_online(&d, &raised),
+                "p{actor} to {k}"
+            );
+        }
     }
 
     #[test]
