@@ -5,7 +5,6 @@ use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::deps::Deps;
 use ddbx_supervisor::analysis::inf::{Cut, close_online, close_online_raised, inf_online_from};
-use ddbx_supervisor::analysis::vars::variables_at;
 use ddbx_supervisor::predicate::{self, Catalog, Class};
 use ddbx_supervisor::session::{HaltRequest, HaltedState, Resume};
 use ddbx_supervisor::wire::ActorId;
@@ -266,13 +265,83 @@ fn cut_json(cut: &Cut) -> serde_json::Value {
 pub struct Oracle {
     recording: Recording,
     deps: Deps,
+    vars: BTreeMap<ActorId, ActorVars>,
+}
+
+/// One actor's variables at every point of its history, as `analysis::vars::variables_at`
+/// defines them, indexed so that a lookup costs O(log n) instead of a pass over the history.
+struct ActorVars {
+    /// After k events: recvs, sends, accepts, forks (index k).
+    counts: Vec<[i64; 4]>,
+    /// The event number of its `Exit`, if any.
+    exit: Option<u64>,
+    /// Per probe name: (event number, value), in order.
+    probes: BTreeMap<String, Vec<(u64, i64)>>,
+}
+
+impl ActorVars {
+    fn new(history: &ddbx_supervisor::wire::History) -> ActorVars {
+        use ddbx_supervisor::wire::Record;
+        let mut counts = vec![[0i64; 4]];
+        let mut exit = None;
+        let mut probes: BTreeMap<String, Vec<(u64, i64)>> = BTreeMap::new();
+        for (i, r) in history.records.iter().enumerate() {
+            let k = i as u64 + 1;
+            let mut c = counts[i];
+            match r {
+                Record::Recv { .. } => c[0] += 1,
+                Record::Send { .. } => c[1] += 1,
+                Record::Accept { .. } => c[2] += 1,
+                Record::Fork { .. } | Record::Spawn { .. } => c[3] += 1,
+                Record::Exit { .. } => exit = exit.or(Some(k)),
+                Record::Probe { name, value } => {
+                    probes.entry(name.clone()).or_default().push((k, *value));
+                }
+                _ => {}
+            }
+            counts.push(c);
+        }
+        ActorVars {
+            counts,
+            exit,
+            probes,
+        }
+    }
+
+    /// The value of `name` after `k` events (`k` beyond the end counts as the end).
+    fn get(&self, name: &str, k: u64) -> Option<i64> {
+        let k = k.min(self.counts.len() as u64 - 1);
+        let c = self.counts[k as usize];
+        Some(match name {
+            "events" => k as i64,
+            "recvs" => c[0],
+            "sends" => c[1],
+            "accepts" => c[2],
+            "forks" => c[3],
+            "alive" => i64::from(k >= 1 && self.exit.is_none_or(|e| e > k)),
+            _ => {
+                let values = self.probes.get(name)?;
+                let set = values.partition_point(|(at, _)| *at <= k);
+                return set.checked_sub(1).map(|i| values[i].1);
+            }
+        })
+    }
 }
 
 impl Oracle {
     /// The oracle of a recording.
     pub fn new(recording: Recording) -> Oracle {
         let deps = Deps::from_recording(&recording);
-        Oracle { recording, deps }
+        let vars = recording
+            .histories
+            .iter()
+            .map(|h| (h.actor, ActorVars::new(h)))
+            .collect();
+        Oracle {
+            recording,
+            deps,
+            vars,
+        }
     }
 
     /// The recording.
@@ -284,10 +353,7 @@ impl Oracle {
         let actor = v.actor_id()?;
         // Not created (k = 0): no probe is set, and every counter is 0.
         let k = cut.get(&actor).copied().unwrap_or(0);
-        let history = self.recording.history(actor)?;
-        variables_at(history, k)
-            .get(&v.name)
-            .map(|n| Value::Int(*n))
+        self.vars.get(&actor)?.get(&v.name, k).map(Value::Int)
     }
 
     /// Whether `expr` holds in the global state `cut`.
@@ -308,10 +374,10 @@ impl Oracle {
 
     fn sp_holds(&self, sp: &Expr, actor: ActorId, k: u64) -> bool {
         k > 0
-            && self.recording.history(actor).is_some_and(|h| {
-                let vars = variables_at(h, k);
-                pred::holds(sp, &mut |v| vars.get(&v.name).map(|n| Value::Int(*n)))
-            })
+            && self
+                .vars
+                .get(&actor)
+                .is_some_and(|vars| pred::holds(sp, &mut |v| vars.get(&v.name, k).map(Value::Int)))
     }
 
     /// Where every replay starts: the root created.
@@ -866,5 +932,42 @@ impl Debugger {
             "traces": traces,
             "halts": self.halts.iter().map(cut_json).collect::<Vec<_>>(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ActorVars;
+    use ddbx_supervisor::analysis::vars::variables_at;
+    use ddbx_supervisor::wire::History;
+    use std::path::Path;
+
+    #[test]
+    fn indexed_variables_agree_with_variables_at() {
+        let text = "Header(format: 1, actor: \"p1\")\n\
+            Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n\
+            Probe(name: \"x\", value: 1)\n\
+            Recv(fd: 3, n: 0)\n\
+            Probe(name: \"x\", value: 7)\n\
+            Fork(index: 1)\n\
+            Spawn(index: 2)\n\
+            Send(fd: 3, n: 2)\n\
+            Probe(name: \"events\", value: 99)\n\
+            Probe(name: \"y\", value: -3)\n\
+            Exit(status: 0)\n";
+        let h = History::parse(Path::new("t"), text).unwrap();
+        let indexed = ActorVars::new(&h);
+        for k in 0..=12 {
+            let want = variables_at(&h, k);
+            for name in [
+                "x", "y", "z", "events", "recvs", "sends", "accepts", "forks", "alive",
+            ] {
+                assert_eq!(
+                    indexed.get(name, k),
+                    want.get(name).copied(),
+                    "{name} after {k} events"
+                );
+            }
+        }
     }
 }
