@@ -2,12 +2,16 @@
 
 use crate::error::Error;
 use crate::exit;
+use crate::halt::{Debugger, Report, Trace};
 use ddbx_supervisor::Recording;
+use ddbx_supervisor::analysis::inf::Cut;
+use ddbx_supervisor::session::HaltAction;
 use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};
 use ddbx_supervisor::wire::manifest::{ActorInfo, ExitStatus};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Where ddbx's own human-readable lines (`ddbx: …`) go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,7 +57,15 @@ pub struct ReplayOptions {
     pub stop_at: Vec<String>,
     /// After halting, keep the processes alive until interrupted.
     pub hold: bool,
+    /// `trace EXPR if P`: (EXPR, P) pairs; EXPR is shown each time P becomes true.
+    pub traces: Vec<(String, String)>,
+    /// Which `stop_if` is the primary (from 1; default: the first conjunctive one).
+    pub primary: Option<usize>,
 }
+
+/// Decides, at each halt of a replay, how it goes on (the prompt, or an embedding program).
+/// It may add predicates and traces to the [`Debugger`] or switch its primary first.
+pub type Driver = Box<dyn FnMut(&session::HaltedState, &mut Debugger) -> HaltAction + Send>;
 
 /// How a record or replay ended, as a word (the `outcome` field of the JSON output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +153,14 @@ pub struct ReplayOutcome {
     pub messages: Vec<String>,
     /// `stop if`: the global state the replay halted in (`None`: it did not halt).
     pub halted: Option<session::HaltedState>,
+    /// The cut of every halt, in order (several after `cont`).
+    pub halts: Vec<Cut>,
+    /// Where the `stop if`s other than the primary first hold.
+    pub reports: Vec<Report>,
+    /// The traces, with every point where their condition became true.
+    pub traces: Vec<Trace>,
+    /// The predicates, reports and traces as the JSON output's `predicates` object.
+    pub predicates: serde_json::Value,
 }
 
 /// Records `options.command` under ddbx.
@@ -186,6 +206,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         runtime,
         handle_signals: options.handle_signals,
         on_message: sink,
+        on_halt: None,
     })?;
     let kind = OutcomeKind::of(&outcome.end);
     let exit_code = match &outcome.end {
@@ -226,6 +247,15 @@ fn refuse_static(program: &Path) -> Result<(), Error> {
 
 /// Replays the recording in `options.dir`.
 pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
+    replay_driven(options, None)
+}
+
+/// Replays the recording in `options.dir`; at each halt, `driver` (if any) says how to go on
+/// (without one: end the processes, or hold them with `options.hold`).
+pub fn replay_driven(
+    options: ReplayOptions,
+    driver: Option<Driver>,
+) -> Result<ReplayOutcome, Error> {
     let recording = Recording::open(&options.dir)?;
     let manifest = &recording.manifest;
     if manifest.command.is_empty() {
@@ -276,7 +306,14 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
     let argv = manifest.command.clone();
     let cwd = manifest.cwd.clone();
     let env = manifest.env.clone();
-    let halt = crate::halt::request(&recording, &options.stop_if, &options.stop_at)?;
+    let debugger = Debugger::new(
+        &recording,
+        &options.stop_if,
+        &options.stop_at,
+        &options.traces,
+        options.primary,
+    )?;
+    let halt = debugger.request();
     if let Some(request) = &halt {
         let line = format!(
             "ddbx: halting at the first global state where `{}` holds",
@@ -287,6 +324,42 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
     }
     let runtime = RuntimeDir::create()?;
     let preload = crate::preload::locate(runtime.path())?;
+    let sink = Arc::new(Mutex::new(sink));
+    let debugger = Arc::new(Mutex::new(debugger));
+    let shown: Arc<Mutex<Vec<String>>> = Arc::default();
+    let show = {
+        let sink = Arc::clone(&sink);
+        let shown = Arc::clone(&shown);
+        move |lines: Vec<String>| {
+            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            for line in &lines {
+                sink(line);
+            }
+            shown
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(lines);
+        }
+    };
+    let on_halt: Option<session::OnHalt> = halt.as_ref().map(|_| {
+        let debugger = Arc::clone(&debugger);
+        let show = show.clone();
+        let hold = options.hold;
+        let mut driver = driver;
+        Box::new(move |state: &session::HaltedState| {
+            let mut d = debugger.lock().unwrap_or_else(|p| p.into_inner());
+            show(d.on_halt(state));
+            match driver.as_mut() {
+                Some(driver) => driver(state, &mut d),
+                None if hold => HaltAction::Hold,
+                None => HaltAction::Kill,
+            }
+        }) as session::OnHalt
+    });
+    let on_message = {
+        let sink = Arc::clone(&sink);
+        Box::new(move |line: &str| (sink.lock().unwrap_or_else(|p| p.into_inner()))(line))
+    };
     let outcome = session::run(SessionConfig {
         mode: SessionMode::Replay {
             recording: Box::new(recording),
@@ -301,7 +374,8 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
         preload,
         runtime,
         handle_signals: options.handle_signals,
-        on_message: sink,
+        on_message,
+        on_halt,
     })?;
     let kind = OutcomeKind::of(&outcome.end);
     let mut messages = early;
@@ -316,16 +390,17 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
         End::Halted(state) => Some((**state).clone()),
         _ => None,
     };
-    if let Some(state) = &halted {
-        let text = crate::halt::describe(state);
-        if options.messages != Messages::Quiet {
-            let mut sink = open_sink_append(&options.messages);
-            for line in text.lines() {
-                sink(line);
-            }
+    {
+        let mut d = debugger.lock().unwrap_or_else(|p| p.into_inner());
+        // Every process exited right at the halt: the halt callback never ran.
+        if let Some(state) = &halted
+            && d.last.as_ref() != Some(state)
+        {
+            show(d.on_halt(state));
         }
-        messages.extend(text.lines().map(String::from));
+        show(d.at_end(kind == OutcomeKind::ReachedEnd));
     }
+    messages.extend(shown.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
     if kind == OutcomeKind::ReachedEnd {
         let line = format!(
             "ddbx: replay reached the recorded end ({actor_count} actors, {} events)",
@@ -337,6 +412,7 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
         }
         messages.push(line);
     }
+    let d = debugger.lock().unwrap_or_else(|p| p.into_inner());
     Ok(ReplayOutcome {
         dir: options.dir,
         kind,
@@ -348,7 +424,138 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
         history_out: options.history_out,
         messages,
         halted,
+        halts: d.halts.clone(),
+        reports: d.reports.clone().unwrap_or_default(),
+        traces: d.traces.clone(),
+        predicates: d.to_json(),
     })
+}
+
+/// How a [`HaltingReplay`] goes on from a halt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Control {
+    Cont,
+    StopIf(String),
+    Kill,
+}
+
+/// A replay running on a thread of its own that stops at each halt and waits to be told how
+/// to go on: [`cont`](HaltingReplay::cont) (to the next time the primary becomes true),
+/// [`stop_if`](HaltingReplay::stop_if) (to the first state from here where a new predicate
+/// holds), or [`kill`](HaltingReplay::kill). While it waits, every process is alive and
+/// blocked in ddbx's library (`pid` in [`session::HaltedActor`]: attach a debugger to it).
+///
+/// Like [`replay`], it reaps with `waitpid(-1)`: run one at a time, and no other children.
+pub struct HaltingReplay {
+    recording: Recording,
+    halts: std::sync::mpsc::Receiver<session::HaltedState>,
+    controls: std::sync::mpsc::Sender<Control>,
+    thread: Option<std::thread::JoinHandle<Result<ReplayOutcome, Error>>>,
+    waiting: bool,
+}
+
+impl HaltingReplay {
+    /// Starts replaying `options.dir` with its predicates (`stop_if`, `stop_at`, `traces`).
+    pub fn start(options: ReplayOptions) -> Result<HaltingReplay, Error> {
+        let recording = Recording::open(&options.dir)?;
+        // The predicates are checked here, so that a mistake is an error of `start`.
+        Debugger::new(
+            &recording,
+            &options.stop_if,
+            &options.stop_at,
+            &options.traces,
+            options.primary,
+        )?;
+        let (halt_tx, halts) = std::sync::mpsc::channel();
+        let (controls, control_rx) = std::sync::mpsc::channel::<Control>();
+        let driver: Driver = Box::new(move |state, debugger| {
+            if halt_tx.send(state.clone()).is_err() {
+                return HaltAction::Kill;
+            }
+            let resume = match control_rx.recv() {
+                Ok(Control::Cont) => debugger.cont(),
+                Ok(Control::StopIf(text)) => match debugger.add_stop_if(&text) {
+                    Ok(_) => debugger.cont(),
+                    Err(e) => Err(e.to_string()),
+                },
+                Ok(Control::Kill) | Err(_) => return HaltAction::Kill,
+            };
+            match resume {
+                Ok(resume) => HaltAction::Resume(resume),
+                // Cannot go on that way (checked before sending): end here.
+                Err(_) => HaltAction::Kill,
+            }
+        });
+        let thread = std::thread::Builder::new()
+            .name("ddbx-replay".into())
+            .spawn(move || replay_driven(options, Some(driver)))
+            .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
+        Ok(HaltingReplay {
+            recording,
+            halts,
+            controls,
+            thread: Some(thread),
+            waiting: false,
+        })
+    }
+
+    /// Waits for the next halt; `None` when the replay ended without halting again (then
+    /// [`finish`](HaltingReplay::finish) says how).
+    pub fn next_halt(&mut self) -> Option<session::HaltedState> {
+        let state = self.halts.recv().ok();
+        self.waiting = state.is_some();
+        state
+    }
+
+    /// Continues to the next time the primary predicate becomes true (from the values the
+    /// recording saved), or to the end if it does not.
+    pub fn cont(&mut self) -> Result<(), Error> {
+        self.control(Control::Cont)
+    }
+
+    /// Continues to the first global state, at or after this one, where `predicate` (a
+    /// conjunctive predicate, which becomes the primary) holds.
+    pub fn stop_if(&mut self, predicate: &str) -> Result<(), Error> {
+        let w = crate::halt::Watch::new(&self.recording, predicate, "stop_if")?;
+        if let Some(reason) = w.reason {
+            return Err(Error::Usage(format!(
+                "stop_if `{predicate}`: cannot be halted at exactly: {reason}"
+            )));
+        }
+        self.control(Control::StopIf(predicate.to_string()))
+    }
+
+    /// Ends every process; the replay ends halted where it is.
+    pub fn kill(&mut self) -> Result<(), Error> {
+        self.control(Control::Kill)
+    }
+
+    fn control(&mut self, control: Control) -> Result<(), Error> {
+        if !self.waiting {
+            return Err(Error::Usage(
+                "the replay is not halted: wait for it with next_halt first".into(),
+            ));
+        }
+        self.waiting = false;
+        self.controls
+            .send(control)
+            .map_err(|_| Error::Internal("the replay thread is gone".into()))
+    }
+
+    /// Waits for the replay to end (killing it if it is halted) and returns what it did.
+    pub fn finish(mut self) -> Result<ReplayOutcome, Error> {
+        if self.waiting {
+            let _ = self.kill();
+        }
+        // Halts not asked for are not waited at: the driver sees both channels closed.
+        let thread = self.thread.take();
+        drop(self.halts);
+        drop(self.controls);
+        match thread.map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => Err(Error::Internal("the replay thread panicked".into())),
+        }
+    }
 }
 
 /// The exit code of a session that did not end normally.

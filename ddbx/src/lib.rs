@@ -5,6 +5,8 @@
 //!
 //! * [`record`] runs a program under ddbx and leaves a recording directory;
 //! * [`replay`] runs a recording again, forcing every nondeterministic outcome;
+//! * [`HaltingReplay`] replays with `stop if` predicates, stops at each halt with every
+//!   process alive, and continues (`cont`, a new `stop_if`) or kills on request;
 //! * [`Recording::open`] loads a recording (manifest, histories, channels) for inspection.
 //!
 //! Exit codes are in [`exit`]; the preload library is embedded and found by [`preload`].
@@ -47,6 +49,33 @@
 //! let state = halted.halted.expect("a halted state");
 //! assert_eq!(state.cut[&ddbx::wire::ActorId(2)], 2);
 //!
+//! // Halt where the child has sent, look, then go on: `cont` runs to the next time the
+//! // predicate becomes true (never again here: p2's sends stay 1), so to the end.
+//! let mut replay = ddbx::HaltingReplay::start(ReplayOptions {
+//!     dir: recorded.dir.clone(),
+//!     messages: Messages::Quiet,
+//!     stop_if: vec!["p2.sends == 1".into()],
+//!     ..Default::default()
+//! })?;
+//! let state = replay.next_halt().expect("a halt");
+//! let child = state.actors.iter().find(|a| a.actor == ddbx::wire::ActorId(2)).unwrap();
+//! assert!(child.vars.contains(&("sends".to_string(), 1)));
+//! assert!(child.pid.is_some()); // alive, blocked in ddbx: `gdb -p` could attach now
+//! replay.cont()?;
+//! assert!(replay.next_halt().is_none());
+//! assert_eq!(replay.finish()?.kind, ddbx::OutcomeKind::ReachedEnd);
+//!
+//! // Or end the processes at the halt.
+//! let mut replay = ddbx::HaltingReplay::start(ReplayOptions {
+//!     dir: recorded.dir.clone(),
+//!     messages: Messages::Quiet,
+//!     stop_if: vec!["p2.sends == 1".into()],
+//!     ..Default::default()
+//! })?;
+//! assert!(replay.next_halt().is_some());
+//! replay.kill()?;
+//! assert_eq!(replay.finish()?.kind, ddbx::OutcomeKind::Halted);
+//!
 //! let recording = ddbx::Recording::open(&recorded.dir)?;
 //! assert_eq!(recording.histories.len(), 2);
 //! std::fs::remove_dir_all(&dir)?;
@@ -61,11 +90,11 @@ pub mod halt;
 pub mod preload;
 
 pub use api::{
-    Messages, OutcomeKind, RecordOptions, RecordOutcome, ReplayOptions, ReplayOutcome, record,
-    replay, resolve_program,
+    Driver, HaltingReplay, Messages, OutcomeKind, RecordOptions, RecordOutcome, ReplayOptions,
+    ReplayOutcome, record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};
-pub use ddbx_supervisor::session::{Divergence, End};
+pub use ddbx_supervisor::session::{Divergence, End, HaltedActor, HaltedState};
 pub use ddbx_supervisor::wire;
 pub use error::Error;

@@ -3,7 +3,10 @@
 //! client_a got its request) halts server_y right after its answer, leaves client_b before its
 //! connect and its server_x child uncreated, and agrees with `ddbx inf`; `--stop-at` makes
 //! server_x fork a child on demand; a predicate that never holds replays to the end; a
-//! malformed one is a usage error.
+//! malformed one is a usage error. Several `--stop-if`: the primary is halted at, the others
+//! reported where they first hold; `--trace` prints at each state where its condition becomes
+//! true; the `(ddbx)` prompt, driven through a pipe, prints, switches the primary, continues,
+//! and attaches gdb to a held process.
 
 use ddbx_tests::{Output, Run, TempDir, figure1};
 use ddbx_wire::{History, Record};
@@ -182,6 +185,11 @@ impl Fig1 {
 
     /// A halting replay with these arguments, `--json --messages`: (output, its JSON).
     fn halt(&self, args: &[&str]) -> (Output, Value) {
+        self.halt_with_input(args, None)
+    }
+
+    /// [`Fig1::halt`], with `input` piped to stdin (prompt commands) if given.
+    fn halt_with_input(&self, args: &[&str], input: Option<&str>) -> (Output, Value) {
         let messages = self.rec.with_file_name(format!(
             "messages-{}.json",
             std::time::SystemTime::now()
@@ -190,10 +198,13 @@ impl Fig1 {
                 .unwrap_or(0)
         ));
         let started = Instant::now();
-        let out = Run::new(DDBX)
+        let mut run = Run::new(DDBX)
             .args(["replay", s(&self.rec), "--json", "--messages", s(&messages)])
-            .args(args)
-            .output();
+            .args(args);
+        if let Some(input) = input {
+            run = run.stdin(input);
+        }
+        let out = run.output();
         eprintln!(
             "replay {args:?}: exit {} in {:.2?}",
             out.code,
@@ -434,4 +445,300 @@ fn a_malformed_predicate_is_a_usage_error_with_a_caret() {
     assert!(out.stderr.contains('^'), "no caret:\n{}", out.stderr);
     assert!(out.stderr.contains("column"), "no column:\n{}", out.stderr);
     assert!(out.stdout.is_empty(), "the program ran: {}", out.stdout);
+}
+
+/// `ddbx inf` arguments that put every actor that can be held at least where `cut` has it.
+fn floor_args(f: &Fig1, cut: &BTreeMap<String, u64>) -> Vec<String> {
+    let mut args = Vec::new();
+    for (actor, &k) in cut {
+        if k > 0 && !f.bystander(actor) {
+            args.push("--stop-at".to_string());
+            args.push(format!("{actor}:{k}"));
+        }
+    }
+    args
+}
+
+fn strings(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn trace_prints_where_its_condition_becomes_true() {
+    let f = Fig1::record("trace-fig1");
+    let a = &f.client_a;
+    // client_a's recvs: 0 after its creation (true), 1 after its first receive (false), 2
+    // after its second (true again): the condition becomes true twice.
+    let cond = format!("{a}.recvs != 1");
+    let second_recv = f.histories[a]
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Record::Recv { .. }))
+        .nth(1)
+        .map(|(i, _)| i as u64 + 1)
+        .unwrap_or_else(|| panic!("client_a has no second Recv"));
+    // A general condition: either server_x child got its request.
+    let general = format!("{}.x == 1 || {}.x == 1", f.child_a, f.child_b);
+    let (out, v) = f.halt(&[
+        "--trace",
+        &format!("{a}.recvs"),
+        "--if",
+        &cond,
+        "--trace",
+        &format!("{}.events", f.client_b),
+        "--if",
+        &general,
+    ]);
+    assert_eq!(v["outcome"], "reached_end", "{v}\nstderr: {}", out.stderr);
+    let traces = v["predicates"]["traces"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(traces.len(), 2, "{v}");
+
+    // The conjunctive one: exactly at Inf(cond), then at the least state past client_a's
+    // second receive where it holds, as `ddbx inf` computes them.
+    let points = traces[0]["points"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        points.len(),
+        2,
+        "`{cond}` becomes true twice: {}",
+        traces[0]
+    );
+    let (_, first) = f.inf(&[&cond]);
+    let (_, second) = f.inf(&[&cond, "--stop-at", &format!("{a}:{second_recv}")]);
+    assert_eq!(cut(&points[0]["cut"]), Some(first), "{}", traces[0]);
+    assert_eq!(cut(&points[1]["cut"]), Some(second), "{}", traces[0]);
+    assert_eq!(points[0]["value"], "0");
+    assert_eq!(points[1]["value"], "2");
+    let messages: Vec<String> = v["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.as_str().map(String::from))
+        .filter(|m| m.starts_with(&format!("ddbx: trace {a}.recvs = ")))
+        .collect();
+    assert_eq!(messages.len(), 2, "{:?}", v["messages"]);
+    assert!(
+        messages[0].contains("= 0 ") && messages[1].contains("= 2 "),
+        "{messages:?}"
+    );
+
+    // The general one becomes true once (x is never unset), at a state where it holds and
+    // where the child that set x has just done so.
+    let points = traces[1]["points"].as_array().cloned().unwrap_or_default();
+    assert_eq!(points.len(), 1, "{}", traces[1]);
+    let at = cut(&points[0]["cut"]).unwrap_or_default();
+    let x_of = |child: &str| {
+        f.event_of(
+            child,
+            |r| matches!(r, Record::Probe { name, value: 1 } if name == "x"),
+        )
+    };
+    let (xa, xb) = (x_of(&f.child_a), x_of(&f.child_b));
+    let (ka, kb) = (at[&f.child_a], at[&f.child_b]);
+    assert!(
+        ka == xa && kb < xb || kb == xb && ka < xa,
+        "`{general}` first seen at {at:?}: x set at {xa} in {} and {xb} in {}",
+        f.child_a,
+        f.child_b
+    );
+    assert_eq!(points[0]["value"], at[&f.client_b].to_string());
+}
+
+#[test]
+fn several_stop_ifs_halt_at_the_primary_and_report_the_others() {
+    let f = Fig1::record("halt-fig1-several");
+    let p1 = format!("{}.x == 1 && {}.x == 1", f.client_a, f.child_a);
+    let p2 = format!("{}.x == 1 || {}.x == 1", f.child_a, f.child_b);
+    let p3 = format!("{}.sends == 1", f.server_y);
+    let (_, inf1) = f.inf(&[&p1]);
+    let (_, inf3) = f.inf(&[&p3]);
+    let args = ["--stop-if", &p1, "--stop-if", &p2, "--stop-if", &p3];
+
+    let (out, v) = f.halt(&args);
+    assert_eq!(v["outcome"], "halted", "{v}\nstderr: {}", out.stderr);
+    f.assert_cut_agrees(&cut(&v["cut"]).unwrap_or_default(), &inf1);
+    let reports = v["predicates"]["reports"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(reports.len(), 2, "{v}");
+    assert_eq!(reports[0]["predicate"], p2.as_str());
+    assert_eq!(reports[0]["kind"], "general");
+    let at = cut(&reports[0]["cut"]).unwrap_or_else(|| panic!("`{p2}` never seen: {v}"));
+    assert!(at[&f.child_a] >= 3 || at[&f.child_b] >= 3, "{at:?}");
+    assert_eq!(reports[1]["predicate"], p3.as_str());
+    assert_eq!(cut(&reports[1]["cut"]).as_ref(), Some(&inf3), "{v}");
+    let text = v["messages"].to_string();
+    assert!(
+        text.contains(&format!("ddbx: also `{p2}` (general")),
+        "{text}"
+    );
+
+    // --primary 3: halted at p3's Inf, p1 reported.
+    let mut args3 = args.to_vec();
+    args3.extend(["--primary", "3"]);
+    let (out, v) = f.halt(&args3);
+    assert_eq!(v["outcome"], "halted", "{v}\nstderr: {}", out.stderr);
+    f.assert_cut_agrees(&cut(&v["cut"]).unwrap_or_default(), &inf3);
+    let reports = v["predicates"]["reports"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(reports[0]["predicate"], p1.as_str());
+    assert_eq!(cut(&reports[0]["cut"]).as_ref(), Some(&inf1), "{v}");
+
+    // A general predicate cannot be the primary.
+    let out = Run::new(DDBX)
+        .args(["replay", s(&f.rec)])
+        .args(args)
+        .args(["--primary", "2"])
+        .output();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot be halted at exactly"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn the_prompt_prints_switches_and_continues_through_a_pipe() {
+    let f = Fig1::record("prompt-fig1");
+    let p1 = format!("{}.x == 1 && {}.x == 1", f.client_a, f.child_a);
+    // Monotone: once client_b has received, it stays so.
+    let p2 = format!("{}.recvs >= 1", f.client_b);
+    let input = format!(
+        "print {}.x\nshow\ninfo\nswitch 2\ncont\ncont\nquit\n",
+        f.client_a
+    );
+    let (out, v) = f.halt_with_input(
+        &["--stop-if", &p1, "--stop-if", &p2, "--prompt"],
+        Some(&input),
+    );
+    assert_eq!(
+        v["outcome"], "reached_end",
+        "{v}\nstdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("(ddbx) "), "no prompt: {}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("{}.x = 1", f.client_a)),
+        "print: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("stop if 1: `{p1}` conjunctive  (primary)")),
+        "info: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("primary: `{p2}`")),
+        "switch: {}",
+        out.stdout
+    );
+    // The program's own output is all there (the replay ran to its end).
+    for line in f.out.stdout.lines() {
+        assert!(
+            out.stdout.contains(line),
+            "missing `{line}`:\n{}",
+            out.stdout
+        );
+    }
+
+    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(cut)
+        .collect();
+    assert_eq!(halts.len(), 2, "two halts: {v}");
+    let (_, inf1) = f.inf(&[&p1]);
+    f.assert_cut_agrees(&halts[0], &inf1);
+    // After `switch 2`, `cont` halts at the least state from the first halt where p2 holds.
+    let floor = floor_args(&f, &halts[0]);
+    let mut inf_args = vec![p2.as_str()];
+    inf_args.extend(strings(&floor));
+    let (holds, inf2) = f.inf(&inf_args);
+    assert!(holds, "{inf_args:?}");
+    f.assert_cut_agrees(&halts[1], &inf2);
+}
+
+#[test]
+fn gdb_inspects_a_held_process_from_the_prompt() {
+    if !Path::new("/usr/bin/gdb").exists() {
+        eprintln!("no /usr/bin/gdb: skipped");
+        return;
+    }
+    let f = Fig1::record("prompt-gdb");
+    let p1 = format!("{}.x == 1 && {}.x == 1", f.client_a, f.child_a);
+    // server_x's `count` (a plain global: the connections it accepted) is its `accepts`.
+    let input = format!(
+        "print {0}.accepts\ngdb {0} -batch -ex 'print (long)count'\nprint {0}.accepts\nquit\n",
+        f.server_x
+    );
+    let (out, v) = f.halt_with_input(&["--stop-if", &p1, "--prompt"], Some(&input));
+    assert_eq!(v["outcome"], "halted", "{v}\nstderr: {}", out.stderr);
+    let accepts = halted_actor(&v, &f.server_x)["vars"]["accepts"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no accepts: {v}"));
+    assert!(accepts >= 1, "{v}");
+    assert!(
+        out.stdout.contains(&format!("$1 = {accepts}")),
+        "gdb did not print count = {accepts}:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // Back at the prompt after gdb, with the process still held.
+    assert_eq!(
+        out.stdout
+            .matches(&format!("{}.accepts = {accepts}", f.server_x))
+            .count(),
+        2,
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn cont_halts_where_the_primary_becomes_true_again() {
+    let f = Fig1::record("prompt-cont");
+    let a = &f.client_a;
+    // True after client_a's creation, false after its first receive, true after its second.
+    let p = format!("{a}.recvs != 1");
+    let second_recv = f.histories[a]
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Record::Recv { .. }))
+        .nth(1)
+        .map(|(i, _)| i as u64 + 1)
+        .unwrap_or_else(|| panic!("client_a has no second Recv"));
+    let (out, v) = f.halt_with_input(&["--stop-if", &p, "--prompt"], Some("cont\ncont\n"));
+    assert_eq!(
+        v["outcome"], "reached_end",
+        "{v}\nstdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(cut)
+        .collect();
+    assert_eq!(halts.len(), 2, "{v}");
+    let (_, first) = f.inf(&[&p]);
+    let (_, again) = f.inf(&[&p, "--stop-at", &format!("{a}:{second_recv}")]);
+    f.assert_cut_agrees(&halts[0], &first);
+    f.assert_cut_agrees(&halts[1], &again);
+    assert_eq!(halts[1][a], second_recv, "{halts:?}");
+    assert!(
+        v["messages"]
+            .to_string()
+            .contains(&format!("halted where `{p}` becomes true again")),
+        "{}",
+        v["messages"]
+    );
 }

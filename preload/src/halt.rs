@@ -292,6 +292,14 @@ impl Ld {
                 self.send(&msg);
                 true
             }
+            GdToLd::Retarget { sp } => {
+                if let Some(halt) = self.halt.as_mut() {
+                    halt.sp = sp;
+                    halt.passive_sent = false;
+                    halt.at_gate_sent = false;
+                }
+                true
+            }
             GdToLd::Release => {
                 if let Some(halt) = self.halt.as_mut() {
                     halt.released = true;

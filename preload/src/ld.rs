@@ -418,7 +418,11 @@ impl Ld {
         self.send(msg);
         loop {
             let reply = self.receive()?;
-            if let GdToLd::RunUntil { .. } | GdToLd::Report | GdToLd::Release = reply {
+            if let GdToLd::RunUntil { .. }
+            | GdToLd::Report
+            | GdToLd::Release
+            | GdToLd::Retarget { .. } = reply
+            {
                 self.control(reply);
                 continue;
             }

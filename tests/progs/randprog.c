@@ -8,7 +8,8 @@
  * in which the actors accept their peers and receive their messages.  It is
  * the test program of the halting property test (ddbx/tests/halting_property.rs).
  *
- * k = 2..5 actors.  The root (actor 0) creates one listening TCP socket per
+ * k = 2..5 actors (or `randprog SEED ACTORS`: that many, up to 64, with sparser extra
+ * channels, as a load for benchmarks).  The root (actor 0) creates one listening TCP socket per
  * actor on 127.0.0.1 (kernel-chosen port), then forks actors 1..k-1 in order
  * (no exec).  The channels are a random connected set of pairs i<j.  Each
  * actor first connects to every higher-numbered peer it has a channel with
@@ -60,10 +61,12 @@
 #include <sys/select.h>
 #include "ddbx.h"
 
-#define MAXA 5
+#define MAXA 64       /* actors with `randprog SEED ACTORS` */
+#define MAXA_RANDOM 5 /* actors of a program made from SEED alone */
 #define MAXR 3
 #define MSG 16
 #define MAXOPS (2 * (MAXA - 1)) /* sends (or receives) of one actor in one round */
+#define OPS_RANDOM (2 * (MAXA_RANDOM - 1)) /* probe slots per actor and round, SEED alone */
 #define MAXGOT (MAXR * MAXOPS)
 
 enum mux { MUX_POLL, MUX_SELECT, MUX_EPOLL };
@@ -71,7 +74,7 @@ enum probe { PR_NONE, PR_X, PR_Y, PR_X_SENDER };
 
 /* The program, as generated from SEED (identical in every process: it is made before
  * the first fork). */
-static int nact, nrounds;
+static int nact, nrounds, nops;
 static int chan[MAXA][MAXA];          /* symmetric: a channel between a and b */
 static int cnt[MAXR][MAXA][MAXA];     /* messages a sends to b in round r */
 static int mux[MAXA];
@@ -123,12 +126,15 @@ static void gen_probe(int *kind, int *val, int after_recv)
         *kind = after_recv ? PR_X_SENDER : PR_X;
 }
 
-static void generate(unsigned long long seed)
+/* actors > 0: that many actors, sparser extra channels (a load for benchmarks); else the
+ * number of actors comes from SEED too (the property test's programs). */
+static void generate(unsigned long long seed, int actors)
 {
     int a, b, r, i;
 
     rng_state = seed * 0x2545f4914f6cdd1dULL + 1;
-    nact = 2 + rng_below(MAXA - 1);
+    nact = actors > 0 ? actors : 2 + rng_below(MAXA_RANDOM - 1);
+    nops = actors > 0 ? 2 * (actors - 1) : OPS_RANDOM;
     nrounds = 1 + rng_below(MAXR);
     /* A random spanning tree (connected), plus random extra channels. */
     for (b = 1; b < nact; b++) {
@@ -137,7 +143,7 @@ static void generate(unsigned long long seed)
     }
     for (a = 0; a < nact; a++) {
         for (b = a + 1; b < nact; b++) {
-            if (!chan[a][b] && rng_below(3) == 0)
+            if (!chan[a][b] && rng_below(actors > 0 ? 16 : 3) == 0)
                 chan[a][b] = chan[b][a] = 1;
         }
     }
@@ -152,9 +158,9 @@ static void generate(unsigned long long seed)
     for (a = 0; a < nact; a++) {
         mux[a] = rng_below(3);
         for (r = 0; r < nrounds; r++) {
-            for (i = 0; i <= MAXOPS; i++)
+            for (i = 0; i <= nops; i++)
                 gen_probe(&send_probe[a][r][i], &send_val[a][r][i], 0);
-            for (i = 0; i < MAXOPS; i++)
+            for (i = 0; i < nops; i++)
                 gen_probe(&recv_probe[a][r][i], &recv_val[a][r][i], 1);
         }
     }
@@ -371,16 +377,21 @@ int main(int argc, char **argv)
     pid_t pids[MAXA];
     char *end;
     unsigned long long seed;
-    int a, i;
+    int a, i, actors = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 2)
-        fail("usage: randprog SEED");
+    if (argc != 2 && argc != 3)
+        fail("usage: randprog SEED [ACTORS]");
     seed = strtoull(argv[1], &end, 10);
     if (*end != '\0' || end == argv[1])
-        fail("usage: randprog SEED (a number)");
+        fail("usage: randprog SEED (a number) [ACTORS]");
+    if (argc == 3) {
+        actors = (int)strtol(argv[2], &end, 10);
+        if (*end != '\0' || actors < 2 || actors > MAXA)
+            fail("usage: randprog SEED [ACTORS (2 to 64)]");
+    }
     alarm(20);
-    generate(seed);
+    generate(seed, actors);
     got = mmap(NULL, sizeof *got, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (got == MAP_FAILED)
         die("mmap");

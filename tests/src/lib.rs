@@ -166,6 +166,7 @@ pub struct Output {
 pub struct Run {
     cmd: Command,
     limit: Duration,
+    input: Option<Vec<u8>>,
 }
 
 impl Run {
@@ -178,7 +179,15 @@ impl Run {
         Run {
             cmd,
             limit: Duration::from_secs(120),
+            input: None,
         }
+    }
+
+    /// Feeds `input` to the command's stdin through a pipe (closed after it).
+    pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Run {
+        self.cmd.stdin(Stdio::piped());
+        self.input = Some(input.into());
+        self
     }
 
     /// Adds arguments.
@@ -220,6 +229,13 @@ impl Run {
             .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", self.cmd));
         let pgid = child.id() as i32;
         let group = GroupKiller(pgid);
+        let feeder = match (child.stdin.take(), self.input.take()) {
+            (Some(mut pipe), Some(input)) => Some(std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&input);
+            })),
+            _ => None,
+        };
         let mut out_pipe = child.stdout.take();
         let mut err_pipe = child.stderr.take();
         let out_reader = std::thread::spawn(move || {
@@ -254,6 +270,9 @@ impl Run {
             Ok(Ok(status)) => status,
             other => panic!("waiting for {:?}: {other:?}", self.cmd),
         };
+        if let Some(feeder) = feeder {
+            let _ = feeder.join();
+        }
         let stdout = out_reader.join().unwrap_or_default();
         let stderr = err_reader.join().unwrap_or_default();
         let leftovers = group_members(pgid);

@@ -10,6 +10,7 @@
 
 pub mod inf;
 pub mod json;
+pub mod prompt;
 pub mod ps;
 pub mod races;
 pub mod record;

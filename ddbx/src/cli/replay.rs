@@ -12,15 +12,30 @@
 //!  "problem": null | "…", "messages": ["ddbx: …", …],
 //!  "halted": null | {"predicate", "cut", "actors": [{"id", "events", "status", "next",
 //!                                                    "vars": {name: value}, "satisfied", "pid"}]},
-//!  "cut": null | {"p1": 7, "p2": 3, …}}
+//!  "cut": null | {"p1": 7, "p2": 3, …},
+//!  "predicates": {"primary": null | 1, "stop_ifs": [{"predicate", "kind"}],
+//!                 "reports": [{"predicate", "kind", "reason", "cut": null | {…},
+//!                              "seen": "at_or_before_halt" | "after_halt" | "never" | "no_halt" | "unknown",
+//!                              "problem": null | "…"}],
+//!                 "traces": [{"expr", "if", "kind", "shown", "points": [{"cut": {…}, "value": "2"}]}],
+//!                 "halts": [{"p1": 7, …}, …]}}
 //! ```
 //!
 //! With `--stop-if`/`--stop-at` the outcome is "halted" and `cut` gives, for every recorded
 //! actor, the events it had executed in the halted state (0: not created), counted as
-//! `--stop-at` counts them and as `ddbx inf --json` prints them.
+//! `--stop-at` counts them and as `ddbx inf --json` prints them. `halted` and `cut` are the
+//! last halt; `predicates.halts` lists every halt (several after the prompt's `cont`), where
+//! `reached_end` is the outcome when a `cont` ran to the end.
+//!
+//! `predicates`: `primary` is the number (from 1) of the `--stop-if` halted at; `reports` says
+//! where each other `--stop-if` first holds (`kind`: "conjunctive" or "general"; `cut` null:
+//! never, or `problem` says why it could not be computed); `traces` gives, per
+//! `--trace EXPR --if P`, every state where P becomes true with EXPR's value there (`value` is
+//! text: an integer, `true`/`false`, a quoted string, or `unset (…)`), and how many were shown
+//! (those the replay passed). See `ddbx help predicates`, "Several predicates".
 
 use super::json;
-use crate::api::{Messages, ReplayOptions, replay};
+use crate::api::{Messages, ReplayOptions, replay_driven};
 use crate::error::Error;
 use std::path::PathBuf;
 
@@ -30,6 +45,8 @@ Examples:
   ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'    halt at the first state where it holds
   ddbx replay ddbx-run-1 --stop-at p3:17                halt right after p3's 17th event
   ddbx replay ddbx-run-1 --stop-if 'p2.recvs >= 2' --hold   keep the halted processes for gdb -p
+  ddbx replay ddbx-run-1 --stop-if 'p1.x==1' --stop-if 'p2.y==3 || p5.y==3' --trace 'p3.count' --if 'p1.x==1'
+  printf 'show\ncont\n' | ddbx replay ddbx-run-1 --stop-if 'x1==1' --prompt
   ddbx replay --history-out /tmp/again ddbx-run-1   (then compare the histories)
   ddbx replay --json ddbx-run-1
 
@@ -46,8 +63,15 @@ interrupted.
 \"outcome\": \"reached_end\"|\"halted\"|\"diverged\"|\"unsupported\"|\"interrupted\", \"exit_code\",
 \"recording\", \"root_status\", \"actors\", \"events\", \"history_out\", \"divergence\":
 null|{\"actor\", \"event\", \"expected\", \"found\", \"message\"}, \"problem\", \"messages\",
-\"halted\": null|{\"predicate\", \"cut\", \"actors\"}, \"cut\": null|{\"p1\": events, …}}; outcome
-\"halted\" and exit 0 when a --stop-if/--stop-at halted.";
+\"halted\": null|{\"predicate\", \"cut\", \"actors\"}, \"cut\": null|{\"p1\": events, …},
+\"predicates\": {\"primary\", \"stop_ifs\", \"reports\", \"traces\", \"halts\"}}; outcome
+\"halted\" and exit 0 when a --stop-if/--stop-at halted.
+
+At a halt, with a terminal on stdin or with --prompt, the (ddbx) prompt reads
+commands: show, ps, print EXPR, stop if P, trace E if P, switch N, info, cont,
+gdb pN [ARGS], kill, quit, help. Several --stop-if: the first conjunctive one (or
+--primary N) is halted at exactly, the others are reported where they first hold.
+--trace EXPR --if P prints EXPR each time P becomes true. See `ddbx help predicates`.";
 
 /// Arguments of `ddbx replay`.
 #[derive(Debug, clap::Args)]
@@ -73,6 +97,24 @@ pub struct Args {
     /// is interrupted.
     #[arg(long)]
     pub hold: bool,
+    /// Which --stop-if is the primary, halted at exactly (from 1; default: the first
+    /// conjunctive one). The others are reported where they first hold.
+    #[arg(long, value_name = "N")]
+    pub primary: Option<usize>,
+    /// Show EXPR each time the condition of the matching --if becomes true (repeatable: the
+    /// n-th --trace goes with the n-th --if).
+    #[arg(long = "trace", value_name = "EXPR")]
+    pub trace: Vec<String>,
+    /// The condition of a --trace.
+    #[arg(long = "if", value_name = "P")]
+    pub trace_if: Vec<String>,
+    /// At a halt, read prompt commands (`help`, `show`, `cont`, `gdb p3`…) from stdin even if
+    /// it is not a terminal (with a terminal the prompt opens by itself).
+    #[arg(long)]
+    pub prompt: bool,
+    /// At a halt, never open the prompt, even at a terminal.
+    #[arg(long, conflicts_with = "prompt")]
+    pub no_prompt: bool,
     /// The recording directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -85,15 +127,37 @@ pub fn run(args: Args) -> Result<i32, Error> {
         (Some(path), false) => Messages::File(path.clone()),
         (None, false) => Messages::Stderr,
     };
-    let outcome = replay(ReplayOptions {
-        dir: args.dir,
-        history_out: args.history_out,
-        messages,
-        handle_signals: true,
-        stop_if: args.stop_if,
-        stop_at: args.stop_at,
-        hold: args.hold,
-    })?;
+    if args.trace.len() != args.trace_if.len() {
+        return Err(Error::Usage(format!(
+            "expected one --if P after each --trace EXPR, found {} --trace and {} --if",
+            args.trace.len(),
+            args.trace_if.len()
+        )));
+    }
+    let traces = args
+        .trace
+        .iter()
+        .cloned()
+        .zip(args.trace_if.iter().cloned())
+        .collect();
+    // At a terminal the prompt opens by itself, unless the halt is to be held or printed.
+    let prompt = args.prompt
+        || (!args.no_prompt && !args.json && !args.hold && super::prompt::stdin_is_terminal());
+    let driver = prompt.then(super::prompt::driver);
+    let outcome = replay_driven(
+        ReplayOptions {
+            dir: args.dir,
+            history_out: args.history_out,
+            messages,
+            handle_signals: true,
+            stop_if: args.stop_if,
+            stop_at: args.stop_at,
+            hold: args.hold,
+            traces,
+            primary: args.primary,
+        },
+        driver,
+    )?;
     if args.json {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({
@@ -110,6 +174,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "messages": outcome.messages,
             "halted": outcome.halted.as_ref().map(crate::halt::to_json),
             "cut": outcome.halted.as_ref().map(|h| crate::halt::to_json(h)["cut"].clone()),
+            "predicates": outcome.predicates,
         });
         super::write_json_message(&value, args.messages.as_deref())?;
     }

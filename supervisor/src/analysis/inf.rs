@@ -175,6 +175,53 @@ pub fn inf_online(
     inf_with(c, deps, actors, holds)
 }
 
+/// [`inf_online`] among the states `≥ floor`: the least consistent cut, as a replay can reach
+/// it, that is `≥ floor` and satisfies the predicate. This is where a replay halted at `floor`
+/// halts when it continues towards a new predicate (`floor` should itself be such a cut).
+pub fn inf_online_from(
+    deps: &Deps,
+    floor: &Cut,
+    actors: &[ActorId],
+    holds: &dyn Fn(ActorId, u64) -> bool,
+) -> Option<Cut> {
+    let mut c = Closer::new(deps);
+    c.creation = true;
+    if let Some(i) = deps.actor_index(ActorId::ROOT) {
+        c.raise(i, deps.creation_events(ActorId::ROOT));
+    }
+    for (a, k) in floor {
+        if let Some(i) = deps.actor_index(*a) {
+            c.raise(i, *k);
+        }
+    }
+    inf_with(c, deps, actors, holds)
+}
+
+/// The least consistent cut `≥ cut` as a replay can reach it: [`close`], where moreover the
+/// root exists and every executed fork has created its child (see [`inf_online`]).
+pub fn close_online(deps: &Deps, cut: &Cut) -> Cut {
+    inf_online_from(deps, cut, &[], &|_, _| true).unwrap_or_default()
+}
+
+/// [`close_online`] of `closed` with `actor` raised to at least `k`, where `closed` is already
+/// such a closure: only the needs of the events added are applied, so a step costs what it
+/// adds (the observation chain of general predicates takes many such steps).
+pub fn close_online_raised(deps: &Deps, closed: &Cut, actor: ActorId, k: u64) -> Cut {
+    let mut c = Closer::new(deps);
+    c.creation = true;
+    for (a, n) in closed {
+        if let Some(i) = deps.actor_index(*a) {
+            c.raise(i, *n);
+            c.applied[i] = c.pos[i];
+        }
+    }
+    if let Some(i) = deps.actor_index(actor) {
+        c.raise(i, k);
+    }
+    c.settle();
+    c.cut()
+}
+
 fn inf_with(
     mut c: Closer<'_>,
     deps: &Deps,
@@ -197,7 +244,7 @@ fn inf_with(
         (from..=deps.event_count(a)).find(|&k| holds(a, k))
     };
     for &i in &constrained {
-        let k = next(i, 0)?;
+        let k = next(i, c.pos[i])?;
         c.raise(i, k);
     }
     loop {
@@ -251,6 +298,21 @@ mod tests {
              Probe(name: \"y\", value: 1)\n",
         );
         Deps::from_histories(&[parent, child])
+    }
+
+    #[test]
+    fn raising_a_closed_cut_closes_like_closing_from_scratch() {
+        let d = forked();
+        let start = close_online(&d, &Cut::new());
+        for (actor, k) in [(1, 2), (1, 3), (2, 1), (2, 2), (1, 9)] {
+            let mut raised = start.clone();
+            raised.insert(p(actor), k);
+            assert_eq!(
+                close_online_raised(&d, &start, p(actor), k),
+                close_online(&d, &raised),
+                "p{actor} to {k}"
+            );
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub enum Class {
 }
 
 const TAIL: &str = "so ddbx cannot halt exactly at the first state where it holds; it is \
-                    reported when first seen after the primary's halt";
+                    reported where it is first seen";
 
 /// Classifies a resolved predicate (see [`resolve`](super::resolve)).
 ///
@@ -190,7 +190,7 @@ mod tests {
             r,
             "`p1.x == 1 || p4.x == 1` is a disjunction over p1 and p4: it can become true in any \
              of them first, so ddbx cannot halt exactly at the first state where it holds; it is \
-             reported when first seen after the primary's halt"
+             reported where it is first seen"
         );
         let r = reason(class("p2.y == 0 && (p1.x == 1 || p4.x == 1)"));
         assert!(
@@ -205,8 +205,8 @@ mod tests {
         assert_eq!(
             r,
             "`p1.x == p2.x` compares variables of p1 and p2: no process can decide it alone, so \
-             ddbx cannot halt exactly at the first state where it holds; it is reported when \
-             first seen after the primary's halt"
+             ddbx cannot halt exactly at the first state where it holds; it is reported where \
+             it is first seen"
         );
         let r = reason(class("p3.a == 1 && p1.x + p2.y + p3.z > 0"));
         assert!(r.contains("compares variables of p1, p2 and p3"), "{r}");

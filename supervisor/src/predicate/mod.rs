@@ -65,6 +65,17 @@ pub fn resolve(expr: Expr, catalog: &dyn Catalog) -> Result<Expr, ResolveError> 
     }
 }
 
+/// Like [`resolve`], for an expression whose value is shown rather than tested (`trace EXPR`):
+/// any type is accepted, but the operands must still fit their operators.
+pub fn resolve_value(expr: Expr, catalog: &dyn Catalog) -> Result<Expr, ResolveError> {
+    let mut actors = catalog.actors();
+    actors.sort();
+    actors.dedup();
+    let resolved = resolve_in(expr, catalog, &actors)?;
+    type_of(&resolved)?;
+    Ok(resolved)
+}
+
 fn resolve_in(expr: Expr, catalog: &dyn Catalog, actors: &[ActorId]) -> Result<Expr, ResolveError> {
     let go = |e: Box<Expr>| resolve_in(*e, catalog, actors).map(Box::new);
     Ok(match expr {

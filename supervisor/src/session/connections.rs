@@ -197,6 +197,18 @@ impl Shared {
         }
     }
 
+    /// Halting: continues from a halt (see [`halting::Resume`]); the main loop hears
+    /// `Halted` again at the next halt.
+    pub(crate) fn resume(&self, resume: &halting::Resume) {
+        let mut state = self.lock();
+        if let Some(h) = state.halting.as_mut() {
+            h.resume(resume);
+            if h.check() {
+                self.send(MainEvent::Halted);
+            }
+        }
+    }
+
     /// Halting: an actor's pid (for `--hold`).
     pub(crate) fn halted_pid(&self, actor: ActorId) -> Option<i32> {
         self.lock().halting.as_ref().and_then(|h| h.pid(actor))

@@ -64,6 +64,36 @@ pub struct HaltedState {
     pub actors: Vec<HaltedActor>,
 }
 
+/// How a halted replay goes on (what the embedding's halt callback answers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HaltAction {
+    /// End every process now (the replay ends halted).
+    Kill,
+    /// Keep the processes as they are until ddbx is interrupted (`--hold`).
+    Hold,
+    /// Run on from the halted state, and call the callback again at the next halt.
+    Resume(Resume),
+}
+
+/// Where a halted replay runs on to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Run every actor exactly to this consistent global state (events per actor, each at
+    /// least where it stands now; computed offline, e.g. the next satisfaction of a
+    /// predicate), then halt there. `text` names it in the halted state.
+    ToCut {
+        /// Events per actor (missing: where it stands).
+        cut: BTreeMap<ActorId, u64>,
+        /// What the state is, for the user.
+        text: String,
+    },
+    /// Halt at the least consistent global state at or after the current one where this
+    /// conjunctive predicate holds (the halting algorithm again, with new simple predicates).
+    Predicate(HaltRequest),
+    /// Stop halting: run to the end of the recording.
+    ToEnd,
+}
+
 /// A writer shared by an LD connection's thread and the halting logic.
 pub(crate) type Writer = Arc<Mutex<UnixStream>>;
 
@@ -103,8 +133,22 @@ macro_rules! trace {
     };
 }
 
+/// Halting control messages the GD has sent or received in this process so far (requests,
+/// notes, reports; not the Hello/Welcome handshake): for benchmarks.
+static CONTROL_MESSAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many halting control messages the GD has sent or received in this process so far.
+pub fn control_messages() -> u64 {
+    CONTROL_MESSAGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count_message() {
+    CONTROL_MESSAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Sends one message on an LD connection (ignored if it is closed).
 pub(crate) fn send(writer: &Writer, msg: &GdToLd) {
+    count_message();
     let line = proto::encode(msg);
     let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
     let _ = stream.write_all(line.as_bytes());
@@ -392,6 +436,7 @@ impl Halting {
 
     /// `actor` is about to execute `event`, which needs other actors' events.
     pub(crate) fn need(&mut self, actor: ActorId, event: u64) {
+        count_message();
         let mut needs: Vec<(ActorId, u64)> = self.deps.needs(actor, event).to_vec();
         needs.extend(self.deps.child_exits(actor, event));
         self.ensure_reaped(actor, event);
@@ -411,6 +456,7 @@ impl Halting {
         target: u64,
         at_gate: bool,
     ) {
+        count_message();
         trace!(
             "Passive {actor} at {events} (target seen {target}, at gate {at_gate}, incarnation {incarnation})"
         );
@@ -428,6 +474,7 @@ impl Halting {
 
     /// `actor`'s process exited.
     pub(crate) fn exited(&mut self, actor: ActorId, events: u64) {
+        count_message();
         trace!("Exited {actor} at {events}");
         if let Some(a) = self.actors.get_mut(&actor) {
             a.phase = Phase::Exited;
@@ -439,7 +486,8 @@ impl Halting {
     /// Whether the program has halted now (every actor passive or exited, and every child whose
     /// creating fork was executed has said hello).
     pub(crate) fn check(&mut self) -> bool {
-        if self.halted {
+        // Released: nothing is held any more, so nothing halts.
+        if self.halted || self.released {
             return false;
         }
         let mut any_created = false;
@@ -500,6 +548,7 @@ impl Halting {
 
     /// An actor's answer to `Report`.
     pub(crate) fn state(&mut self, actor: HaltedActor) {
+        count_message();
         self.states.insert(actor.actor, actor);
     }
 
@@ -520,6 +569,53 @@ impl Halting {
             }
         }
         self.sp.clear();
+    }
+
+    /// Continues a halted replay (see [`Resume`]). Every live actor is sent its new simple
+    /// predicate; one that waits at its gate counts as running until it says `Passive` again;
+    /// actors outside their gate (in waitpid) pick it up at their next event, and actors not
+    /// created yet in their Welcome.
+    pub(crate) fn resume(&mut self, resume: &Resume) {
+        self.halted = false;
+        self.states.clear();
+        let (sp, text, cut) = match resume {
+            Resume::ToEnd => {
+                self.release();
+                return;
+            }
+            Resume::ToCut { cut, text } => (HashMap::new(), text.clone(), cut.clone()),
+            Resume::Predicate(request) => (
+                request.primary.iter().cloned().collect(),
+                request.text.clone(),
+                BTreeMap::new(),
+            ),
+        };
+        trace!("resume towards `{text}`");
+        self.sp = sp;
+        self.text = text;
+        let ids: Vec<ActorId> = self.actors.keys().copied().collect();
+        for id in &ids {
+            let new_sp = self.sp.get(id).cloned();
+            if let Some(a) = self.actors.get_mut(id)
+                && matches!(a.phase, Phase::Passive | Phase::Running)
+                && let Some(w) = &a.writer
+            {
+                send(w, &GdToLd::Retarget { sp: new_sp });
+                // Only an actor reading the GD at its gate answers at once; one blocked
+                // elsewhere (waitpid) reads the new predicate at its next event.
+                if a.phase == Phase::Passive && a.at_gate {
+                    a.phase = Phase::Running;
+                    a.held = false;
+                }
+            }
+        }
+        for (id, event) in cut {
+            self.ensure(id, event);
+        }
+        let with_sp: Vec<ActorId> = self.sp.keys().copied().collect();
+        for actor in with_sp {
+            self.ensure(actor, 1);
+        }
     }
 
     /// The halted global state, from the answers collected.

@@ -20,7 +20,7 @@ pub mod matcher;
 pub mod procs;
 pub mod runtime_dir;
 
-pub use halting::{HaltRequest, HaltedActor, HaltedState};
+pub use halting::{HaltAction, HaltRequest, HaltedActor, HaltedState, Resume};
 pub use runtime_dir::RuntimeDir;
 
 use crate::actors::Registry;
@@ -79,7 +79,14 @@ pub struct SessionConfig {
     pub handle_signals: bool,
     /// Receives each human-readable line (`ddbx: …`) as it happens.
     pub on_message: Box<dyn FnMut(&str) + Send>,
+    /// Replay with a halt request: called at each halt (the processes wait, blocked in their
+    /// LDs, while it runs) to decide how to go on. `None`: end the processes, or hold them
+    /// with [`SessionMode::Replay`]'s `hold`.
+    pub on_halt: Option<OnHalt>,
 }
+
+/// The halt callback of [`SessionConfig::on_halt`].
+pub type OnHalt = Box<dyn FnMut(&HaltedState) -> HaltAction + Send>;
 
 /// A replay that did not follow its recording.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +187,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         runtime,
         handle_signals,
         mut on_message,
+        mut on_halt,
     } = config;
     let ddbx_pid = std::process::id() as i32;
     let host = procs::host_name();
@@ -475,7 +483,16 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                     shared.release();
                     continue;
                 }
-                if hold {
+                let action = match on_halt.as_mut() {
+                    Some(callback) => callback(&state),
+                    None if hold => HaltAction::Hold,
+                    None => HaltAction::Kill,
+                };
+                if let HaltAction::Resume(resume) = &action {
+                    shared.resume(resume);
+                    continue;
+                }
+                if action == HaltAction::Hold {
                     let pids: Vec<String> = state
                         .actors
                         .iter()

@@ -234,6 +234,13 @@ pub enum GdToLd {
     Report,
     /// Halting replay: stop halting; run freely to the end of the history.
     Release,
+    /// Halting replay, continuing from a halt: this actor's simple predicate is now `sp`
+    /// (`None`: it has none). The LD says `Passive` again when it is (the GD counts it as
+    /// running until then).
+    Retarget {
+        /// The new simple predicate.
+        sp: Option<crate::pred::Expr>,
+    },
 }
 
 /// Encodes a message as one line (with its newline).
