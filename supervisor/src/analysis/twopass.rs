@@ -814,6 +814,7 @@ mod tests {
                 argv: vec!["a".into()],
                 host: "h".into(),
                 exit: None,
+                reaps: Vec::new(),
             })
             .collect();
         let channels = crate::analysis::channels::match_channels(&histories);
