@@ -546,6 +546,14 @@ impl Ld {
         let ordinal = self.events();
         if self.full_fd >= 0 {
             self.write_line(self.full_fd, record);
+            // What the readiness call watched, which no record says (a comment line).
+            if let (Record::Ready { .. }, Some(t)) = (record, self.trace.as_mut())
+                && !t.watched.is_empty()
+            {
+                let fds: Vec<String> = t.watched.drain(..).map(|f| f.to_string()).collect();
+                let line = format!("// watched: {}\n", fds.join(" "));
+                sys::write_all(self.full_fd, line.as_bytes());
+            }
         }
         if let Some(t) = self.trace.as_mut() {
             t.push(ordinal, record.clone(), decision);

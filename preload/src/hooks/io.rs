@@ -32,13 +32,11 @@ fn on_recv(
             let r = call(len);
             let err = sys::errno();
             let ordinal = ld.events() + 1;
-            let decision = match ld.trace.as_mut() {
-                Some(t) if r >= 0 => t.received(fd, len, r as usize, ordinal),
-                _ => crate::trace::Decision::Logged,
-            };
             // Bytes are kept only from peers that describe none (outside the session).
-            let described = ld.trace.as_mut().is_some_and(|t| t.has_side(fd))
-                && !matches!(decision, crate::trace::Decision::Logged);
+            let (decision, described) = match ld.trace.as_mut() {
+                Some(t) if r >= 0 => t.received(fd, len, r as usize, ordinal),
+                _ => (crate::trace::Decision::Logged, false),
+            };
             let data = (r > 0 && keeps_bytes(fd) && !described).then(|| gather(r as usize));
             ld.emit_decided(&record::recv(fd, r, err, data), decision);
             sys::set_errno(err);

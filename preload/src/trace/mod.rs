@@ -92,6 +92,8 @@ pub struct Tracer {
     by_fd: Vec<(c_int, Dir, u32)>,
     queue: VecDeque<Item>,
     skip: u64,
+    /// The fds the last readiness call watched (for the `DDBX_TRACE_CHECK` twin history).
+    pub watched: Vec<c_int>,
 }
 
 impl Tracer {
@@ -113,6 +115,7 @@ impl Tracer {
             by_fd: Vec::new(),
             queue: VecDeque::with_capacity(QUEUE),
             skip: 0,
+            watched: Vec::new(),
         })
     }
 
@@ -207,23 +210,24 @@ impl Tracer {
 
     /// A receive at event `ordinal` on `fd` got `r` bytes (`0`: end of stream): reads their
     /// descriptions, merges clocks, settles the events that waited for these messages, moves
-    /// the offsets on. Returns the decision for this receive.
-    pub fn received(&mut self, fd: c_int, len: usize, r: usize, ordinal: u64) -> Decision {
+    /// the offsets on. Returns the decision for this receive, and whether a side channel
+    /// described the bytes (if not, they are input from outside and must be kept).
+    pub fn received(&mut self, fd: c_int, len: usize, r: usize, ordinal: u64) -> (Decision, bool) {
         let Some(side) = self.side(fd, Dir::In) else {
-            return Decision::Logged;
+            return (Decision::Logged, false);
         };
         if r == 0 {
             // End of stream: when the peer closed is not known; it could have been seen by
             // any receive waiting on this channel.
             self.message(side, 0, ordinal);
-            return Decision::Untraced;
+            return (Decision::Untraced, true);
         }
         let s = &self.sides[side as usize];
         let at = s.received();
         let Some((first, start, end)) = s.holding(at) else {
             // Bytes nobody described: a peer without side channel. Keep offsets honest.
             self.sides[side as usize].consumed(r as u64, 0);
-            return Decision::Logged;
+            return (Decision::Logged, false);
         };
         let want = ((end - at) as usize).min(len);
         let stop = at + r as u64;
@@ -246,7 +250,7 @@ impl Tracer {
             index += 1;
         }
         self.sides[side as usize].consumed(r as u64, cursor);
-        if r != want {
+        let decision = if r != want {
             Decision::Logged
         } else if r < len {
             Decision::Undecided {
@@ -254,7 +258,8 @@ impl Tracer {
             }
         } else {
             Decision::Untraced
-        }
+        };
+        (decision, true)
     }
 
     /// Replay: a receive on `fd` got `r` bytes; only the offsets move.
@@ -275,6 +280,7 @@ impl Tracer {
     /// `ordinal`: undecided on the other channels' next messages, or logged if one of them has
     /// no side channel.
     pub fn ready_one(&mut self, fds: &[c_int], ready: c_int) -> Decision {
+        self.watched = fds.to_vec();
         let mut pending = Vec::new();
         for fd in fds {
             if *fd == ready {
