@@ -28,7 +28,11 @@ impl Traced {
         let mut logged = 0;
         for (actor, full) in &self.full {
             let opt = &self.optimal[actor];
-            assert_eq!(opt.len(), full.len(), "{actor}: optimal and full differ in length");
+            assert_eq!(
+                opt.len(),
+                full.len(),
+                "{actor}: optimal and full differ in length"
+            );
             for (f, o) in full.iter().zip(opt) {
                 if matches!(
                     f,
@@ -129,7 +133,10 @@ fn watched(rec: &Path, actor: &str) -> BTreeMap<usize, Vec<i32>> {
     let mut event = 0;
     for line in text.lines().skip(1) {
         if let Some(list) = line.strip_prefix("// watched:") {
-            let fds = list.split_whitespace().map(|f| f.parse().unwrap()).collect();
+            let fds = list
+                .split_whitespace()
+                .map(|f| f.parse().unwrap())
+                .collect();
             out.insert(event, fds);
         } else if !line.trim().is_empty() && !line.starts_with("//") {
             event += 1;
@@ -261,4 +268,27 @@ fn ping_pong_logs_almost_no_receive() {
         logged * 100 < total,
         "ping-pong logged {logged} of {total} receives"
     );
+}
+
+#[test]
+fn what_needs_the_full_history_refuses_an_optimal_recording() {
+    let t = record_and_replay(&progs().join("bench_pingpong"), &["20", "8"], &[]);
+    let rec = t.tmp.join("rec");
+    let rec = rec.to_str().unwrap();
+    for args in [
+        vec!["races", rec],
+        vec!["view", rec, "-o", "/dev/null"],
+        vec!["inf", rec, "x==1"],
+        vec!["replay", "--stop-at", "p1:3", rec],
+    ] {
+        let out = Run::new(DDBX).args(&args).output();
+        assert_eq!(out.code, 102, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("--trace optimal") && out.stderr.contains("--full"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    let shown = Run::new(DDBX).args(["show", rec, "p1"]).output();
+    assert_eq!(shown.code, 0, "show: {}", shown.stderr);
 }

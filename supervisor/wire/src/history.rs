@@ -859,7 +859,10 @@ mod data_tests {
         assert_eq!(trace_of(&path), Trace::Optimal);
         let h = History::load(&path).unwrap();
         assert_eq!(h.records.len(), 5);
-        assert_eq!(h.records[1..4], [Record::Untraced, Record::Untraced, Record::Untraced]);
+        assert_eq!(
+            h.records[1..4],
+            [Record::Untraced, Record::Untraced, Record::Untraced]
+        );
         let bad = History::parse(&path, &text.replace("n: 3", "n: 0")).unwrap_err();
         assert_eq!(bad.line, 3, "{bad}");
         let full = dir.join("p1.ron");
