@@ -31,10 +31,9 @@ fn on_recv(
         Mode::Record if ld.trace.is_some() => {
             let r = call(len);
             let err = sys::errno();
-            let ordinal = ld.events() + 1;
             // Bytes are kept only from peers that describe none (outside the session).
             let (decision, described) = match ld.trace.as_mut() {
-                Some(t) if r >= 0 => t.received(fd, len, r as usize, ordinal),
+                Some(t) if r >= 0 => t.received(fd, len, r as usize),
                 _ => (crate::trace::Decision::Logged, false),
             };
             let data = (r > 0 && keeps_bytes(fd) && !described).then(|| gather(r as usize));

@@ -55,6 +55,10 @@ pub enum Decision {
     Undecided {
         /// Channels whose next message is still to be seen.
         pending: Vec<u32>,
+        /// Whether the end of one of those streams could have changed the outcome: yes for a
+        /// ready set (the fd would have been readable), no for a receive that got bytes (the
+        /// end of the stream adds none).
+        eof_races: bool,
     },
 }
 
@@ -208,18 +212,17 @@ impl Tracer {
         self.side(fd, Dir::In).is_some()
     }
 
-    /// A receive at event `ordinal` on `fd` got `r` bytes (`0`: end of stream): reads their
+    /// A receive on `fd` got `r` bytes (`0`: end of stream): reads their
     /// descriptions, merges clocks, settles the events that waited for these messages, moves
     /// the offsets on. Returns the decision for this receive, and whether a side channel
     /// described the bytes (if not, they are input from outside and must be kept).
-    pub fn received(&mut self, fd: c_int, len: usize, r: usize, ordinal: u64) -> (Decision, bool) {
+    pub fn received(&mut self, fd: c_int, len: usize, r: usize) -> (Decision, bool) {
         let Some(side) = self.side(fd, Dir::In) else {
             return (Decision::Logged, false);
         };
         if r == 0 {
-            // End of stream: when the peer closed is not known; it could have been seen by
-            // any receive waiting on this channel.
-            self.message(side, 0, ordinal);
+            // End of stream: when the peer closed is not known.
+            self.message(side, 0, true);
             return (Decision::Untraced, true);
         }
         let s = &self.sides[side as usize];
@@ -245,7 +248,7 @@ impl Tracer {
                     }
                 }
                 let seen = e.clock(self.me) as u64;
-                self.message(side, seen, ordinal);
+                self.message(side, seen, false);
             }
             index += 1;
         }
@@ -255,6 +258,7 @@ impl Tracer {
         } else if r < len {
             Decision::Undecided {
                 pending: vec![side],
+                eof_races: false,
             }
         } else {
             Decision::Untraced
@@ -297,21 +301,26 @@ impl Tracer {
         if pending.is_empty() {
             Decision::Untraced
         } else {
-            Decision::Undecided { pending }
+            Decision::Undecided {
+                pending,
+                eof_races: true,
+            }
         }
     }
 
     /// A new message on channel `side` whose send had seen `seen` of our events: every queued
     /// event waiting on that channel with an ordinal above `seen` could have got it (raced).
-    fn message(&mut self, side: u32, seen: u64, _now: u64) {
+    /// The end of the stream (`eof`) has no known clock: it could have been there for any
+    /// ready set waiting on the channel, and adds nothing a receive could have got.
+    fn message(&mut self, side: u32, seen: u64, eof: bool) {
         for item in self.queue.iter_mut() {
-            let Decision::Undecided { pending } = &mut item.decision else {
+            let Decision::Undecided { pending, eof_races } = &mut item.decision else {
                 continue;
             };
             if !pending.contains(&side) {
                 continue;
             }
-            if seen < item.ordinal {
+            if (eof && *eof_races) || (!eof && seen < item.ordinal) {
                 item.decision = Decision::Logged;
             } else {
                 pending.retain(|s| *s != side);
