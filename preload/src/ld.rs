@@ -741,6 +741,9 @@ impl Ld {
             .into_iter()
             .filter(|fd| *fd >= 0)
             .collect();
+        if let Some(t) = &self.trace {
+            v.extend(t.own_fds());
+        }
         if let Some(r) = &self.replay {
             v.extend(r.stash.iter().map(|(fd, _, _)| *fd));
             v.extend(r.externals.iter().map(|e| e.peer));

@@ -7,14 +7,15 @@
 //! and decides:
 //!
 //! * a receive on one channel that got `r` bytes at stream offset `a` is *untraced* when
-//!   `r == min(len, end - a)`, `end` being the end of the send that holds `a` (replay can
-//!   compute that itself from the side channel), and, when `r < len`, no later message on the
-//!   channel could have been there too: the next send's clock must say it happened after this
-//!   receive (`vc_send[me] >= ordinal`). That is only known when the next message arrives, so
-//!   the receive waits *undecided* in a queue;
+//!   `r == min(len, end - a)`, `end` being the end of the send that holds `a`: replay computes
+//!   the same count from its own side channel and waits for exactly those bytes, so the count
+//!   no longer depends on timing. Any other count (a read that stopped inside a send, or took
+//!   bytes of several sends) is one that timing made: logged. A stream carries no choice of
+//!   message, so this is the whole race of a receive on one channel;
 //! * a ready set (select, poll) that reports exactly one fd as readable is untraced when none
-//!   of the other watched channels' next messages could have been there
-//!   (`vc_send[me] >= ordinal`), again decided as those messages arrive;
+//!   of the other watched channels' next messages could have been there: their send's clock
+//!   must say it happened after the ready set (`vc_send[me] >= ordinal`). That is only known
+//!   when those messages arrive (are received), so the ready set waits *undecided* in a queue;
 //! * everything else is logged: EAGAIN and timeouts ("nothing there"), several ready fds,
 //!   writability, epoll (its registrations are not enumerated), accepts and connects, end of
 //!   stream from a peer without side channel, and every receive from a peer that writes no side
@@ -55,10 +56,6 @@ pub enum Decision {
     Undecided {
         /// Channels whose next message is still to be seen.
         pending: Vec<u32>,
-        /// Whether the end of one of those streams could have changed the outcome: yes for a
-        /// ready set (the fd would have been readable), no for a receive that got bytes (the
-        /// end of the stream adds none).
-        eof_races: bool,
     },
 }
 
@@ -157,6 +154,11 @@ impl Tracer {
         Some(index)
     }
 
+    /// The side channel files this process holds open (kept out of the program's close_range).
+    pub fn own_fds(&self) -> impl Iterator<Item = c_int> + '_ {
+        self.sides.iter().map(Side::fd)
+    }
+
     /// `fd` was closed or replaced: forget which channel it was.
     pub fn forget_fd(&mut self, fd: c_int) {
         self.by_fd.retain(|(f, _, _)| *f != fd);
@@ -253,15 +255,13 @@ impl Tracer {
             index += 1;
         }
         self.sides[side as usize].consumed(r as u64, cursor);
-        let decision = if r != want {
-            Decision::Logged
-        } else if r < len {
-            Decision::Undecided {
-                pending: vec![side],
-                eof_races: false,
-            }
-        } else {
+        // The replay rule gives exactly `want` whatever the timing (it waits for those bytes
+        // and takes no more), so a receive that got `want` needs no log; any other count is
+        // one that timing made.
+        let decision = if r == want {
             Decision::Untraced
+        } else {
+            Decision::Logged
         };
         (decision, true)
     }
@@ -301,26 +301,23 @@ impl Tracer {
         if pending.is_empty() {
             Decision::Untraced
         } else {
-            Decision::Undecided {
-                pending,
-                eof_races: true,
-            }
+            Decision::Undecided { pending }
         }
     }
 
     /// A new message on channel `side` whose send had seen `seen` of our events: every queued
     /// event waiting on that channel with an ordinal above `seen` could have got it (raced).
     /// The end of the stream (`eof`) has no known clock: it could have been there for any
-    /// ready set waiting on the channel, and adds nothing a receive could have got.
+    /// ready set waiting on the channel.
     fn message(&mut self, side: u32, seen: u64, eof: bool) {
         for item in self.queue.iter_mut() {
-            let Decision::Undecided { pending, eof_races } = &mut item.decision else {
+            let Decision::Undecided { pending } = &mut item.decision else {
                 continue;
             };
             if !pending.contains(&side) {
                 continue;
             }
-            if (eof && *eof_races) || (!eof && seen < item.ordinal) {
+            if eof || seen < item.ordinal {
                 item.decision = Decision::Logged;
             } else {
                 pending.retain(|s| *s != side);

@@ -109,6 +109,11 @@ impl Side {
         })
     }
 
+    /// The open file.
+    pub fn fd(&self) -> c_int {
+        self.file
+    }
+
     /// Whether this is the file for `key`.
     pub fn is(&self, key: &[u8]) -> bool {
         self.key == key
