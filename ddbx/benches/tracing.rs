@@ -10,7 +10,8 @@
 //!
 //! Workloads: race-light ping-pong and pipeline (`tests/progs/bench_pingpong.c`,
 //! `bench_pipeline.c`), the Figure 1 example, random programs (`randprog`), and race-heavy ones
-//! (`select_any`, `poll_any`: clients to one select/poll loop; `many_clients`: one accept loop).
+//! (`bench_selectloop`: 16 clients streaming to one select loop; `select_any`, `poll_any`: 3
+//! clients to one select/poll loop; `many_clients`: one accept loop).
 //! Uses the test programs built by the test harness and `target/release/ddbx` (`DDBX_BIN`
 //! overrides; built if missing). `DDBX_BENCH_ROUNDS` (default 10000) sets the ping-pong round
 //! trips and pipeline messages.
@@ -162,6 +163,15 @@ fn main() {
         w("randprog 1", "randprog", &["1"], &[]),
         w("randprog 2", "randprog", &["2"], &[]),
         w(
+            &format!(
+                "bench_selectloop (16 clients x {} messages, one select loop)",
+                rounds / 50
+            ),
+            "bench_selectloop",
+            &["16", &(rounds / 50).to_string(), "32"],
+            &[],
+        ),
+        w(
             "select_any (3 clients, one select loop)",
             "select_any",
             &[],
@@ -207,7 +217,7 @@ fn main() {
         let (opt_bytes, opt_events) = size(&opt_dir);
         let (total, logged) = receives(&opt_dir);
         println!(
-            "| {} | {} | {} | {} | {:.1} % | {:.1} | {:.1} | {:.3} |",
+            "| {} | {} | {} | {} | {:.2} % | {:.2} | {:.2} | {:.4} |",
             w.name,
             opt_events,
             total,

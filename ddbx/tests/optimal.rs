@@ -235,6 +235,20 @@ fn many_clients_to_one_loop_replay_and_the_racing_receives_are_logged() {
 }
 
 #[test]
+fn clients_streaming_to_one_select_loop_replay_and_the_races_are_logged() {
+    let t = record_and_replay(&progs().join("bench_selectloop"), &["6", "30", "32"], &[]);
+    assert!(
+        races_were_logged(&t) > 0,
+        "no race among 6 streaming clients"
+    );
+    let (total, logged) = t.receives();
+    assert!(
+        logged * 10 > total,
+        "only {logged} of {total} receives logged"
+    );
+}
+
+#[test]
 fn figure1_replays() {
     let (run, bin) = figure1();
     let t = record_and_replay(
