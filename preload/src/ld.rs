@@ -90,6 +90,10 @@ pub struct Ld {
     argv: Vec<String>,
     preload_env: Vec<u8>,
     gd_env: Vec<u8>,
+    /// Optimal tracing (record with `DDBX_TRACE=optimal`, or replay of such a history).
+    pub trace: Option<crate::trace::Tracer>,
+    /// `DDBX_TRACE_CHECK`: the full history written next to the optimal one.
+    full_fd: c_int,
 }
 
 struct Slot(UnsafeCell<Option<Ld>>);
@@ -186,6 +190,8 @@ pub fn init() {
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
         gd_env: gd_path,
+        trace: None,
+        full_fd: -1,
     };
     if !ld.join(claim) {
         PHASE.store(OFF, Ordering::Release);
@@ -335,8 +341,22 @@ impl Ld {
             sys::diag(self.log_fd, "ddbx-ld: cannot map the actor state file");
             return false;
         }
+        let optimal = match (&replay, mode) {
+            (None, Mode::Record) => getenv(env::TRACE).is_some_and(|v| v == b"optimal"),
+            (Some(plan), _) => {
+                ddbx_wire::history::trace_of(std::path::Path::new(&plan.history))
+                    == ddbx_wire::history::Trace::Optimal
+            }
+            _ => false,
+        };
+        self.start_tracing(optimal, mode == Mode::Record);
         if let Some(path) = history_out {
-            self.history_fd = open_history(path.as_bytes(), actor);
+            self.history_fd = open_history(path.as_bytes(), actor, self.trace.is_some());
+            if self.trace.is_some() && getenv(env::TRACE_CHECK).is_some() {
+                let mut full = path.clone().into_bytes();
+                full.extend_from_slice(b".full");
+                self.full_fd = open_history(&full, actor, false);
+            }
         }
         if let Some(plan) = replay {
             match ddbx_wire::History::load(std::path::Path::new(&plan.history)) {
@@ -495,18 +515,91 @@ impl Ld {
         self.write_history(record);
     }
 
-    fn write_history(&self, record: &Record) {
-        if self.history_fd < 0 {
+    fn write_history(&mut self, record: &Record) {
+        if self.trace.as_ref().is_some_and(|t| t.recording) {
+            self.queue(record, crate::trace::Decision::Logged);
+            return;
+        }
+        self.write_line(self.history_fd, record);
+    }
+
+    /// Starts (or, in a forked child, carries on) optimal tracing.
+    fn start_tracing(&mut self, optimal: bool, recording: bool) {
+        let me = self.actor.0;
+        match self.trace.as_mut() {
+            // A forked child keeps its parent's clock.
+            Some(t) if optimal => {
+                t.become_child(me);
+                t.recording = recording;
+            }
+            _ if optimal => {
+                self.trace = crate::trace::Tracer::new(recording, me, &self.gd_env);
+            }
+            _ => self.trace = None,
+        }
+    }
+
+    /// Optimal tracing: an event happened whose outcome is `decision`.
+    pub fn emit_decided(&mut self, record: &Record, decision: crate::trace::Decision) {
+        self.shared().events.fetch_add(1, Ordering::Relaxed);
+        self.counters.count(record);
+        self.queue(record, decision);
+    }
+
+    fn queue(&mut self, record: &Record, decision: crate::trace::Decision) {
+        let ordinal = self.events();
+        if self.full_fd >= 0 {
+            self.write_line(self.full_fd, record);
+            // What the readiness call watched, which no record says (a comment line).
+            if let (Record::Ready { .. }, Some(t)) = (record, self.trace.as_mut())
+                && !t.watched.is_empty()
+            {
+                let fds: Vec<String> = t.watched.drain(..).map(|f| f.to_string()).collect();
+                let line = format!("// watched: {}\n", fds.join(" "));
+                sys::write_all(self.full_fd, line.as_bytes());
+            }
+        }
+        if let Some(t) = self.trace.as_mut() {
+            t.push(ordinal, record.clone(), decision);
+        }
+        self.drain(false);
+    }
+
+    /// Optimal tracing: writes what is decided (everything, with `settle`).
+    pub fn drain(&mut self, settle: bool) {
+        if settle && let Some(t) = self.trace.as_mut() {
+            t.settle_all();
+        }
+        loop {
+            let Some(out) = self.trace.as_mut().and_then(|t| t.next_out(settle)) else {
+                return;
+            };
+            match out {
+                crate::trace::Out::Skip(n) => {
+                    if self.history_fd >= 0 {
+                        let saved = sys::errno();
+                        let line = ddbx_wire::history::skip_line(n);
+                        sys::write_all(self.history_fd, line.as_bytes());
+                        sys::set_errno(saved);
+                    }
+                }
+                crate::trace::Out::Record(r) => self.write_line(self.history_fd, &r),
+            }
+        }
+    }
+
+    fn write_line(&self, fd: c_int, record: &Record) {
+        if fd < 0 {
             return;
         }
         let saved = sys::errno();
         let mut line = LineBuf::new();
         if write_compact(&mut line, record).is_ok() && line.push(b'\n') {
-            sys::write_all(self.history_fd, line.as_bytes());
+            sys::write_all(fd, line.as_bytes());
         } else {
             let mut text = record.to_line();
             text.push('\n');
-            sys::write_all(self.history_fd, text.as_bytes());
+            sys::write_all(fd, text.as_bytes());
         }
         sys::set_errno(saved);
     }
@@ -648,10 +741,13 @@ impl Ld {
 
     /// The LD's own fds, sorted (for close_range).
     pub fn own_fds(&self) -> Vec<c_int> {
-        let mut v: Vec<c_int> = [self.gd_fd, self.history_fd, self.log_fd]
+        let mut v: Vec<c_int> = [self.gd_fd, self.history_fd, self.log_fd, self.full_fd]
             .into_iter()
             .filter(|fd| *fd >= 0)
             .collect();
+        if let Some(t) = &self.trace {
+            v.extend(t.own_fds());
+        }
         if let Some(r) = &self.replay {
             v.extend(r.stash.iter().map(|(fd, _, _)| *fd));
             v.extend(r.externals.iter().map(|e| e.peer));
@@ -674,7 +770,10 @@ impl Ld {
     fn exiting(&mut self, status: c_int) {
         let record = Record::Exit { status };
         match self.mode {
-            Mode::Record => self.emit(&record),
+            Mode::Record => {
+                self.emit(&record);
+                self.drain(true);
+            }
             Mode::Replay => {
                 self.gate();
                 match self.next_record() {
@@ -696,7 +795,7 @@ impl Ld {
     fn become_child(&mut self) {
         let parent = self.actor;
         let index = self.fork_index;
-        for fd in [self.gd_fd, self.history_fd] {
+        for fd in [self.gd_fd, self.history_fd, self.full_fd] {
             if fd >= 0 {
                 crate::fds::forget_ours(fd);
                 sys::close(fd);
@@ -704,6 +803,7 @@ impl Ld {
         }
         self.gd_fd = -1;
         self.history_fd = -1;
+        self.full_fd = -1;
         if !self.shared.is_null() {
             // SAFETY: unmapping the parent's mapping in the child only.
             unsafe { libc::munmap(self.shared.cast(), 4096) };
@@ -760,7 +860,7 @@ fn map_shared(path: &[u8]) -> *mut Shared {
     }
 }
 
-fn open_history(path: &[u8], actor: ActorId) -> c_int {
+fn open_history(path: &[u8], actor: ActorId, optimal: bool) -> c_int {
     let fd = sys::open(
         path,
         libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
@@ -777,7 +877,12 @@ fn open_history(path: &[u8], actor: ActorId) -> c_int {
         st.st_size
     };
     if size == 0 {
-        sys::write_all(fd, header_line(actor).as_bytes());
+        let header = if optimal {
+            ddbx_wire::history::header_line_optimal(actor)
+        } else {
+            header_line(actor)
+        };
+        sys::write_all(fd, header.as_bytes());
     }
     fd
 }
@@ -827,6 +932,19 @@ impl std::fmt::Write for LineBuf {
 /// Before a fork that skips the fork handlers (_Fork): what `pthread_atfork`'s prepare does.
 pub fn before_fork() {
     atfork_prepare();
+}
+
+/// Before an exec: optimal tracing writes out what it still holds (the new image starts
+/// with an empty queue).
+pub fn before_exec() {
+    if PHASE.load(Ordering::Acquire) != ACTIVE {
+        return;
+    }
+    if let Some(ld) = slot().as_mut()
+        && ld.mode == Mode::Record
+    {
+        ld.drain(true);
+    }
 }
 
 /// After such a fork, in the parent.

@@ -23,6 +23,7 @@ mod record;
 mod replay;
 mod symbols;
 mod sys;
+mod trace;
 
 /// Our constructor: start the LD before the program's `main` (hooks that run earlier, from
 /// other libraries' constructors, start it themselves).

@@ -118,6 +118,29 @@ pub fn main() -> i32 {
     main_with(std::env::args_os())
 }
 
+/// An optimal recording (`record --trace optimal`) logs only racing outcomes: no sends, no
+/// byte counts of untraced receives. What needs the whole history refuses it (exit 102).
+fn refuse_optimal(command: &Command) -> Result<(), Error> {
+    let (dir, what) = match command {
+        Command::Replay(a) if !a.stop_if.is_empty() || !a.stop_at.is_empty() => (
+            &a.dir,
+            "--stop-if/--stop-at (halting needs every send and receive)",
+        ),
+        Command::Races(a) => (&a.dir, "`races` (it needs every send and receive)"),
+        Command::View(a) => (&a.dir, "`view` (it needs every send and receive)"),
+        Command::Inf(a) => (&a.dir, "`inf` (it needs every send and receive)"),
+        _ => return Ok(()),
+    };
+    if ddbx_supervisor::wire::history::recording_is_optimal(dir) {
+        return Err(Error::BadRecording(format!(
+            "{}: expected a full recording for {what}, found one made with `--trace optimal`, \
+             which logs only racing receives; record again with `ddbx record --full`",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Runs `ddbx` with these arguments (the first is the program name); returns the exit code.
 pub fn main_with<I, T>(args: I) -> i32
 where
@@ -131,7 +154,7 @@ where
             return if e.use_stderr() { exit::USAGE } else { 0 };
         }
     };
-    let result = match cli.command {
+    let result = refuse_optimal(&cli.command).and_then(|()| match cli.command {
         Command::Record(args) => record::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Ps(args) => ps::run(args),
@@ -140,7 +163,7 @@ where
         Command::Races(args) => races::run(args),
         Command::View(args) => view::run(args),
         Command::Help { topic } => help(topic.as_deref()),
-    };
+    });
     match result {
         Ok(code) => code,
         Err(e) => {

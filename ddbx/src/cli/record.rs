@@ -23,6 +23,7 @@ Examples:
   ddbx record -- ./server 4000
   ddbx record -o runs/first -- python3 app.py --workers 2
   ddbx record --json --messages out.json -- sh ./start-all.sh
+  ddbx record --trace optimal -o run2 -- ./prog   (log only racing receives)
 
 PROGRAM is looked up in PATH like a shell does. The program's own output passes
 through untouched; ddbx's lines go to stderr (or --messages FILE). The recording
@@ -49,6 +50,13 @@ pub struct Args {
     /// Write ddbx's lines (or the JSON) to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     pub messages: Option<PathBuf>,
+    /// What to log: `full` (the default: every outcome and every send, what `races`, `view`
+    /// and `--stop-if` need) or `optimal` (only the receives that raced; see README).
+    #[arg(long, value_name = "MODE", value_parser = ["full", "optimal"], default_value = "full")]
+    pub trace: String,
+    /// Same as `--trace full` (the default), for scripts that want to say so.
+    #[arg(long, conflicts_with = "trace")]
+    pub full: bool,
     /// The program to record and its arguments (after `--`).
     #[arg(value_name = "PROGRAM", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -61,6 +69,13 @@ pub fn run(args: Args) -> Result<i32, Error> {
         (Some(path), false) => Messages::File(path.clone()),
         (None, false) => Messages::Stderr,
     };
+    if args.trace == "optimal" && !args.full {
+        // SAFETY: no other thread runs yet; the session passes the variable to the program.
+        unsafe { std::env::set_var(ddbx_supervisor::wire::env::TRACE, "optimal") };
+    } else {
+        // SAFETY: as above.
+        unsafe { std::env::remove_var(ddbx_supervisor::wire::env::TRACE) };
+    }
     let outcome = record(RecordOptions {
         command: args.command,
         out_dir: args.out,

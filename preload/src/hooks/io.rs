@@ -28,6 +28,19 @@ fn on_recv(
         return call(len);
     };
     match ld.mode {
+        Mode::Record if ld.trace.is_some() => {
+            let r = call(len);
+            let err = sys::errno();
+            // Bytes are kept only from peers that describe none (outside the session).
+            let (decision, described) = match ld.trace.as_mut() {
+                Some(t) if r >= 0 => t.received(fd, len, r as usize),
+                _ => (crate::trace::Decision::Logged, false),
+            };
+            let data = (r > 0 && keeps_bytes(fd) && !described).then(|| gather(r as usize));
+            ld.emit_decided(&record::recv(fd, r, err, data), decision);
+            sys::set_errno(err);
+            r
+        }
         Mode::Record => {
             let r = call(len);
             let err = sys::errno();
@@ -52,6 +65,31 @@ fn on_send(
         return call(0, len);
     };
     match ld.mode {
+        Mode::Record if ld.trace.is_some() => {
+            let events = ld.events() + 1;
+            let token = ld
+                .trace
+                .as_mut()
+                .and_then(|t| t.before_send(fd, len, events));
+            let r = call(0, len);
+            let err = sys::errno();
+            if let Some(t) = ld.trace.as_mut() {
+                t.after_send(token, r);
+            }
+            // A send that took everything is what replay does anyway; a partial or failed
+            // one is logged, with its bytes when no side channel says the peer is ours.
+            if r >= 0 && r as usize == len && len > 0 {
+                let rec = record::send(fd, r, err, None);
+                ld.emit_decided(&rec, crate::trace::Decision::Untraced);
+            } else {
+                let data = (r > 0 && keeps_bytes(fd) && token.is_none())
+                    .then(|| gather(0, r as usize))
+                    .filter(|d| d.len() == r as usize);
+                ld.emit(&record::send(fd, r, err, data));
+            }
+            sys::set_errno(err);
+            r
+        }
         Mode::Record => {
             let r = call(0, len);
             let err = sys::errno();

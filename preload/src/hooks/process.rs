@@ -167,6 +167,7 @@ hook! {
     /// execve(2).
     fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
         report_if_static(path, false);
+        ld::before_exec();
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::execve(path, argv, ptrs.as_ptr())
@@ -177,6 +178,7 @@ hook! {
     /// execvpe(3).
     fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
         report_if_static(file, true);
+        ld::before_exec();
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::execvpe(file, argv, ptrs.as_ptr())
@@ -200,6 +202,7 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 hook! {
     /// fexecve(3).
     fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        ld::before_exec();
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::fexecve(fd, argv, ptrs.as_ptr())
@@ -212,6 +215,7 @@ hook! {
         if dirfd == libc::AT_FDCWD {
             report_if_static(path, false);
         }
+        ld::before_exec();
         let env = augmented_env(envp, &[]);
         let (_keep, ptrs) = c_array(&env);
         real::execveat(dirfd, path, argv, ptrs.as_ptr(), flags)

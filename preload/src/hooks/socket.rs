@@ -116,6 +116,9 @@ hook! {
         fds::forget(fd);
         if let Some(ld) = ld::active() {
             crate::replay::external::forget(ld, fd);
+            if let Some(t) = ld.trace.as_mut() {
+                t.forget_fd(fd);
+            }
         }
         real::close(fd)
     }
@@ -174,6 +177,9 @@ hook! {
 
 /// Makes room for the program at `new` if the LD uses that number.
 fn make_room(new: c_int) {
+    if let Some(t) = ld::active().and_then(|ld| ld.trace.as_mut()) {
+        t.forget_fd(new);
+    }
     if fds::is_ours(new)
         && let Some(ld) = ld::active()
     {

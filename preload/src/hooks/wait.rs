@@ -39,7 +39,56 @@ unsafe fn on_poll(
     let Some(ld) = ld_for_wait(entries.iter().any(|p| fds::is_stream(p.fd))) else {
         return call();
     };
+    let untraced = ld.mode == Mode::Replay && replay::ready::untraced_next(ld);
     match ld.mode {
+        Mode::Record if ld.trace.is_some() => {
+            let r = call();
+            let err = sys::errno();
+            let ready: Vec<ReadyFd> = entries
+                .iter()
+                .filter(|p| r > 0 && p.revents != 0)
+                .map(|p| ReadyFd {
+                    fd: p.fd,
+                    ev: Events(p.revents as u16 as u32),
+                })
+                .collect();
+            let readable = (libc::POLLIN | libc::POLLRDNORM) as u32;
+            let only_reads = entries
+                .iter()
+                .all(|p| p.fd < 0 || p.events as u32 & !(readable | libc::POLLRDHUP as u32) == 0);
+            let decision = match (ld.trace.as_mut(), ready.as_slice()) {
+                (Some(t), [one]) if only_reads && one.ev.0 & !readable == 0 => {
+                    let watched: Vec<c_int> =
+                        entries.iter().filter(|p| p.fd >= 0).map(|p| p.fd).collect();
+                    t.ready_one(&watched, one.fd)
+                }
+                _ => crate::trace::Decision::Logged,
+            };
+            ld.emit_decided(&record::ready(WaitCall::Poll, r, err, ready), decision);
+            sys::set_errno(err);
+            r
+        }
+        Mode::Replay if untraced => {
+            let r = loop {
+                // SAFETY: the caller's array.
+                let r = unsafe { real::poll(entries.as_mut_ptr(), entries.len() as nfds_t, -1) };
+                if r < 0 && sys::errno() == libc::EINTR {
+                    continue;
+                }
+                break r;
+            };
+            let err = sys::errno();
+            let ready = entries
+                .iter()
+                .filter(|p| r > 0 && p.revents != 0)
+                .map(|p| ReadyFd {
+                    fd: p.fd,
+                    ev: Events(p.revents as u16 as u32),
+                })
+                .collect();
+            replay::ready::untraced_done(ld, WaitCall::Poll, r, err, ready);
+            r
+        }
         Mode::Record => {
             let r = call();
             let err = sys::errno();
@@ -132,7 +181,38 @@ unsafe fn on_select(
     let Some(ld) = ld_for_wait(watched.iter().any(|fd| fds::is_stream(*fd))) else {
         return call();
     };
+    let only_reads = watched.iter().all(|fd| !isset(w, *fd) && !isset(e, *fd));
+    let saved = (!r.is_null()).then(|| {
+        // SAFETY: the caller's set.
+        unsafe { *r }
+    });
+    let untraced = ld.mode == Mode::Replay && only_reads && replay::ready::untraced_next(ld);
     match ld.mode {
+        Mode::Replay if untraced => {
+            let ret = loop {
+                // SAFETY: the caller's sets; no timeout: the record saw an fd ready.
+                let ret = unsafe { real::select(n, r, w, e, std::ptr::null_mut()) };
+                if ret < 0
+                    && sys::errno() == libc::EINTR
+                    && let Some(set) = saved
+                {
+                    // SAFETY: restoring the caller's set.
+                    unsafe { *r = set };
+                    continue;
+                }
+                break ret;
+            };
+            let err = sys::errno();
+            let ready = (0..n)
+                .filter(|fd| ret > 0 && isset(r, *fd))
+                .map(|fd| ReadyFd {
+                    fd,
+                    ev: Events(Events::IN),
+                })
+                .collect();
+            replay::ready::untraced_done(ld, WaitCall::Select, ret, err, ready);
+            ret
+        }
         Mode::Record => {
             let ret = call();
             let err = sys::errno();
@@ -147,7 +227,17 @@ unsafe fn on_select(
                     }
                 }
             }
-            ld.emit(&record::ready(WaitCall::Select, ret, err, ready));
+            let decision = match (ld.trace.as_mut(), ready.as_slice()) {
+                (Some(t), [one]) if only_reads && one.ev.0 == Events::IN => {
+                    t.ready_one(&watched, one.fd)
+                }
+                _ => crate::trace::Decision::Logged,
+            };
+            if ld.trace.is_some() {
+                ld.emit_decided(&record::ready(WaitCall::Select, ret, err, ready), decision);
+            } else {
+                ld.emit(&record::ready(WaitCall::Select, ret, err, ready));
+            }
             sys::set_errno(err);
             ret
         }

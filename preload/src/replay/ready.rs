@@ -67,6 +67,28 @@ pub fn next_ready_set(
     }
 }
 
+/// Optimal tracing: whether the next readiness call's outcome was not logged (replay then
+/// makes the real call without timeout and reports what it says, see [`untraced_done`]).
+pub fn untraced_next(ld: &mut Ld) -> bool {
+    if ld.trace.is_none() {
+        return false;
+    }
+    ld.gate();
+    matches!(ld.next_record(), Some(Record::Untraced))
+}
+
+/// An untraced readiness call returned `r` (errno `err`) with these fds: the record saw one
+/// readable fd, so must the replay.
+pub fn untraced_done(ld: &mut Ld, call: WaitCall, r: c_int, err: c_int, fds: Vec<ReadyFd>) {
+    if r != 1 || fds.len() != 1 {
+        ld.diverge(&format!(
+            "a {call:?} whose outcome was not logged returned {r} (errno {err}, fds {:?}) where the record saw one fd ready",
+            fds.iter().map(|f| f.fd).collect::<Vec<_>>()
+        ));
+    }
+    ld.advance(&Record::Ready { call, fds });
+}
+
 /// The ready set has been reported to the program.
 pub fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
     ld.advance(&Record::Ready { call, fds });

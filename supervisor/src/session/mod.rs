@@ -172,6 +172,8 @@ pub const DDBX_VARIABLES: &[&str] = &[
     ddbx_wire::env::GD_SOCKET,
     ddbx_wire::env::SPAWN,
     ddbx_wire::env::LD_LOG,
+    ddbx_wire::env::TRACE,
+    ddbx_wire::env::TRACE_CHECK,
     "DDBX_PRELOAD",
 ];
 
@@ -313,6 +315,14 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         .env(ddbx_wire::env::SPAWN, format!("{ddbx_pid}:p0:1"));
     if let Some(log) = std::env::var_os(ddbx_wire::env::LD_LOG) {
         command.env(ddbx_wire::env::LD_LOG, log);
+    }
+    // Optimal tracing is chosen by `ddbx record --trace optimal` (a record only).
+    if matches!(mode, SessionMode::Record { .. }) {
+        for var in [ddbx_wire::env::TRACE, ddbx_wire::env::TRACE_CHECK] {
+            if let Some(value) = std::env::var_os(var) {
+                command.env(var, value);
+            }
+        }
     }
     // The program starts with the signal mask ddbx itself was started with, not with the
     // SIGINT/SIGTERM that ddbx blocks for its own signal thread.
@@ -694,6 +704,10 @@ fn strip_managed_data(dir: &Path) -> Result<()> {
     let deps = crate::analysis::deps::Deps::from_recording(&recording);
     for history in &recording.histories {
         let actor = history.actor;
+        let path = Manifest::history_path(dir, actor);
+        if ddbx_wire::history::trace_of(&path) == ddbx_wire::history::Trace::Optimal {
+            continue; // its logged bytes are only ever input from outside peers
+        }
         let mut changed = false;
         let records: Vec<Record> = history
             .records
@@ -733,7 +747,6 @@ fn strip_managed_data(dir: &Path) -> Result<()> {
         if !changed {
             continue;
         }
-        let path = Manifest::history_path(dir, actor);
         let mut text = ddbx_wire::history::header_line(actor);
         for r in &records {
             text.push_str(&r.to_line());

@@ -104,6 +104,70 @@ pub struct Header {
     pub actor: ActorId,
 }
 
+/// What a history logs (the optional `trace` field of its header; absent means `Full`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trace {
+    /// Every nondeterministic outcome and every send: what the offline analyses need.
+    #[default]
+    Full,
+    /// `ddbx record --trace optimal`: only the outcomes that raced (and the process events);
+    /// every other event is a [`Record::Untraced`], stored as runs `Skip(n: …)`.
+    Optimal,
+}
+
+/// The header fields that only some histories have (read leniently next to [`Header`]).
+#[derive(Deserialize, Default)]
+struct HeaderExtra {
+    #[serde(default)]
+    trace: Trace,
+}
+
+/// A run of `n` untraced events in an optimal history (`Skip(n: 12)`).
+#[derive(Serialize, Deserialize)]
+struct Skip {
+    n: u64,
+}
+
+/// The most untraced events one `Skip` line may stand for (a bound against absurd input).
+pub const MAX_SKIP: u64 = 1 << 32;
+
+/// The header line of a new optimal history (`trace: Optimal`), with its newline.
+pub fn header_line_optimal(actor: ActorId) -> String {
+    let mut line = header_line(actor);
+    line.truncate(line.len() - 2); // ")\n"
+    line.push_str(", trace: Optimal)\n");
+    line
+}
+
+/// A `Skip(n: …)` line (with its newline) standing for `n` untraced events.
+pub fn skip_line(n: u64) -> String {
+    format!("Skip(n: {n})\n")
+}
+
+/// What the history at `path` logs, from its header (`Full` if the header says nothing or
+/// cannot be read: the loader reports that properly).
+pub fn trace_of(path: &Path) -> Trace {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Trace::Full;
+    };
+    text.lines()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
+        .and_then(|l| l.trim().strip_prefix("Header"))
+        .and_then(|h| ron::from_str::<HeaderExtra>(h).ok())
+        .map(|h| h.trace)
+        .unwrap_or_default()
+}
+
+/// Whether any history of the recording at `dir` was made by optimal tracing.
+pub fn recording_is_optimal(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir.join("history")) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .any(|e| trace_of(&e.path()) == Trace::Optimal)
+}
+
 /// How an actor came to exist: the key by which replay recognises it.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Origin {
@@ -289,6 +353,10 @@ pub enum Record {
         /// Its new value.
         value: i64,
     },
+    /// Optimal tracing only: an event (a receive, a ready set, a send) whose outcome was not
+    /// logged because nothing else could have come out of it; replay makes the real call and
+    /// takes what comes. Stored in runs, as `Skip(n: 12)` lines, see [`Trace::Optimal`].
+    Untraced,
 }
 
 impl Record {
@@ -308,6 +376,7 @@ impl Record {
             Record::Ready { .. } => "Ready",
             Record::Exit { .. } => "Exit",
             Record::Probe { .. } => "Probe",
+            Record::Untraced => "Untraced",
         }
     }
 
@@ -505,6 +574,26 @@ impl History {
         for (no, line) in numbered {
             let line = line.trim();
             if line.is_empty() || line.starts_with("//") {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("Skip")
+                && let Ok(skip) = ron::from_str::<Skip>(rest)
+            {
+                if skip.n == 0 || skip.n > MAX_SKIP {
+                    return Err(err(
+                        no,
+                        format!(
+                            "expected a run of 1 to {MAX_SKIP} untraced events, found {}",
+                            skip.n
+                        ),
+                    ));
+                }
+                for _ in 0..skip.n {
+                    checker
+                        .check(&Record::Untraced, records.len() + 1)
+                        .map_err(|p| err(no, p))?;
+                    records.push(Record::Untraced);
+                }
                 continue;
             }
             let record: Record = ron::from_str(line).map_err(|e| {
@@ -755,5 +844,30 @@ mod data_tests {
             data: None,
         };
         assert_eq!(plain.to_line(), "Recv(fd: 3, n: 3)");
+    }
+
+    #[test]
+    fn optimal_histories_expand_skips_and_say_so_in_the_header() {
+        let dir = std::env::temp_dir().join(format!("ddbx-wire-opt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p2.ron");
+        let mut text = header_line_optimal(ActorId(2));
+        text.push_str("Start(pid: 1, ppid: 0, origin: Root, argv: [], host: \"h\")\n");
+        text.push_str(&skip_line(3));
+        text.push_str("Recv(fd: 3, n: 5)\n");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(trace_of(&path), Trace::Optimal);
+        let h = History::load(&path).unwrap();
+        assert_eq!(h.records.len(), 5);
+        assert_eq!(
+            h.records[1..4],
+            [Record::Untraced, Record::Untraced, Record::Untraced]
+        );
+        let bad = History::parse(&path, &text.replace("n: 3", "n: 0")).unwrap_err();
+        assert_eq!(bad.line, 3, "{bad}");
+        let full = dir.join("p1.ron");
+        std::fs::write(&full, header_line(ActorId(1))).unwrap();
+        assert_eq!(trace_of(&full), Trace::Full);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

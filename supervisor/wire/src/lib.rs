@@ -46,4 +46,10 @@ pub mod env {
     pub const SPAWN: &str = "DDBX_SPAWN";
     /// Where the LD writes its own diagnostics (a file path); default: nowhere.
     pub const LD_LOG: &str = "DDBX_LD_LOG";
+    /// `optimal`: the LD of a record logs only racing outcomes (`ddbx record --trace optimal`).
+    pub const TRACE: &str = "DDBX_TRACE";
+    /// Set (to anything) with `TRACE=optimal`: the LD also writes the full history next to the
+    /// optimal one (`<actor>.full.ron`), for checking optimal tracing against the offline
+    /// analysis.
+    pub const TRACE_CHECK: &str = "DDBX_TRACE_CHECK";
 }
