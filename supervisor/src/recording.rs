@@ -26,6 +26,43 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// A recording of hand-made `histories` that exists only in memory (no directory): each
+    /// actor a root process, channels matched from the histories. For tests and tools that
+    /// build histories themselves.
+    pub fn in_memory(histories: Vec<History>) -> Recording {
+        let actors = histories
+            .iter()
+            .map(|h| ActorInfo {
+                id: h.actor,
+                origin: Origin::Root,
+                pid: h.actor.0 as i32,
+                argv: vec!["a".into()],
+                host: "h".into(),
+                exit: None,
+                reaps: Vec::new(),
+            })
+            .collect();
+        let channels = match_channels(&histories);
+        Recording {
+            dir: PathBuf::from("/nonexistent"),
+            manifest: Manifest {
+                format: ddbx_wire::FORMAT_VERSION,
+                ddbx_version: env!("CARGO_PKG_VERSION").into(),
+                command: vec!["a".into()],
+                cwd: PathBuf::from("/"),
+                env: Vec::new(),
+                host: "h".into(),
+                state: ddbx_wire::manifest::SessionState::Complete,
+                actors,
+                passthrough: Vec::new(),
+                problem: None,
+            },
+            histories,
+            channels,
+            warnings: Vec::new(),
+        }
+    }
+
     /// Loads `dir/manifest.ron` and `dir/history/pN.ron` for every listed actor.
     ///
     /// A missing or malformed file is [`Error::BadRecording`] naming the file (and line); a

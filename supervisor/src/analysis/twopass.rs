@@ -802,40 +802,8 @@ mod tests {
         History::parse(Path::new("test.ron"), &text).unwrap()
     }
 
-    /// A recording of these histories, without a directory on disk.
     fn recording(histories: Vec<History>) -> Recording {
-        use ddbx_wire::manifest::{ActorInfo, Manifest, SessionState};
-        let actors = histories
-            .iter()
-            .map(|h| ActorInfo {
-                id: h.actor,
-                origin: Origin::Root,
-                pid: h.actor.0 as i32,
-                argv: vec!["a".into()],
-                host: "h".into(),
-                exit: None,
-                reaps: Vec::new(),
-            })
-            .collect();
-        let channels = crate::analysis::channels::match_channels(&histories);
-        Recording {
-            dir: "/nonexistent".into(),
-            manifest: Manifest {
-                format: ddbx_wire::FORMAT_VERSION,
-                ddbx_version: "0".into(),
-                command: vec!["a".into()],
-                cwd: "/".into(),
-                env: vec![],
-                host: "h".into(),
-                state: SessionState::Complete,
-                actors,
-                passthrough: vec![],
-                problem: None,
-            },
-            histories,
-            channels,
-            warnings: vec![],
-        }
+        Recording::in_memory(histories)
     }
 
     fn accept(listen: u16, client: u16, new_fd: i32) -> String {

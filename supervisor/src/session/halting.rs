@@ -693,8 +693,7 @@ impl Halting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ddbx_wire::manifest::{ActorInfo, Manifest, SessionState};
-    use ddbx_wire::{FORMAT_VERSION, History};
+    use ddbx_wire::History;
     use std::io::{BufRead, BufReader};
     use std::path::Path;
 
@@ -706,32 +705,7 @@ mod tests {
             Probe(name: \"x\", value: 2)\n\
             Exit(status: 0)\n";
         let history = History::parse(Path::new("p1.ron"), text).expect("test history");
-        Recording {
-            dir: PathBuf::from("/nonexistent"),
-            manifest: Manifest {
-                format: FORMAT_VERSION,
-                ddbx_version: "test".into(),
-                command: vec!["a".into()],
-                cwd: PathBuf::from("/"),
-                env: Vec::new(),
-                host: "h".into(),
-                state: SessionState::Complete,
-                actors: vec![ActorInfo {
-                    id: ActorId(1),
-                    origin: Origin::Root,
-                    pid: 1,
-                    argv: vec!["a".into()],
-                    host: "h".into(),
-                    exit: None,
-                    reaps: Vec::new(),
-                }],
-                passthrough: Vec::new(),
-                problem: None,
-            },
-            histories: vec![history],
-            channels: Vec::new(),
-            warnings: Vec::new(),
-        }
+        Recording::in_memory(vec![history])
     }
 
     fn pair() -> (Writer, BufReader<UnixStream>) {
