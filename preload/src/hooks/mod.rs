@@ -7,6 +7,7 @@ pub mod io;
 pub mod probe;
 pub mod process;
 pub mod socket;
+pub mod stdio;
 pub mod wait;
 
 /// Defines an exported hook: enters the guard, or calls the real function when already inside.

@@ -87,7 +87,10 @@ fn wait_until_ready(fd: c_int, ev: Events) {
             return;
         }
         if got > 0 {
-            if got as u32 & want == want {
+            // A hang-up or error ends every wait: select reports such an fd readable and
+            // writable (the call would not block), while poll on a pipe whose writers are all
+            // gone reports POLLHUP without POLLIN.
+            if got as u32 & want == want || got as u32 & (Events::HUP | Events::ERR) != 0 {
                 return;
             }
             backoff.pause(); // part of it: poll would report the same at once

@@ -252,7 +252,10 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                 (
                     a.id,
                     ddbx_wire::proto::ReplayPlan {
-                        history: Manifest::history_path(&r.dir, a.id)
+                        // Absolute: the program may chdir before its LD opens it (busybox
+                        // httpd -h DIR does).
+                        history: std::path::absolute(Manifest::history_path(&r.dir, a.id))
+                            .unwrap_or_else(|_| Manifest::history_path(&r.dir, a.id))
                             .to_string_lossy()
                             .into_owned(),
                         accepts: accepts_of(&r.channels, a.id),
