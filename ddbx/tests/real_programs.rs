@@ -20,9 +20,8 @@ fn script(name: &str) -> PathBuf {
 
 /// Whether `program` is on PATH; if not, says so on stderr (the caller then skips).
 fn installed(program: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
     if !found {
         eprintln!("SKIPPED: `{program}` is not installed (Debian package `{program}`)");
     }
@@ -54,6 +53,17 @@ fn python_asyncio_clients_with_a_timer() {
         JITTER,
         3,
     );
+}
+
+#[test]
+fn socat_fork_mode_echo_server_with_four_socat_clients() {
+    // socat TCP-LISTEN,fork: the listener forks a handler per connection; each handler echoes
+    // through a pipe; the clients are socat too, in shell pipelines. The root stops the
+    // listener with SIGTERM: socat's handler only notes it and the interrupted select returns
+    // EINTR, so replay must make that select wait for the root's signal.
+    if installed("socat") {
+        race(Path::new(DDBX), &script("socat_echo.py"), &[], JITTER);
+    }
 }
 
 #[test]

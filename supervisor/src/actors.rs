@@ -150,6 +150,19 @@ impl Registry {
         }
     }
 
+    /// Actor `by` sent signal `sig` to process `pid` (kill(2)); remembered on the receiving
+    /// actor when `pid` is a live actor (signals to other processes are not ours to explain).
+    pub fn signalled(&mut self, pid: i32, by: ActorId, sig: i32) {
+        let Some(target) = self.live_actor(pid) else {
+            return;
+        };
+        if let Some(info) = self.actors.iter_mut().find(|a| a.id == target)
+            && !info.signalled_by.contains(&(by, sig))
+        {
+            info.signalled_by.push((by, sig));
+        }
+    }
+
     /// Decides who a new process image is (see the module doc for the rules).
     pub fn hello(&mut self, facts: &HelloFacts) -> Resolution {
         if facts.protocol != PROTOCOL_VERSION {
@@ -254,6 +267,7 @@ impl Registry {
                 argv: facts.argv.clone(),
                 host: self.host.clone(),
                 exit: None,
+                signalled_by: Vec::new(),
             });
         }
         resolution
@@ -555,6 +569,7 @@ mod tests {
             argv: vec!["./x".into()],
             host: "h".into(),
             exit: Some(ExitStatus::Exited(0)),
+            signalled_by: Vec::new(),
         }
     }
 

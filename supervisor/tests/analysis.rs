@@ -108,6 +108,7 @@ fn the_manifest_names_children() {
         argv: vec!["a".into()],
         host: "h".into(),
         exit: None,
+        signalled_by: Vec::new(),
     };
     let manifest = Manifest {
         format: FORMAT_VERSION,

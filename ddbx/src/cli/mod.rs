@@ -229,6 +229,7 @@ mod tests {
             argv: vec![format!("./prog{id}")],
             host: "h".into(),
             exit: Some(ExitStatus::Exited(0)),
+            signalled_by: Vec::new(),
         };
         let p2_origin = Origin::Fork {
             parent: ActorId(1),

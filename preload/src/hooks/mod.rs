@@ -6,6 +6,7 @@
 pub mod io;
 pub mod probe;
 pub mod process;
+pub mod signal;
 pub mod socket;
 pub mod stdio;
 pub mod wait;

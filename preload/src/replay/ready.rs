@@ -20,6 +20,11 @@ pub fn next_ready_set(
     what: &str,
     timeout_us: Option<u64>,
 ) -> Result<Vec<ReadyFd>, c_int> {
+    if matches!(ld.next_record(), Some(Record::Exit { .. })) {
+        // The record's process exited because of a signal that came during this wait.
+        ld.wait_for_a_signal();
+        return Err(libc::EINTR);
+    }
     ld.in_wait = true;
     let rec = ld.follow(
         |r| match r {

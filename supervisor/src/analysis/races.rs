@@ -848,6 +848,7 @@ mod tests {
                 argv: vec!["a".into()],
                 host: "h".into(),
                 exit: None,
+                signalled_by: Vec::new(),
             })
             .collect();
         let channels = crate::analysis::channels::match_channels(&histories);

@@ -446,6 +446,10 @@ fn handle(shared: &Shared, me: ActorId, pid: i32, message: LdToGd) -> Option<GdT
                     .unwrap_or_else(|p| p.into_inner());
             }
         }
+        LdToGd::Signal { actor, pid, sig } => {
+            shared.lock().registry.signalled(pid, actor, sig);
+            None
+        }
         LdToGd::Passthrough { actor, what } => {
             let mut state = shared.lock();
             match state.passthrough.iter_mut().find(|(w, _)| *w == what) {

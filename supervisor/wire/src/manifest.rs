@@ -64,6 +64,11 @@ pub struct ActorInfo {
     /// How it ended, when ddbx learnt it.
     #[serde(default)]
     pub exit: Option<ExitStatus>,
+    /// Recorded processes that sent it a signal with kill(2), with the signal (in the order the
+    /// GD heard of them). A death by one of these signals was another actor's doing: replay
+    /// waits for that kill rather than ending the process where its history ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signalled_by: Vec<(ActorId, i32)>,
 }
 
 /// The manifest of one recording.
@@ -235,6 +240,7 @@ mod tests {
                 argv: vec!["./a".into()],
                 host: "h".into(),
                 exit: Some(ExitStatus::Exited(0)),
+                signalled_by: Vec::new(),
             }],
             passthrough: vec![],
             problem: None,
@@ -258,6 +264,7 @@ mod tests {
             argv: vec!["./a".into()],
             host: "h".into(),
             exit: None,
+            signalled_by: Vec::new(),
         };
         let mut m = Manifest {
             format: FORMAT_VERSION,
