@@ -17,6 +17,7 @@ mod fds;
 mod guard;
 mod halt;
 mod hooks;
+mod journal;
 mod ld;
 mod real;
 mod record;
