@@ -70,8 +70,6 @@ pub struct Ld {
     gd_fd: c_int,
     gd_buf: Vec<u8>,
     history_fd: c_int,
-    /// The mapping `history_fd` is appended through.
-    journal: crate::journal::Journal,
     shared: *mut Shared,
     io_tid: AtomicI32,
     fork_index: u32,
@@ -174,7 +172,6 @@ pub fn init() {
         gd_fd: -1,
         gd_buf: Vec::new(),
         history_fd: -1,
-        journal: crate::journal::Journal::none(),
         shared: std::ptr::null_mut(),
         io_tid: AtomicI32::new(0),
         fork_index: 0,
@@ -339,12 +336,7 @@ impl Ld {
             return false;
         }
         if let Some(path) = history_out {
-            self.history_fd = open_history(path.as_bytes());
-            self.journal = crate::journal::Journal::open(self.history_fd);
-            if self.history_fd >= 0 && self.journal.len() == 0 {
-                self.journal
-                    .append(self.history_fd, header_line(actor).as_bytes());
-            }
+            self.history_fd = open_history(path.as_bytes(), actor);
         }
         if let Some(plan) = replay {
             match ddbx_wire::History::load(std::path::Path::new(&plan.history)) {
@@ -499,18 +491,18 @@ impl Ld {
         self.write_history(record);
     }
 
-    fn write_history(&mut self, record: &Record) {
+    fn write_history(&self, record: &Record) {
         if self.history_fd < 0 {
             return;
         }
         let saved = sys::errno();
         let mut line = LineBuf::new();
         if write_compact(&mut line, record).is_ok() && line.push(b'\n') {
-            self.journal.append(self.history_fd, line.as_bytes());
+            sys::write_all(self.history_fd, line.as_bytes());
         } else {
             let mut text = record.to_line();
             text.push('\n');
-            self.journal.append(self.history_fd, text.as_bytes());
+            sys::write_all(self.history_fd, text.as_bytes());
         }
         sys::set_errno(saved);
     }
@@ -726,8 +718,6 @@ impl Ld {
                 self.advance(&record);
             }
         }
-        // The history is complete: cut the journal's unused room before the GD hears of it.
-        self.journal.finish(self.history_fd);
         let msg = LdToGd::Exiting {
             actor: self.actor,
             events: self.events(),
@@ -740,8 +730,6 @@ impl Ld {
     fn become_child(&mut self) {
         let parent = self.actor;
         let index = self.fork_index;
-        // The parent's history stays the parent's: drop its mapping, leave the file alone.
-        self.journal.abandon();
         for fd in [self.gd_fd, self.history_fd] {
             if fd >= 0 {
                 crate::fds::forget_ours(fd);
@@ -806,14 +794,26 @@ fn map_shared(path: &[u8]) -> *mut Shared {
     }
 }
 
-/// Opens an actor's history file (read-write: it is appended to through a mapping, see
-/// [`crate::journal`]); the header is written by the caller when it is new.
-fn open_history(path: &[u8]) -> c_int {
-    let fd = sys::open(path, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o644);
+fn open_history(path: &[u8], actor: ActorId) -> c_int {
+    let fd = sys::open(
+        path,
+        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+        0o644,
+    );
     if fd < 0 {
         return -1;
     }
-    claim_fd(sys::move_high(fd, HIGH_FD))
+    let fd = claim_fd(sys::move_high(fd, HIGH_FD));
+    // SAFETY: fstat into a local.
+    let size = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat);
+        st.st_size
+    };
+    if size == 0 {
+        sys::write_all(fd, header_line(actor).as_bytes());
+    }
+    fd
 }
 
 /// A stack buffer for one history line.

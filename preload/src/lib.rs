@@ -17,7 +17,6 @@ mod fds;
 mod guard;
 mod halt;
 mod hooks;
-mod journal;
 mod ld;
 mod real;
 mod record;

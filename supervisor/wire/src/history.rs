@@ -15,9 +15,7 @@
 //! the actor's creation). Writer and reader live together in this file so that whoever changes
 //! one sees the other. The reader checks every invariant and names file and line when one
 //! fails. A last line without its newline is a record that was being written when the process
-//! died: the reader drops it and says so ([`History::truncated`]). Zero bytes at the end are
-//! room the writer had not used yet (the LD appends through a mapping of a file grown in
-//! chunks, and a process killed before it exits cannot cut it): they end the history.
+//! died: the reader drops it and says so ([`History::truncated`]).
 
 use crate::{ActorId, Errno, Events, FORMAT_VERSION};
 use serde::{Deserialize, Serialize};
@@ -469,9 +467,6 @@ impl History {
             line,
             problem,
         };
-        // A journal whose process was killed before it cut the file keeps zero bytes of
-        // unused room at its end: they are not part of the history.
-        let text = text.trim_end_matches('\0');
         let truncated = !text.is_empty() && !text.ends_with('\n');
         let mut lines: Vec<&str> = text.split('\n').collect();
         // The piece after the last newline is empty, or the record being written at death.
@@ -681,26 +676,6 @@ mod tests {
         text.push('\n');
         text.push_str("Recv(fd: 4, n:");
         let h = History::parse(Path::new("h.ron"), &text).unwrap();
-        assert_eq!(h.records.len(), 1);
-        assert!(h.truncated);
-    }
-
-    #[test]
-    fn zero_bytes_at_the_end_are_unused_room() {
-        let mut text = header_line(ActorId(2));
-        text.push_str(&sample()[0].to_line());
-        text.push('\n');
-        text.push_str(&"\0".repeat(4096));
-        let h = History::parse(Path::new("h.ron"), &text).unwrap();
-        assert_eq!(h.records.len(), 1);
-        assert!(!h.truncated);
-
-        // A record torn by the kill, then zeros: the torn record is dropped and reported.
-        let mut torn = header_line(ActorId(2));
-        torn.push_str(&sample()[0].to_line());
-        torn.push_str("\nRecv(fd: 4,");
-        torn.push_str(&"\0".repeat(100));
-        let h = History::parse(Path::new("h.ron"), &torn).unwrap();
         assert_eq!(h.records.len(), 1);
         assert!(h.truncated);
     }
