@@ -7,7 +7,8 @@
 //! socat and busybox come from Debian's packages (`.ci/run` installs them); where one is not
 //! installed its test says so on stderr and passes without running.
 
-use ddbx_tests::{race, record_and_replay, workspace};
+use ddbx_tests::{histories, progs, race, record_and_replay, workspace};
+use ddbx_wire::Record;
 use std::path::{Path, PathBuf};
 
 const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
@@ -74,6 +75,30 @@ fn busybox_httpd_with_busybox_wget_and_urllib_clients() {
     // responses completed.
     if installed("busybox") {
         race(Path::new(DDBX), &script("busybox_httpd.py"), &[], JITTER);
+    }
+}
+
+#[test]
+fn stdio_streams_on_sockets_are_recorded() {
+    // The same mechanism as busybox wget's, in a tiny C program (tests/progs/stdio_socket.c):
+    // clients write and read their socket only through a fdopen'd stream.
+    let (tmp, _) = race(Path::new(DDBX), &progs().join("stdio_socket"), &[], 5);
+    let recorded = histories(&tmp.join("rec"));
+    let clients: Vec<_> = recorded
+        .iter()
+        .filter(|(_, h)| h.iter().any(|r| matches!(r, Record::Connect { .. })))
+        .collect();
+    assert_eq!(clients.len(), 3, "{recorded:#?}");
+    for (actor, h) in clients {
+        // fprintf + fflush: one send of "client I\n"; fgets: the 2-byte reply, then the end.
+        assert!(
+            h.iter().any(|r| matches!(r, Record::Send { n: 9, .. })),
+            "{actor}: the stream's write was not recorded: {h:#?}"
+        );
+        assert!(
+            h.iter().any(|r| matches!(r, Record::Recv { n: 2, .. })),
+            "{actor}: the stream's read was not recorded: {h:#?}"
+        );
     }
 }
 
