@@ -688,6 +688,44 @@ impl Ld {
         self.wait_for_the_end(DIVERGED_STATUS)
     }
 
+    /// Replay: the process calls a readiness wait where its history ends with its exit, so in
+    /// the record a signal came during this call and the program exited because of it (socat's
+    /// SIGTERM handler only notes the signal; the interrupted select returns EINTR and socat
+    /// exits). Tells the GD this actor is at its end, then waits until a signal handler of
+    /// the program has run (returns: the caller fails the call with EINTR, not recorded, as a
+    /// record ending there has nothing after it) or the replay ends (never returns).
+    ///
+    /// The signal may have come already, before the process reached this call (socat then
+    /// only finds out in its loop): a program with signal handlers is also woken every 100 ms
+    /// with EINTR, which it must expect from such a call anyway, so that it looks again. This
+    /// is a liveness check, not an ordering: nothing is recorded or compared for it.
+    pub fn wait_for_a_signal(&mut self) {
+        let msg = LdToGd::AtEnd {
+            actor: self.actor,
+            events: self.events(),
+        };
+        self.send(&msg);
+        loop {
+            if !self.gd_buf.contains(&b'\n') {
+                // ppoll is never restarted after a handler: EINTR says one ran.
+                let handlers = sys::has_signal_handlers();
+                let r = sys::poll_one(self.gd_fd, libc::POLLIN, if handlers { 100 } else { -1 });
+                if (r < 0 && sys::errno() == libc::EINTR) || (r == 0 && handlers) {
+                    return;
+                }
+                if r <= 0 {
+                    continue;
+                }
+            }
+            match self.receive() {
+                Some(msg) => {
+                    self.control(msg);
+                }
+                None => sys::exit_group(DIVERGED_STATUS),
+            }
+        }
+    }
+
     /// Refuses what ddbx cannot record faithfully: tells the GD (which stops the session).
     pub fn unsupported(&mut self, what: String) -> ! {
         self.send(&LdToGd::Unsupported {

@@ -235,3 +235,22 @@ pub fn diag(fd: c_int, msg: &str) {
         write_all(fd, b"\n");
     }
 }
+
+/// Whether the program has a handler (a function, not SIG_DFL or SIG_IGN) for any standard
+/// signal.
+pub fn has_signal_handlers() -> bool {
+    (1..32).any(|sig| {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            return false;
+        }
+        // SAFETY: a query into a zeroed local; no handler is changed.
+        let handler = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+                return false;
+            }
+            old.sa_sigaction
+        };
+        handler != libc::SIG_DFL && handler != libc::SIG_IGN
+    })
+}

@@ -164,6 +164,19 @@ impl Registry {
         }
     }
 
+    /// Actor `by` sent signal `sig` to process `pid` (kill(2)); remembered on the receiving
+    /// actor when `pid` is a live actor (signals to other processes are not ours to explain).
+    pub fn signalled(&mut self, pid: i32, by: ActorId, sig: i32) {
+        let Some(target) = self.live_actor(pid) else {
+            return;
+        };
+        if let Some(info) = self.actors.iter_mut().find(|a| a.id == target)
+            && !info.signalled_by.contains(&(by, sig))
+        {
+            info.signalled_by.push((by, sig));
+        }
+    }
+
     /// Decides who a new process image is (see the module doc for the rules).
     pub fn hello(&mut self, facts: &HelloFacts) -> Resolution {
         if facts.protocol != PROTOCOL_VERSION {
@@ -269,6 +282,7 @@ impl Registry {
                 host: self.host.clone(),
                 exit: None,
                 reaps: Vec::new(),
+                signalled_by: Vec::new(),
             });
         }
         resolution
@@ -571,6 +585,7 @@ mod tests {
             host: "h".into(),
             exit: Some(ExitStatus::Exited(0)),
             reaps: Vec::new(),
+            signalled_by: Vec::new(),
         }
     }
 

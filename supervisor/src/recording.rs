@@ -40,6 +40,7 @@ impl Recording {
                 host: "h".into(),
                 exit: None,
                 reaps: Vec::new(),
+                signalled_by: Vec::new(),
             })
             .collect();
         let channels = match_channels(&histories);

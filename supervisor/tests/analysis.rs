@@ -109,6 +109,7 @@ fn the_manifest_names_children() {
         host: "h".into(),
         exit: None,
         reaps: Vec::new(),
+        signalled_by: Vec::new(),
     };
     let manifest = Manifest {
         format: FORMAT_VERSION,

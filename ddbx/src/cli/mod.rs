@@ -254,6 +254,7 @@ mod tests {
             host: "h".into(),
             exit: Some(ExitStatus::Exited(0)),
             reaps: Vec::new(),
+            signalled_by: Vec::new(),
         };
         let p2_origin = Origin::Fork {
             parent: ActorId(1),

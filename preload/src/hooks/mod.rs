@@ -6,7 +6,9 @@
 pub mod io;
 pub mod probe;
 pub mod process;
+pub mod signal;
 pub mod socket;
+pub mod stdio;
 pub mod wait;
 
 /// Defines an exported hook: enters the guard, or calls the real function when already inside.

@@ -20,6 +20,11 @@ pub fn next_ready_set(
     what: &str,
     timeout_us: Option<u64>,
 ) -> Result<Vec<ReadyFd>, c_int> {
+    if matches!(ld.next_record(), Some(Record::Exit { .. })) {
+        // The record's process exited because of a signal that came during this wait.
+        ld.wait_for_a_signal();
+        return Err(libc::EINTR);
+    }
     ld.in_wait = true;
     let rec = ld.follow(
         |r| match r {
@@ -109,7 +114,10 @@ fn wait_until_ready(fd: c_int, ev: Events) {
             return;
         }
         if got > 0 {
-            if got as u32 & want == want {
+            // A hang-up or error ends every wait: select reports such an fd readable and
+            // writable (the call would not block), while poll on a pipe whose writers are all
+            // gone reports POLLHUP without POLLIN.
+            if got as u32 & want == want || got as u32 & (Events::HUP | Events::ERR) != 0 {
                 return;
             }
             backoff.pause(); // part of it: poll would report the same at once

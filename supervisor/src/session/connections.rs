@@ -471,6 +471,10 @@ fn handle(
                     .unwrap_or_else(|p| p.into_inner());
             }
         }
+        LdToGd::Signal { actor, pid, sig } => {
+            shared.lock().registry.signalled(pid, actor, sig);
+            None
+        }
         LdToGd::Passthrough { actor, what } => {
             let mut state = shared.lock();
             match state.passthrough.iter_mut().find(|(w, _)| *w == what) {

@@ -253,8 +253,16 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                     Some(Record::Exit { .. })
                 );
                 let torn = history.is_some_and(|h| h.truncated);
+                // Killed by a signal that another recorded process sent: that process's replay
+                // sends it again at the same point of its own history, so this one waits for it
+                // (ending it where its history ends could be too early: socat's handler kills
+                // its EXEC child only after it has read the child's last bytes).
+                let by_an_actor = |sig| a.signalled_by.iter().any(|(_, s)| *s == sig);
                 let killed_by = match a.exit {
-                    Some(ExitStatus::Signaled(sig)) if !ended_by_exit => Some(sig),
+                    Some(ExitStatus::Signaled(sig)) if !ended_by_exit && !by_an_actor(sig) => {
+                        Some(sig)
+                    }
+                    Some(ExitStatus::Signaled(_)) if !ended_by_exit => None,
                     // A record torn in the middle: the process died while writing it.
                     _ if torn && !ended_by_exit => Some(libc::SIGKILL),
                     _ => None,
@@ -262,7 +270,10 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                 (
                     a.id,
                     ddbx_wire::proto::ReplayPlan {
-                        history: Manifest::history_path(&r.dir, a.id)
+                        // Absolute: the program may chdir before its LD opens it (busybox
+                        // httpd -h DIR does).
+                        history: std::path::absolute(Manifest::history_path(&r.dir, a.id))
+                            .unwrap_or_else(|_| Manifest::history_path(&r.dir, a.id))
                             .to_string_lossy()
                             .into_owned(),
                         accepts: accepts_of(&r.channels, a.id),

@@ -68,6 +68,11 @@ pub struct ActorInfo {
     /// events, but the event after one needs that child's exit (a halting replay uses this).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reaps: Vec<Reap>,
+    /// Recorded processes that sent it a signal with kill(2), with the signal (in the order the
+    /// GD heard of them). A death by one of these signals was another actor's doing: replay
+    /// waits for that kill rather than ending the process where its history ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signalled_by: Vec<(ActorId, i32)>,
 }
 
 /// A child reaped by an actor's wait.
@@ -249,6 +254,7 @@ mod tests {
                 host: "h".into(),
                 exit: Some(ExitStatus::Exited(0)),
                 reaps: Vec::new(),
+                signalled_by: Vec::new(),
             }],
             passthrough: vec![],
             problem: None,
@@ -273,6 +279,7 @@ mod tests {
             host: "h".into(),
             exit: None,
             reaps: Vec::new(),
+            signalled_by: Vec::new(),
         };
         let mut m = Manifest {
             format: FORMAT_VERSION,

@@ -77,6 +77,17 @@ pub enum LdToGd {
         /// Unix sockets: the connecting process (SO_PEERCRED).
         peer_pid: Option<i32>,
     },
+    /// Record: the program sent signal `sig` to process `pid` with kill(2). When `pid` is
+    /// another recorded process that this signal ends, its death is this actor's doing: replay
+    /// waits for this actor's kill instead of ending the process where its history ends.
+    Signal {
+        /// The sender.
+        actor: ActorId,
+        /// The process it was sent to (this run's pid).
+        pid: i32,
+        /// The signal.
+        sig: i32,
+    },
     /// I/O of a kind ddbx does not record yet (UDP, pipes): reported once per kind.
     Passthrough {
         /// The actor.

@@ -1,0 +1,151 @@
+//! stdio streams on sockets: `fdopen(3)` of a recorded stream socket.
+//!
+//! glibc's stdio reads and writes a stream's fd with internal calls that do not go through the
+//! PLT, so the preload's `read`/`write` never see them: a program that talks over a socket
+//! with `fgets`/`fread`/`fprintf` (busybox wget does) would leave gaps in its history, and its
+//! replay would make other calls than its record (a `poll` after a read found nothing yet).
+//! Here `fdopen` on a recorded socket returns a stream made with `fopencookie(3)` instead,
+//! whose reads, writes and close call our hooks: every byte the stream moves is then a
+//! recorded receive or send, replayed like any other. `fileno` of such a stream gives the
+//! socket back. Streams on anything else (files, pipes) are glibc's own.
+
+use super::hook;
+use crate::{fds, ld, real};
+use libc::{FILE, c_char, c_int, c_void, size_t, ssize_t};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+/// How many socket streams can be open at once; more fall back to glibc's own stream
+/// (unrecorded, as without this module).
+const SLOTS: usize = 64;
+
+/// The stream (`FILE *` as an address) of each slot; 0: free.
+static STREAM: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+/// The socket of each slot (valid while its stream is set; -1 while being set up).
+static FD: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
+/// A slot claimed but whose stream is not made yet.
+const CLAIMED: usize = 1;
+
+/// glibc's `cookie_io_functions_t`.
+#[repr(C)]
+struct CookieFunctions {
+    read: Option<unsafe extern "C" fn(*mut c_void, *mut c_char, size_t) -> ssize_t>,
+    write: Option<unsafe extern "C" fn(*mut c_void, *const c_char, size_t) -> ssize_t>,
+    seek: Option<unsafe extern "C" fn(*mut c_void, *mut i64, c_int) -> c_int>,
+    close: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+}
+
+unsafe extern "C" {
+    /// glibc's fopencookie(3) (not in the libc crate).
+    fn fopencookie(cookie: *mut c_void, mode: *const c_char, io: CookieFunctions) -> *mut FILE;
+}
+
+/// The socket behind a cookie (the slot index).
+fn fd_of(cookie: *mut c_void) -> c_int {
+    FD.get(cookie as usize)
+        .map_or(-1, |f| f.load(Ordering::Acquire))
+}
+
+/// The stream's reads: our `read` hook, so the receive is recorded (or replayed).
+///
+/// # Safety
+/// `buf` is valid for `size` bytes (stdio's buffer).
+unsafe extern "C" fn cookie_read(cookie: *mut c_void, buf: *mut c_char, size: size_t) -> ssize_t {
+    // SAFETY: as stdio promises.
+    unsafe { super::io::read(fd_of(cookie), buf.cast(), size) }
+}
+
+/// The stream's writes: our `write` hook.
+///
+/// # Safety
+/// `buf` is valid for `size` bytes.
+unsafe extern "C" fn cookie_write(
+    cookie: *mut c_void,
+    buf: *const c_char,
+    size: size_t,
+) -> ssize_t {
+    // SAFETY: as stdio promises.
+    unsafe { super::io::write(fd_of(cookie), buf.cast(), size) }
+}
+
+/// fclose: frees the slot and closes the socket through our `close` hook.
+///
+/// # Safety
+/// Called once per stream, by stdio.
+unsafe extern "C" fn cookie_close(cookie: *mut c_void) -> c_int {
+    let fd = fd_of(cookie);
+    if let Some(slot) = STREAM.get(cookie as usize) {
+        FD[cookie as usize].store(-1, Ordering::Release);
+        slot.store(0, Ordering::Release);
+    }
+    // SAFETY: the program gave this fd to fdopen, which owns it from then on.
+    unsafe { super::socket::close(fd) }
+}
+
+/// Whether `fd` is a socket whose I/O the LD records.
+fn recorded_socket(fd: c_int) -> bool {
+    let kind = fds::kind(fd);
+    kind & fds::STREAM != 0 && kind & fds::OURS == 0 && ld::active().is_some()
+}
+
+hook! {
+    /// fdopen(3): on a recorded stream socket, a stream whose I/O goes through our hooks.
+    fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
+        if !recorded_socket(fd) {
+            return real::fdopen(fd, mode);
+        }
+        let Some(index) = STREAM.iter().position(|s| {
+            s.compare_exchange(0, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        }) else {
+            return real::fdopen(fd, mode);
+        };
+        FD[index].store(fd, Ordering::Release);
+        let io = CookieFunctions {
+            read: Some(cookie_read),
+            write: Some(cookie_write),
+            seek: None,
+            close: Some(cookie_close),
+        };
+        // SAFETY: mode is the caller's C string; the cookie is a slot index, not a pointer.
+        let stream = unsafe { fopencookie(index as *mut c_void, mode, io) };
+        if stream.is_null() {
+            FD[index].store(-1, Ordering::Release);
+            STREAM[index].store(0, Ordering::Release);
+        } else {
+            STREAM[index].store(stream as usize, Ordering::Release);
+        }
+        stream
+    }
+}
+
+/// The socket of one of our streams.
+fn socket_of(stream: *mut FILE) -> Option<c_int> {
+    let addr = stream as usize;
+    if addr <= CLAIMED {
+        return None;
+    }
+    let index = STREAM
+        .iter()
+        .position(|s| s.load(Ordering::Acquire) == addr)?;
+    Some(FD[index].load(Ordering::Acquire))
+}
+
+hook! {
+    /// fileno(3): the socket behind one of our streams (a cookie stream has no fd of its own).
+    fn fileno(stream: *mut FILE) -> c_int {
+        match socket_of(stream) {
+            Some(fd) => fd,
+            None => real::fileno(stream),
+        }
+    }
+}
+
+hook! {
+    /// fileno_unlocked(3).
+    fn fileno_unlocked(stream: *mut FILE) -> c_int {
+        match socket_of(stream) {
+            Some(fd) => fd,
+            None => real::fileno_unlocked(stream),
+        }
+    }
+}
