@@ -57,6 +57,13 @@ fn partial_reads() {
 }
 
 #[test]
+fn partial_reads_on_a_connection_passed_over_a_unix_socket() {
+    // SCM_RIGHTS: the worker reads a connection it did not accept; its reads are recorded and
+    // replayed like any other.
+    race("fd_passing", &[], 2);
+}
+
+#[test]
 fn nonblocking_receive_that_finds_nothing() {
     race("nonblock_nodata", &[], 5);
 }
