@@ -34,28 +34,6 @@
 
 #include "common.h" /* the helpers every test program shares */
 
-#define NWRITES 20
-#define CHUNK 10
-#define MAXREADS (NWRITES * CHUNK)
-
-static void client(int port)
-{
-    int fd, j;
-
-    jitter_init();
-    fd = connect_to(port);
-    for (j = 0; j < NWRITES; j++) {
-        char msg[CHUNK + 1];
-        if (j > 0)
-            jitter();
-        snprintf(msg, sizeof msg, "chunk %02d\n", j); /* exactly 9 chars + '\n' */
-        write_all(fd, msg, CHUNK);
-    }
-    if (close(fd) < 0)
-        die("close");
-    exit(0);
-}
-
 static void send_fd(int via, int fd)
 {
     char byte = 'f';
@@ -110,34 +88,13 @@ static int recv_fd(int via)
 
 static void worker(int via)
 {
-    size_t sizes[MAXREADS], total = 0;
-    int fd, i, nreads = 0;
+    size_t sizes[MAXREADS];
+    int fd, nreads;
 
     jitter_init();
     fd = recv_fd(via);
-    for (;;) {
-        char buf[4096];
-        ssize_t n;
-
-        jitter();
-        n = read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("read");
-        }
-        if (n == 0)
-            break;
-        if (nreads >= MAXREADS)
-            fail("more reads than bytes?");
-        sizes[nreads++] = (size_t)n;
-        total += (size_t)n;
-    }
-    for (i = 0; i < nreads; i++)
-        printf("read %zu\n", sizes[i]);
-    printf("total %zu\n", total);
-    if (total != NWRITES * CHUNK)
-        fail("wrong total");
+    nreads = read_chunks(fd, sizes);
+    report_chunks(sizes, nreads);
     exit(0);
 }
 
@@ -162,7 +119,7 @@ int main(void)
     if (c == 0) {
         close(lfd);
         close(pair[0]);
-        client(port);
+        chunk_client(port);
     }
     fd = accept_one(lfd);
     send_fd(pair[0], fd);

@@ -32,32 +32,10 @@
 
 #include "common.h" /* the helpers every test program shares */
 
-#define NWRITES 20
-#define CHUNK 10
-#define MAXREADS (NWRITES * CHUNK)
-
-static void client(int port)
-{
-    int fd, j;
-
-    jitter_init();
-    fd = connect_to(port);
-    for (j = 0; j < NWRITES; j++) {
-        char msg[CHUNK + 1];
-        if (j > 0)
-            jitter();
-        snprintf(msg, sizeof msg, "chunk %02d\n", j); /* exactly 9 chars + '\n' */
-        write_all(fd, msg, CHUNK);
-    }
-    if (close(fd) < 0)
-        die("close");
-    exit(0);
-}
-
 int main(void)
 {
-    int port, lfd, fd, i, nreads = 0;
-    size_t sizes[MAXREADS], total = 0;
+    int port, lfd, fd, nreads;
+    size_t sizes[MAXREADS];
     pid_t pid;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -67,37 +45,15 @@ int main(void)
     if (pid == 0) {
         if (close(lfd) < 0)
             die("close");
-        client(port);
+        chunk_client(port);
     }
     fd = accept_one(lfd);
     if (close(lfd) < 0)
         die("close");
-    for (;;) {
-        char buf[4096];
-        ssize_t n;
-
-        jitter();
-        n = read(fd, buf, sizeof buf);
-
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("read");
-        }
-        if (n == 0)
-            break;
-        if (nreads >= MAXREADS)
-            fail("more reads than bytes?");
-        sizes[nreads++] = (size_t)n;
-        total += (size_t)n;
-    }
+    nreads = read_chunks(fd, sizes);
     if (close(fd) < 0)
         die("close");
     wait_ok(pid);
-    for (i = 0; i < nreads; i++)
-        printf("read %zu\n", sizes[i]);
-    printf("total %zu\n", total);
-    if (total != NWRITES * CHUNK)
-        fail("wrong total");
+    report_chunks(sizes, nreads);
     return 0;
 }
