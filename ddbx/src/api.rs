@@ -306,7 +306,7 @@ pub fn replay_driven(
     let argv = manifest.command.clone();
     let cwd = manifest.cwd.clone();
     let env = manifest.env.clone();
-    let debugger = Debugger::new(
+    let mut debugger = Debugger::new(
         &recording,
         &options.stop_if,
         &options.stop_at,
@@ -314,6 +314,7 @@ pub fn replay_driven(
         options.primary,
     )?;
     let halt = debugger.request();
+    let observe = debugger.start_observing();
     if let Some(request) = &halt {
         let line = format!(
             "ddbx: halting at the first global state where `{}` holds",
@@ -366,6 +367,7 @@ pub fn replay_driven(
             history_out: options.history_out.clone(),
             halt,
             hold: options.hold,
+            observe,
         },
         argv,
         program,
@@ -398,7 +400,7 @@ pub fn replay_driven(
         {
             show(d.on_halt(state));
         }
-        show(d.at_end(kind == OutcomeKind::ReachedEnd));
+        show(d.at_end(kind == OutcomeKind::ReachedEnd, &outcome.observed));
     }
     messages.extend(shown.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
     if kind == OutcomeKind::ReachedEnd {

@@ -6,7 +6,7 @@ use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::deps::Deps;
 use ddbx_supervisor::analysis::inf::{Cut, close_online, close_online_raised, inf_online_from};
 use ddbx_supervisor::predicate::{self, Catalog, Class};
-use ddbx_supervisor::session::{HaltRequest, HaltedState, Resume};
+use ddbx_supervisor::session::{HaltRequest, HaltedState, Observation, Resume};
 use ddbx_supervisor::wire::ActorId;
 use ddbx_supervisor::wire::pred::{self as pred, BinOp, Expr, Value, VarRef};
 use std::collections::BTreeMap;
@@ -226,16 +226,20 @@ impl Watch {
     }
 }
 
-/// The first variable of `expr` whose values the history does not hold (a global read from
-/// memory): such expressions are evaluated only by a live LD, not from saved values.
-fn memory_variable(recording: &Recording, expr: &Expr) -> Option<String> {
+/// The variables of `expr` whose values the history does not hold (globals read from memory):
+/// a replay observes them in the live processes (`SessionMode::Replay`'s `observe`).
+fn memory_variables(recording: &Recording, expr: &Expr) -> Vec<VarRef> {
     let catalog = RecordingCatalog(recording);
-    expr.vars().into_iter().find_map(|v| {
-        let actor = v.actor_id()?;
-        let saved =
-            ddbx_supervisor::wire::pred::is_counter(&v.name) || catalog.publishes(actor, &v.name);
-        (!saved).then(|| v.to_string())
-    })
+    expr.vars()
+        .into_iter()
+        .filter(|v| {
+            v.actor_id().is_some_and(|actor| {
+                !(ddbx_supervisor::wire::pred::is_counter(&v.name)
+                    || catalog.publishes(actor, &v.name))
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// A cut as text: the actors that have executed events, `p1=5 p2=3`.
@@ -277,6 +281,8 @@ struct ActorVars {
     exit: Option<u64>,
     /// Per probe name: (event number, value), in order.
     probes: BTreeMap<String, Vec<(u64, i64)>>,
+    /// Per global observed in memory by the replay: (event number, value), in order.
+    memory: BTreeMap<String, Vec<(u64, i64)>>,
 }
 
 impl ActorVars {
@@ -305,6 +311,7 @@ impl ActorVars {
             counts,
             exit,
             probes,
+            memory: BTreeMap::new(),
         }
     }
 
@@ -320,7 +327,7 @@ impl ActorVars {
             "forks" => c[3],
             "alive" => i64::from(k >= 1 && self.exit.is_none_or(|e| e > k)),
             _ => {
-                let values = self.probes.get(name)?;
+                let values = self.probes.get(name).or_else(|| self.memory.get(name))?;
                 let set = values.partition_point(|(at, _)| *at <= k);
                 return set.checked_sub(1).map(|i| values[i].1);
             }
@@ -347,6 +354,26 @@ impl Oracle {
     /// The recording.
     pub fn recording(&self) -> &Recording {
         &self.recording
+    }
+
+    /// Takes the globals a replay observed so far as the actors' memory variables.
+    pub fn observe(&mut self, observed: &[Observation]) {
+        for vars in self.vars.values_mut() {
+            vars.memory.clear();
+        }
+        for o in observed {
+            if let Some(vars) = self.vars.get_mut(&o.actor) {
+                vars.memory
+                    .entry(o.name.clone())
+                    .or_default()
+                    .push((o.after, o.value));
+            }
+        }
+        for vars in self.vars.values_mut() {
+            for values in vars.memory.values_mut() {
+                values.sort_by_key(|(at, _)| *at);
+            }
+        }
     }
 
     fn lookup(&self, cut: &Cut, v: &VarRef) -> Option<Value> {
@@ -568,6 +595,8 @@ pub struct Debugger {
     pub reports: Option<Vec<Report>>,
     /// The last halted state.
     pub last: Option<HaltedState>,
+    /// The globals the replay observes, fixed when it starts (`None`: not started yet).
+    observing: Option<Vec<VarRef>>,
 }
 
 impl Debugger {
@@ -627,6 +656,7 @@ impl Debugger {
             halts: Vec::new(),
             reports: None,
             last: None,
+            observing: None,
         };
         for (expr, cond) in traces {
             debugger.add_trace(expr, cond, "--trace")?;
@@ -637,6 +667,62 @@ impl Debugger {
     /// The oracle (saved values of the recording).
     pub fn oracle(&self) -> &Oracle {
         &self.oracle
+    }
+
+    /// The globals the replay must observe in memory (those the traces and the other `stop
+    /// if`s name), fixed from now on: a trace added later may use only these.
+    pub fn start_observing(&mut self) -> Vec<VarRef> {
+        let recording = self.oracle.recording();
+        let mut vars: Vec<VarRef> = Vec::new();
+        let exprs = self
+            .traces
+            .iter()
+            .flat_map(|t| [&t.expr, &t.cond.expr])
+            .chain(self.stop_ifs.iter().map(|w| &w.expr));
+        for e in exprs {
+            for v in memory_variables(recording, e) {
+                if !vars.contains(&v) {
+                    vars.push(v);
+                }
+            }
+        }
+        self.observing = Some(vars.clone());
+        vars
+    }
+
+    /// Why `expr` cannot be evaluated from saved and observed values, if it cannot (a global
+    /// the replay does not observe).
+    fn unobserved(&self, expr: &Expr) -> Option<String> {
+        let observing = self.observing.as_ref()?;
+        memory_variables(self.oracle.recording(), expr)
+            .into_iter()
+            .find(|v| !observing.contains(v))
+            .map(|v| v.to_string())
+    }
+
+    /// Takes the observed values and recomputes the traces over memory (their points up to
+    /// what has been executed are final).
+    fn observe(&mut self, observed: &[Observation]) {
+        if observed.is_empty() {
+            return;
+        }
+        self.oracle.observe(observed);
+        let recording = self.oracle.recording();
+        for t in &mut self.traces {
+            let memory = !memory_variables(recording, &t.expr).is_empty()
+                || !memory_variables(recording, &t.cond.expr).is_empty();
+            if memory {
+                t.points = self
+                    .oracle
+                    .satisfactions(&t.cond, TRACE_LIMIT)
+                    .into_iter()
+                    .map(|cut| TracePoint {
+                        value: self.oracle.value(&t.expr, &cut),
+                        cut,
+                    })
+                    .collect();
+            }
+        }
     }
 
     /// What the GD halts at: the primary joined with the stop points (`None`: nothing).
@@ -672,10 +758,11 @@ impl Debugger {
             .map_err(|e| Error::Usage(format!("{flag} `{expr_text}`: {e}")))?;
         let cond = Watch::new(recording, cond, "--if")?;
         for e in [&expr, &cond.expr] {
-            if let Some(var) = memory_variable(recording, e) {
+            if let Some(var) = self.unobserved(e) {
                 return Err(Error::Usage(format!(
                     "{flag} `{expr_text}` --if `{}`: `{var}` is read from the process's memory, \
-                     which the history does not save; traces use probes and counters",
+                     and this replay started without observing it; give the trace with \
+                     --trace/--if when the replay starts",
                     cond.text
                 )));
             }
@@ -753,7 +840,7 @@ impl Debugger {
             .map(|(_, sp)| sp.clone())
             .reduce(|a, b| Expr::bin(BinOp::And, a, b))
             .unwrap_or(Expr::Int(1));
-        if let Some(var) = memory_variable(self.oracle.recording(), &expr) {
+        if let Some(var) = memory_variables(self.oracle.recording(), &expr).first() {
             return Err(format!(
                 "cont: `{var}` is read from memory, so the next time `{}` holds cannot be \
                  found from saved values; give a new predicate with `stop if`",
@@ -806,8 +893,9 @@ impl Debugger {
             if Some(i) == self.primary {
                 continue;
             }
-            let problem = memory_variable(self.oracle.recording(), &w.expr)
-                .map(|var| format!("`{var}` is read from memory, which the history does not save"));
+            let problem = self.unobserved(&w.expr).map(|var| {
+                format!("`{var}` is read from memory, and this replay did not observe it")
+            });
             let cut = match problem {
                 None => self.oracle.first(w, &initial),
                 Some(_) => None,
@@ -859,6 +947,7 @@ impl Debugger {
     /// At a halt: remembers it; returns the lines to show (the state, the traces passed, and,
     /// at the first halt, where the other `stop if`s hold).
     pub fn on_halt(&mut self, state: &HaltedState) -> Vec<String> {
+        self.observe(&state.observed);
         self.halts.push(state.cut.clone());
         self.last = Some(state.clone());
         let mut lines: Vec<String> = self.trace_lines(Some(&state.cut));
@@ -872,7 +961,10 @@ impl Debugger {
 
     /// At the end of the replay: the traces not shown yet (all of them if it reached the
     /// end) and the reports if no halt showed them.
-    pub fn at_end(&mut self, reached_end: bool) -> Vec<String> {
+    ///
+    /// `observed`: the globals the replay observed (the session's outcome has them).
+    pub fn at_end(&mut self, reached_end: bool, observed: &[Observation]) -> Vec<String> {
+        self.observe(observed);
         let mut lines = if reached_end {
             self.trace_lines(None)
         } else {

@@ -742,3 +742,55 @@ fn cont_halts_where_the_primary_becomes_true_again() {
         v["messages"]
     );
 }
+
+#[test]
+fn a_trace_over_a_global_read_from_memory_agrees_with_halting_there() {
+    // server_x's C global `count` (connections accepted) is in no history: the replay reads it
+    // from the live process after every event and the trace is computed from those values.
+    // Where `count >= 2` becomes true must be the state a halting replay stops at.
+    let f = Fig1::record("trace-memory");
+    let x = &f.server_x;
+    let cond = format!("{x}.count:i64 >= 2");
+    let (out, traced) = f.halt(&["--trace", &format!("{x}.count:i64"), "--if", &cond]);
+    assert_eq!(
+        traced["outcome"], "reached_end",
+        "{traced}\nstderr: {}",
+        out.stderr
+    );
+    let points = traced["predicates"]["traces"][0]["points"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(points.len(), 1, "{traced}");
+    assert_eq!(points[0]["value"], "2");
+
+    let (out, halted) = f.halt(&["--stop-if", &cond]);
+    assert_eq!(
+        halted["outcome"], "halted",
+        "{halted}\nstderr: {}",
+        out.stderr
+    );
+    let bystanders: Vec<String> = halted["halted"]["actors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| {
+            a["status"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("bystander"))
+        })
+        .filter_map(|a| a["id"].as_str().map(String::from))
+        .collect();
+    // Actors that run freely (the shell and its helpers) are not held: compare the others.
+    let held = |c: Option<BTreeMap<String, u64>>| -> BTreeMap<String, u64> {
+        c.unwrap_or_default()
+            .into_iter()
+            .filter(|(a, k)| *k > 0 && !bystanders.contains(a))
+            .collect()
+    };
+    assert_eq!(
+        held(cut(&points[0]["cut"])),
+        held(cut(&halted["cut"])),
+        "trace point vs halted cut"
+    );
+}

@@ -140,6 +140,7 @@ impl Ld {
         if self.mode != Mode::Replay {
             return;
         }
+        self.observe_memory();
         loop {
             let Some(halt) = self.halt.as_ref() else {
                 return;

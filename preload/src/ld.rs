@@ -57,6 +57,8 @@ pub struct Replay {
     pub externals: Vec<crate::replay::external::External>,
     /// Connect events whose peer was outside the session.
     pub external_connects: Vec<u64>,
+    /// Globals to report after each event when they change (name, type, last value sent).
+    pub observe: Vec<(String, ddbx_wire::pred::MemType, Option<i64>)>,
 }
 
 /// The LD of this process image.
@@ -379,6 +381,11 @@ impl Ld {
                         stash: Vec::new(),
                         externals: Vec::new(),
                         external_connects: plan.external_connects,
+                        observe: plan
+                            .observe
+                            .into_iter()
+                            .map(|(name, ty)| (name, ty, None))
+                            .collect(),
                     })
                 }
                 Err(e) => {
@@ -513,6 +520,40 @@ impl Ld {
         self.shared().events.fetch_add(1, Ordering::Relaxed);
         self.counters.count(record);
         self.write_history(record);
+    }
+
+    /// Replay, at the entry of an event: reads the globals the GD asked to observe and reports
+    /// those that changed, as their values after the events executed so far (the GD evaluates
+    /// traces and predicates over memory from these values; a halting LD evaluates its own
+    /// predicate at the same point).
+    pub fn observe_memory(&mut self) {
+        if self.replay.as_ref().is_none_or(|r| r.observe.is_empty()) {
+            return;
+        }
+        let events = self.events();
+        let Some(replay) = self.replay.as_mut() else {
+            return;
+        };
+        let mut notes = Vec::new();
+        for (name, ty, last) in &mut replay.observe {
+            let value = self.symbols.read(name, *ty);
+            if let Some(v) = value
+                && *last != Some(v)
+            {
+                *last = Some(v);
+                notes.push(LdToGd::Observed {
+                    actor: self.actor,
+                    events,
+                    name: name.clone(),
+                    value: v,
+                });
+            }
+        }
+        let saved = sys::errno();
+        for note in &notes {
+            self.send(note);
+        }
+        sys::set_errno(saved);
     }
 
     fn write_history(&mut self, record: &Record) {

@@ -4,7 +4,7 @@
 //! that follow update the shared [`State`]; a replay `WhoIs` blocks its own connection's thread
 //! on a condition variable until the matching `Connected` arrives or the session ends.
 
-use super::halting::{self, HaltedActor, HaltedState, Halting, Writer};
+use super::halting::{self, HaltedActor, HaltedState, Halting, Observation, Writer};
 use super::matcher::ConnectTable;
 use super::{Divergence, End, MainEvent, procs};
 use crate::actors::{HelloFacts, Registry, Resolution};
@@ -39,6 +39,8 @@ struct State {
     halting: Option<Halting>,
     /// Replay: actors waiting at the end of a history that ends without `Exit`.
     at_end: Vec<ActorId>,
+    /// Replay: observed globals, in the order the notes came.
+    observed: Vec<Observation>,
 }
 
 /// The state shared by the session's threads.
@@ -74,6 +76,7 @@ impl Shared {
                 events: 0,
                 halting,
                 at_end: Vec::new(),
+                observed: Vec::new(),
             }),
             changed: Condvar::new(),
             plans,
@@ -169,7 +172,14 @@ impl Shared {
                 .0;
         }
         let halting = state.halting.as_ref()?;
-        Some((halting.halted_state(), halting.satisfied()))
+        let mut halted = halting.halted_state();
+        halted.observed = state.observed.clone();
+        Some((halted, halting.satisfied()))
+    }
+
+    /// Replay: the observed globals' values so far.
+    pub(crate) fn observed(&self) -> Vec<Observation> {
+        self.lock().observed.clone()
     }
 
     /// Halting, when every process is gone: the halted state, if the program halted with the
@@ -181,7 +191,12 @@ impl Shared {
             return None;
         }
         let halted = h.halted || h.check();
-        (halted && h.satisfied()).then(|| h.halted_state())
+        let observed = state.observed.clone();
+        let h = state.halting.as_ref()?;
+        (halted && h.satisfied()).then(|| HaltedState {
+            observed,
+            ..h.halted_state()
+        })
     }
 
     /// Halting, when nothing happened for a while: repeats the requests not yet met; true if
@@ -510,6 +525,20 @@ fn handle(
                 actor: Some(actor),
                 what,
             }));
+            None
+        }
+        LdToGd::Observed {
+            actor,
+            events,
+            name,
+            value,
+        } => {
+            shared.lock().observed.push(Observation {
+                actor,
+                after: events,
+                name,
+                value,
+            });
             None
         }
         LdToGd::Reaped {

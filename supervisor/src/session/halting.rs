@@ -62,6 +62,22 @@ pub struct HaltedState {
     pub cut: BTreeMap<ActorId, u64>,
     /// Per actor, in id order.
     pub actors: Vec<HaltedActor>,
+    /// The observed globals' values so far (see [`Observation`]).
+    pub observed: Vec<Observation>,
+}
+
+/// A global's value read from a replayed process's memory after an event (the globals a
+/// replay observes are those its traces and predicates name: `SessionMode::Replay::observe`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// The actor.
+    pub actor: ActorId,
+    /// After this many of its events.
+    pub after: u64,
+    /// The global.
+    pub name: String,
+    /// Its value (from then until the next observation of the same global).
+    pub value: i64,
 }
 
 /// How a halted replay goes on (what the embedding's halt callback answers).
@@ -681,6 +697,7 @@ impl Halting {
             predicate: self.text.clone(),
             cut,
             actors,
+            observed: Vec::new(),
         }
     }
 

@@ -20,7 +20,7 @@ pub mod matcher;
 pub mod procs;
 pub mod runtime_dir;
 
-pub use halting::{HaltAction, HaltRequest, HaltedActor, HaltedState, Resume};
+pub use halting::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation, Resume};
 pub use runtime_dir::RuntimeDir;
 
 use crate::actors::Registry;
@@ -56,6 +56,9 @@ pub enum SessionMode {
         halt: Option<HaltRequest>,
         /// After halting, keep the processes alive until ddbx is interrupted.
         hold: bool,
+        /// Globals to read from the processes' memory after every event (traces and
+        /// predicates over memory are evaluated from these values: [`Observation`]).
+        observe: Vec<ddbx_wire::pred::VarRef>,
     },
 }
 
@@ -145,6 +148,8 @@ pub struct Outcome {
     pub passthrough: Vec<String>,
     /// Every human-readable line the session produced, in order.
     pub messages: Vec<String>,
+    /// Replay: the observed globals' values (see [`SessionMode::Replay`]'s `observe`).
+    pub observed: Vec<Observation>,
 }
 
 /// Events for the session's main loop.
@@ -216,6 +221,10 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
             Some(recording.as_ref()),
         ),
     };
+    let observe: Vec<ddbx_wire::pred::VarRef> = match &mode {
+        SessionMode::Replay { observe, .. } => observe.clone(),
+        SessionMode::Record { .. } => Vec::new(),
+    };
     let (halt_request, hold) = match &mode {
         SessionMode::Replay { halt, hold, .. } => (halt.clone(), *hold),
         SessionMode::Record { .. } => (None, false),
@@ -279,6 +288,11 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                         accepts: accepts_of(&r.channels, a.id),
                         killed_by,
                         external_connects: external_connects(r, a.id),
+                        observe: observe
+                            .iter()
+                            .filter(|v| v.actor_id() == Some(a.id))
+                            .map(|v| (v.name.clone(), v.ty))
+                            .collect(),
                     },
                 )
             })
@@ -637,6 +651,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         events,
         passthrough,
         messages,
+        observed: shared.observed(),
     })
 }
 

@@ -123,6 +123,18 @@ pub enum LdToGd {
         /// The child's process id.
         pid: i32,
     },
+    /// Replay: a global the GD asked to observe (`ReplayPlan::observe`) has this value after
+    /// `events` events (sent when it changes, and once at the first event).
+    Observed {
+        /// The actor.
+        actor: ActorId,
+        /// Its events so far.
+        events: u64,
+        /// The global's name.
+        name: String,
+        /// Its value.
+        value: i64,
+    },
     /// The actor's process is exiting.
     Exiting {
         /// The actor.
@@ -192,6 +204,10 @@ pub struct ReplayPlan {
     /// This actor's connect events whose peer was outside the session (replay plays it).
     #[serde(default)]
     pub external_connects: Vec<u64>,
+    /// Globals to read from memory after every event and report when they change
+    /// (`Observed`): traces and other predicates over memory are evaluated from these values.
+    #[serde(default)]
+    pub observe: Vec<(String, crate::pred::MemType)>,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).
