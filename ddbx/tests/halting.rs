@@ -794,3 +794,30 @@ fn a_trace_over_a_global_read_from_memory_agrees_with_halting_there() {
         "trace point vs halted cut"
     );
 }
+
+#[test]
+fn a_new_primary_for_a_process_waiting_in_waitpid_moves_it() {
+    // At the first halt server_x may stand in waitpid for its children (outside any event,
+    // reading no control message). A new primary that needs it to end (`events` = its whole
+    // history) must not be "halted at" right away: its children run to their end, its wait
+    // returns, and it exits.
+    let f = Fig1::record("prompt-waitpid");
+    let x = &f.server_x;
+    let end = f.histories[x].len();
+    let p1 = format!("{}.x == 1 && {}.x == 1", f.client_a, f.child_b);
+    let input = format!("stop if {x}.events >= {end}\ncont\nquit\n");
+    let (out, v) = f.halt_with_input(&["--stop-if", &p1, "--prompt"], Some(&input));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(cut)
+        .collect();
+    assert_eq!(halts.len(), 2, "two halts: {v}\nstdout: {}", out.stdout);
+    assert_eq!(
+        halts[1].get(x.as_str()).copied(),
+        Some(end as u64),
+        "server_x ran to its end at the second halt: {v}"
+    );
+}

@@ -25,6 +25,8 @@ pub struct Halt {
     passive_sent: bool,
     /// ... and one saying that the actor waits at a gate.
     at_gate_sent: bool,
+    /// `Retarget`s received (echoed in `Passive`).
+    pub epoch: u64,
     /// The actor does nothing ddbx can hold it at (no socket or probe events: a shell's
     /// helper talking through pipes): it runs freely.
     pub bystander: bool,
@@ -39,6 +41,7 @@ impl Halt {
             released: false,
             passive_sent: false,
             at_gate_sent: false,
+            epoch: 0,
             bystander: false,
         }
     }
@@ -141,6 +144,9 @@ impl Ld {
             return;
         }
         self.observe_memory();
+        // A Retarget or RunUntil already sent (while the program was blocked elsewhere) counts
+        // before this actor decides it is passive.
+        self.drain_control();
         loop {
             let Some(halt) = self.halt.as_ref() else {
                 return;
@@ -160,12 +166,13 @@ impl Ld {
             {
                 halt.passive_sent = true;
                 halt.at_gate_sent = true;
-                let target = halt.target;
+                let (target, epoch) = (halt.target, halt.epoch);
                 let msg = LdToGd::Passive {
                     actor: self.actor,
                     events,
                     target,
                     at_gate: true,
+                    epoch,
                 };
                 self.send(&msg);
             }
@@ -207,7 +214,7 @@ impl Ld {
         if halt.released || halt.bystander || halt.passive_sent {
             return;
         }
-        let (events, target) = (self.events(), halt.target);
+        let (events, target, epoch) = (self.events(), halt.target, halt.epoch);
         if events < target || self.satisfied() == Some(false) {
             return;
         }
@@ -223,6 +230,7 @@ impl Ld {
             events,
             target,
             at_gate: false,
+            epoch,
         };
         self.send(&msg);
     }
@@ -293,8 +301,9 @@ impl Ld {
                 self.send(&msg);
                 true
             }
-            GdToLd::Retarget { sp } => {
+            GdToLd::Retarget { sp, epoch } => {
                 if let Some(halt) = self.halt.as_mut() {
+                    halt.epoch = halt.epoch.max(epoch);
                     halt.sp = sp;
                     halt.passive_sent = false;
                     halt.at_gate_sent = false;

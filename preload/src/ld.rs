@@ -313,7 +313,11 @@ impl Ld {
                 replay,
                 halting,
             } => {
-                self.halt = halting.map(|h: HaltPlan| crate::halt::Halt::new(h.sp, h.target));
+                self.halt = halting.map(|h: HaltPlan| {
+                    let mut halt = crate::halt::Halt::new(h.sp, h.target);
+                    halt.epoch = h.epoch;
+                    halt
+                });
                 self.welcome(actor, origin, exec, mode, history_out, state_file, replay)
             }
             GdToLd::Refuse { why } => {

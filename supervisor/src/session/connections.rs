@@ -601,10 +601,11 @@ fn handle(
             events,
             target,
             at_gate,
+            epoch,
         } => {
             let mut state = shared.lock();
             if let Some(h) = state.halting.as_mut() {
-                h.passive(actor, incarnation, events, target, at_gate);
+                h.passive(actor, incarnation, events, target, at_gate, epoch);
                 if h.check() {
                     shared.send(MainEvent::Halted);
                 }

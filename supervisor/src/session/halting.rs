@@ -214,6 +214,8 @@ pub(crate) struct Halting {
     state_dir: PathBuf,
     /// Halt detected (the main loop collects the state).
     pub halted: bool,
+    /// `Retarget`s sent to each actor so far (one per resume with a new predicate).
+    epoch: u64,
     /// Released: the predicate never held; everything runs to the end, new actors included.
     released: bool,
     /// `State` answers collected after the halt.
@@ -295,6 +297,7 @@ impl Halting {
             creation,
             state_dir,
             halted: false,
+            epoch: 0,
             released: false,
             states: BTreeMap::new(),
         };
@@ -395,9 +398,17 @@ impl Halting {
                 // After a release, a new actor must not be held either.
                 let target = if self.released { u64::MAX } else { a.target };
                 a.welcomed_target = target;
-                (HaltPlan { sp, target }, a.incarnation)
+                let epoch = self.epoch;
+                (HaltPlan { sp, target, epoch }, a.incarnation)
             }
-            None => (HaltPlan { sp, target: 0 }, 0),
+            None => (
+                HaltPlan {
+                    sp,
+                    target: 0,
+                    epoch: self.epoch,
+                },
+                0,
+            ),
         }
     }
 
@@ -463,7 +474,9 @@ impl Halting {
     }
 
     /// `actor` is passive after `events` events, having seen requests up to `target`.
-    /// A note from an image that has since exec'd (`incarnation` not the latest) is stale.
+    /// A note from an image that has since exec'd (`incarnation` not the latest), or decided
+    /// under a predicate since replaced (`epoch` older than the last `Retarget`), is stale.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn passive(
         &mut self,
         actor: ActorId,
@@ -471,13 +484,18 @@ impl Halting {
         events: u64,
         target: u64,
         at_gate: bool,
+        epoch: u64,
     ) {
         count_message();
         trace!(
             "Passive {actor} at {events} (target seen {target}, at gate {at_gate}, incarnation {incarnation})"
         );
+        if epoch < self.epoch {
+            trace!("(stale: epoch {epoch} < {})", self.epoch);
+        }
         if let Some(a) = self.actors.get_mut(&actor)
             && a.incarnation == incarnation
+            && epoch >= self.epoch
         {
             a.reported = a.reported.max(events);
             if target >= a.target && matches!(a.phase, Phase::Running | Phase::Passive) {
@@ -607,23 +625,47 @@ impl Halting {
             ),
         };
         trace!("resume towards `{text}`");
+        self.epoch += 1;
+        let epoch = self.epoch;
         self.sp = sp;
         self.text = text;
         let ids: Vec<ActorId> = self.actors.keys().copied().collect();
+        let mut blocked = Vec::new();
         for id in &ids {
             let new_sp = self.sp.get(id).cloned();
+            // An actor blocked outside its events (waitpid) reads the new predicate only at its
+            // next event: if the predicate does not hold where it stands (by the recorded
+            // values; memory unknown counts as not holding), it must be counted as running.
+            let must_move = new_sp.as_ref().is_some_and(|sp| {
+                let progress = self.progress(*id);
+                let vars = self
+                    .histories
+                    .get(id)
+                    .map(|h| crate::analysis::vars::variables_at(h, progress))
+                    .unwrap_or_default();
+                !ddbx_wire::pred::holds(sp, &mut |v| {
+                    vars.get(&v.name).map(|n| ddbx_wire::pred::Value::Int(*n))
+                })
+            });
             if let Some(a) = self.actors.get_mut(id)
                 && matches!(a.phase, Phase::Passive | Phase::Running)
                 && let Some(w) = &a.writer
             {
-                send(w, &GdToLd::Retarget { sp: new_sp });
-                // Only an actor reading the GD at its gate answers at once; one blocked
-                // elsewhere (waitpid) reads the new predicate at its next event.
-                if a.phase == Phase::Passive && a.at_gate {
+                send(w, &GdToLd::Retarget { sp: new_sp, epoch });
+                // An actor reading the GD at its gate answers at once.
+                if a.phase == Phase::Passive && (a.at_gate || must_move) {
+                    if !a.at_gate {
+                        blocked.push(*id);
+                    }
                     a.phase = Phase::Running;
                     a.held = false;
                 }
             }
+        }
+        // What a blocked actor waits for (the children its wait reaps) must happen.
+        for id in blocked {
+            let next = self.progress(id) + 1;
+            self.ensure_reaped(id, next);
         }
         for (id, event) in cut {
             self.ensure(id, event);

@@ -166,6 +166,10 @@ pub enum LdToGd {
         /// `Report`), rather than right after an event, possibly blocked elsewhere (waitpid).
         #[serde(default)]
         at_gate: bool,
+        /// How many `Retarget`s it had received (the GD ignores a `Passive` decided under a
+        /// predicate it has since replaced).
+        #[serde(default)]
+        epoch: u64,
     },
     /// Replay: the actor reached the end of a history that has no `Exit` (the recorded
     /// process was killed there): it waits to be killed again. When every live actor waits so,
@@ -217,6 +221,9 @@ pub struct HaltPlan {
     pub sp: Option<crate::pred::Expr>,
     /// Run at least until this many events were executed (requests made before it existed).
     pub target: u64,
+    /// `Retarget`s so far (the predicate `sp` is that of the latest; echoed in `Passive`).
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 /// Messages from the GD to an LD.
@@ -267,6 +274,9 @@ pub enum GdToLd {
     Retarget {
         /// The new simple predicate.
         sp: Option<crate::pred::Expr>,
+        /// Retargets so far, this one included (echoed in `Passive`).
+        #[serde(default)]
+        epoch: u64,
     },
 }
 
