@@ -40,7 +40,7 @@ use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
 use ddbx_supervisor::analysis::deps::{Deps, Event};
-use ddbx_supervisor::analysis::races::{Message, Race, Races, find_races};
+use ddbx_supervisor::analysis::races::{Component, Message, Race, Races, find_races};
 use ddbx_supervisor::analysis::twopass::{FirstRace, two_pass};
 use ddbx_supervisor::wire::ActorId;
 use serde_json::{Value, json};
@@ -333,12 +333,8 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "races": races.races.iter().map(|r| race_json(rec, &args.dir, r)).collect::<Vec<_>>(),
             "locally_first": locally_first,
             "unaffected": unaffected,
-            "actor_edges": races.actor_edges.iter().map(|(q, p)| vec![q.to_string(), p.to_string()]).collect::<Vec<_>>(),
-            "components": races.components.iter().map(|c| json!({
-                "actors": c.actors.iter().map(ActorId::to_string).collect::<Vec<_>>(),
-                "affects": c.affects,
-                "has_race": c.has_race,
-            })).collect::<Vec<_>>(),
+            "actor_edges": edges_json(&races.actor_edges),
+            "components": components_json(&races.components),
             "diagnostics": an.deps.diagnostics(),
         });
         println!("{value}");
@@ -430,12 +426,8 @@ fn run_two_pass(args: &Args) -> Result<i32, Error> {
             })).collect::<Vec<_>>(),
             "locally_first": all,
             "unaffected": unaffected,
-            "actor_edges": tp.actor_edges.iter().map(|(q, p)| vec![q.to_string(), p.to_string()]).collect::<Vec<_>>(),
-            "components": tp.components.iter().map(|c| json!({
-                "actors": c.actors.iter().map(ActorId::to_string).collect::<Vec<_>>(),
-                "affects": c.affects,
-                "has_race": c.has_race,
-            })).collect::<Vec<_>>(),
+            "actor_edges": edges_json(&tp.actor_edges),
+            "components": components_json(&tp.components),
             "diagnostics": an.deps.diagnostics(),
         });
         println!("{value}");
@@ -513,4 +505,26 @@ fn run_two_pass(args: &Args) -> Result<i32, Error> {
         println!("note: {d}");
     }
     Ok(0)
+}
+
+/// The actor-level affects edges `q → p`, as `[["p1", "p2"], …]`.
+fn edges_json(edges: &[(ActorId, ActorId)]) -> Value {
+    edges
+        .iter()
+        .map(|(q, p)| json!([q.to_string(), p.to_string()]))
+        .collect()
+}
+
+/// The abstract affects view's components (mutually affecting actors).
+fn components_json(components: &[Component]) -> Value {
+    components
+        .iter()
+        .map(|c| {
+            json!({
+                "actors": c.actors.iter().map(ActorId::to_string).collect::<Vec<_>>(),
+                "affects": c.affects,
+                "has_race": c.has_race,
+            })
+        })
+        .collect()
 }
