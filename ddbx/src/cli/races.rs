@@ -254,24 +254,12 @@ pub(crate) fn race_text(rec: &Recording, dir: &Path, r: &Race) -> String {
     } else {
         flags.push(format!("affected by {}", race_list(&r.affected_by)));
     }
-    let mut s = format!(
-        "race {}: {} event {}: {}\n",
-        r.id,
-        actor_label(rec, r.receive.0),
-        r.receive.1,
-        record_text(rec, r.receive)
-    );
-    for (i, m) in r.got.iter().enumerate() {
-        let head = if i == 0 { "got:" } else { "" };
-        s.push_str(&format!("  {head:<14}{}\n", m.describe()));
-    }
+    let mut s = race_title(rec, r.id, r.receive);
+    message_lines(&mut s, "got:", &r.got);
     if r.got.is_empty() {
         s.push_str("  got:          no data (end of stream, or a channel ddbx does not follow)\n");
     }
-    for (i, m) in r.could.iter().enumerate() {
-        let head = if i == 0 { "could get:" } else { "" };
-        s.push_str(&format!("  {head:<14}{}\n", m.describe()));
-    }
+    message_lines(&mut s, "could get:", &r.could);
     s.push_str(&format!("  {:<14}{}\n", "flags:", flags.join(", ")));
     if !r.affects.is_empty() {
         s.push_str(&format!("  {:<14}{}\n", "affects:", race_list(&r.affects)));
@@ -447,21 +435,9 @@ fn run_two_pass(args: &Args) -> Result<i32, Error> {
     }
     println!();
     for r in &tp.races {
-        let mut s = format!(
-            "race {}: {} event {}: {}\n",
-            r.id,
-            actor_label(rec, r.receive.0),
-            r.receive.1,
-            record_text(rec, r.receive)
-        );
-        for (i, m) in r.got.iter().enumerate() {
-            let head = if i == 0 { "got:" } else { "" };
-            s.push_str(&format!("  {head:<14}{}\n", m.describe()));
-        }
-        for (i, m) in r.could.iter().enumerate() {
-            let head = if i == 0 { "could get:" } else { "" };
-            s.push_str(&format!("  {head:<14}{}\n", m.describe()));
-        }
+        let mut s = race_title(rec, r.id, r.receive);
+        message_lines(&mut s, "got:", &r.got);
+        message_lines(&mut s, "could get:", &r.could);
         let flags = if r.unaffected() {
             "locally-first, unaffected".to_string()
         } else {
@@ -527,4 +503,22 @@ fn components_json(components: &[Component]) -> Value {
             })
         })
         .collect()
+}
+
+/// A race's first line: `race 1: p4 (server_x) event 3: Accept(…)`.
+fn race_title(rec: &Recording, id: usize, receive: Event) -> String {
+    format!(
+        "race {id}: {} event {}: {}\n",
+        actor_label(rec, receive.0),
+        receive.1,
+        record_text(rec, receive)
+    )
+}
+
+/// One line per message, the first labelled `label`.
+fn message_lines(s: &mut String, label: &str, messages: &[Message]) {
+    for (i, m) in messages.iter().enumerate() {
+        let head = if i == 0 { label } else { "" };
+        s.push_str(&format!("  {head:<14}{}\n", m.describe()));
+    }
 }
