@@ -183,6 +183,17 @@ impl Fig1 {
         )
     }
 
+    /// The event number of `actor`'s second receive.
+    fn second_recv(&self, actor: &str) -> u64 {
+        self.histories[actor]
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r, Record::Recv { .. }))
+            .nth(1)
+            .map(|(i, _)| i as u64 + 1)
+            .unwrap_or_else(|| panic!("{actor} has no second Recv"))
+    }
+
     /// A halting replay with these arguments, `--json --messages`: (output, its JSON).
     fn halt(&self, args: &[&str]) -> (Output, Value) {
         self.halt_with_input(args, None)
@@ -252,6 +263,16 @@ fn cut(v: &Value) -> Option<BTreeMap<String, u64>> {
             .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(u64::MAX)))
             .collect(),
     )
+}
+
+/// The cut of every halt of a replay (`predicates.halts` of its JSON), in order.
+fn halts(v: &Value) -> Vec<BTreeMap<String, u64>> {
+    v["predicates"]["halts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(cut)
+        .collect()
 }
 
 /// The halted state's entry for `actor`.
@@ -470,13 +491,7 @@ fn trace_prints_where_its_condition_becomes_true() {
     // client_a's recvs: 0 after its creation (true), 1 after its first receive (false), 2
     // after its second (true again): the condition becomes true twice.
     let cond = format!("{a}.recvs != 1");
-    let second_recv = f.histories[a]
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r, Record::Recv { .. }))
-        .nth(1)
-        .map(|(i, _)| i as u64 + 1)
-        .unwrap_or_else(|| panic!("client_a has no second Recv"));
+    let second_recv = f.second_recv(a);
     // A general condition: either server_x child got its request.
     let general = format!("{}.x == 1 || {}.x == 1", f.child_a, f.child_b);
     let (out, v) = f.halt(&[
@@ -649,12 +664,7 @@ fn the_prompt_prints_switches_and_continues_through_a_pipe() {
         );
     }
 
-    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(cut)
-        .collect();
+    let halts = halts(&v);
     assert_eq!(halts.len(), 2, "two halts: {v}");
     let (_, inf1) = f.inf(&[&p1]);
     f.assert_cut_agrees(&halts[0], &inf1);
@@ -709,25 +719,14 @@ fn cont_halts_where_the_primary_becomes_true_again() {
     let a = &f.client_a;
     // True after client_a's creation, false after its first receive, true after its second.
     let p = format!("{a}.recvs != 1");
-    let second_recv = f.histories[a]
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r, Record::Recv { .. }))
-        .nth(1)
-        .map(|(i, _)| i as u64 + 1)
-        .unwrap_or_else(|| panic!("client_a has no second Recv"));
+    let second_recv = f.second_recv(a);
     let (out, v) = f.halt_with_input(&["--stop-if", &p, "--prompt"], Some("cont\ncont\n"));
     assert_eq!(
         v["outcome"], "reached_end",
         "{v}\nstdout: {}\nstderr: {}",
         out.stdout, out.stderr
     );
-    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(cut)
-        .collect();
+    let halts = halts(&v);
     assert_eq!(halts.len(), 2, "{v}");
     let (_, first) = f.inf(&[&p]);
     let (_, again) = f.inf(&[&p, "--stop-at", &format!("{a}:{second_recv}")]);
@@ -808,12 +807,7 @@ fn a_new_primary_for_a_process_waiting_in_waitpid_moves_it() {
     let input = format!("stop if {x}.events >= {end}\ncont\nquit\n");
     let (out, v) = f.halt_with_input(&["--stop-if", &p1, "--prompt"], Some(&input));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let halts: Vec<BTreeMap<String, u64>> = v["predicates"]["halts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(cut)
-        .collect();
+    let halts = halts(&v);
     assert_eq!(halts.len(), 2, "two halts: {v}\nstdout: {}", out.stdout);
     assert_eq!(
         halts[1].get(x.as_str()).copied(),

@@ -86,7 +86,7 @@ fn untraced_recv(
 ) -> isize {
     let ended = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as c_int;
     let n = loop {
-        if let Some((_, _, want)) = ld.trace.as_mut().and_then(|t| t.expect(fd, len)) {
+        if let Some((_, _, want)) = ld.trace.as_mut().and_then(|t| t.untraced_count(fd, len)) {
             break want;
         }
         // Nothing described yet: the peer has not sent it, or closed.
@@ -96,7 +96,12 @@ fn untraced_recv(
         }
         if revents > 0 && sys::bytes_available(fd) > 0 {
             // Bytes that no side channel describes: a peer optimal tracing cannot replay.
-            if ld.trace.as_mut().and_then(|t| t.expect(fd, len)).is_none() {
+            if ld
+                .trace
+                .as_mut()
+                .and_then(|t| t.untraced_count(fd, len))
+                .is_none()
+            {
                 ld.diverge(&format!(
                     "undescribed bytes on fd {fd} where the record received bytes from a traced peer"
                 ));

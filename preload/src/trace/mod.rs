@@ -201,7 +201,7 @@ impl Tracer {
 
     /// Where a receive of at most `len` bytes on `fd` stands: (channel, offset, bytes the
     /// untraced rule gives) — `None` when no side channel describes the next byte yet.
-    pub fn expect(&mut self, fd: c_int, len: usize) -> Option<(u32, u64, usize)> {
+    pub fn untraced_count(&mut self, fd: c_int, len: usize) -> Option<(u32, u64, usize)> {
         let side = self.side(fd, Dir::In)?;
         let s = &self.sides[side as usize];
         let at = s.received();
