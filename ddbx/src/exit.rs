@@ -1,32 +1,4 @@
-//! `ddbx`'s exit codes.
-//!
-//! | code | meaning |
-//! |---|---|
-//! | the program's own | `record`: the root process's status as a shell sees it (128 + signal when killed); `replay`: the recorded root status, when the replay reached the recorded end |
-//! | 0 | `ps`, `show`, `help`: success |
-//! | [`USAGE`] = 2 | bad command line, unknown actor, output directory not empty, program not found |
-//! | [`DIVERGED`] = 101 | the replay did not follow the recording |
-//! | [`BAD_RECORDING`] = 102 | missing, corrupt or truncated-beyond-use recording, or another format version |
-//! | [`UNSUPPORTED`] = 103 | the program did something ddbx cannot record or replay faithfully |
-//! | [`INTERNAL`] = 104 | ddbx itself failed (a system call, a bug) |
-//! | [`INTERRUPTED_SIGINT`] = 130, [`INTERRUPTED_SIGTERM`] = 143 | ddbx got SIGINT / SIGTERM and stopped every process |
+//! `ddbx`'s exit codes: the table and the constants live in [`ddbx_wire::exit`], shared with the
+//! preload, which ends a debuggee with the same numbers.
 
-/// Bad command line, unknown actor, unusable output directory, program not found.
-pub const USAGE: i32 = 2;
-/// The replay did not follow the recording.
-pub const DIVERGED: i32 = 101;
-/// The recording cannot be used (missing, corrupt, truncated beyond use, other format).
-pub const BAD_RECORDING: i32 = 102;
-/// The program did something ddbx cannot handle faithfully.
-pub const UNSUPPORTED: i32 = 103;
-/// ddbx itself failed.
-pub const INTERNAL: i32 = 104;
-/// ddbx was interrupted by SIGINT (128 + 2).
-pub const INTERRUPTED_SIGINT: i32 = 130;
-/// ddbx was interrupted by SIGTERM (128 + 15).
-pub const INTERRUPTED_SIGTERM: i32 = 143;
-
-/// The exit code for an interruption by `signal`.
-pub fn interrupted(signal: i32) -> i32 {
-    128 + signal
-}
+pub use ddbx_supervisor::wire::exit::*;

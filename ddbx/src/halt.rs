@@ -8,6 +8,7 @@ use ddbx_supervisor::analysis::inf::{Cut, close_online, close_online_raised, inf
 use ddbx_supervisor::predicate::{self, Catalog, Class};
 use ddbx_supervisor::session::{HaltRequest, HaltedState, Observation, Resume};
 use ddbx_supervisor::wire::ActorId;
+use ddbx_supervisor::wire::counters::Counters;
 use ddbx_supervisor::wire::pred::{self as pred, BinOp, Expr, Value, VarRef};
 use std::collections::BTreeMap;
 
@@ -275,10 +276,8 @@ pub struct Oracle {
 /// One actor's variables at every point of its history, as `analysis::vars::variables_at`
 /// defines them, indexed so that a lookup costs O(log n) instead of a pass over the history.
 struct ActorVars {
-    /// After k events: recvs, sends, accepts, forks (index k).
-    counts: Vec<[i64; 4]>,
-    /// The event number of its `Exit`, if any.
-    exit: Option<u64>,
+    /// The built-in counters after k events (index k).
+    counts: Vec<Counters>,
     /// Per probe name: (event number, value), in order.
     probes: BTreeMap<String, Vec<(u64, i64)>>,
     /// Per global observed in memory by the replay: (event number, value), in order.
@@ -288,28 +287,21 @@ struct ActorVars {
 impl ActorVars {
     fn new(history: &ddbx_supervisor::wire::History) -> ActorVars {
         use ddbx_supervisor::wire::Record;
-        let mut counts = vec![[0i64; 4]];
-        let mut exit = None;
+        let mut counts = vec![Counters::default()];
         let mut probes: BTreeMap<String, Vec<(u64, i64)>> = BTreeMap::new();
         for (i, r) in history.records.iter().enumerate() {
-            let k = i as u64 + 1;
             let mut c = counts[i];
-            match r {
-                Record::Recv { .. } => c[0] += 1,
-                Record::Send { .. } => c[1] += 1,
-                Record::Accept { .. } => c[2] += 1,
-                Record::Fork { .. } | Record::Spawn { .. } => c[3] += 1,
-                Record::Exit { .. } => exit = exit.or(Some(k)),
-                Record::Probe { name, value } => {
-                    probes.entry(name.clone()).or_default().push((k, *value));
-                }
-                _ => {}
+            c.count(r);
+            if let Record::Probe { name, value } = r {
+                probes
+                    .entry(name.clone())
+                    .or_default()
+                    .push((i as u64 + 1, *value));
             }
             counts.push(c);
         }
         ActorVars {
             counts,
-            exit,
             probes,
             memory: BTreeMap::new(),
         }
@@ -318,20 +310,12 @@ impl ActorVars {
     /// The value of `name` after `k` events (`k` beyond the end counts as the end).
     fn get(&self, name: &str, k: u64) -> Option<i64> {
         let k = k.min(self.counts.len() as u64 - 1);
-        let c = self.counts[k as usize];
-        Some(match name {
-            "events" => k as i64,
-            "recvs" => c[0],
-            "sends" => c[1],
-            "accepts" => c[2],
-            "forks" => c[3],
-            "alive" => i64::from(k >= 1 && self.exit.is_none_or(|e| e > k)),
-            _ => {
-                let values = self.probes.get(name).or_else(|| self.memory.get(name))?;
-                let set = values.partition_point(|(at, _)| *at <= k);
-                return set.checked_sub(1).map(|i| values[i].1);
-            }
-        })
+        if let Some(v) = self.counts[k as usize].get(name) {
+            return Some(v);
+        }
+        let values = self.probes.get(name).or_else(|| self.memory.get(name))?;
+        let set = values.partition_point(|(at, _)| *at <= k);
+        set.checked_sub(1).map(|i| values[i].1)
     }
 }
 

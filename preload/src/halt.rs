@@ -9,6 +9,7 @@
 //! passive and no request is in flight, the GD has found the program halted at Inf(P).
 
 use crate::ld::Ld;
+use ddbx_wire::counters::Counters;
 use ddbx_wire::history::Record;
 use ddbx_wire::pred::{self, Expr, Value, VarRef};
 use ddbx_wire::proto::{GdToLd, LdToGd, Mode};
@@ -47,48 +48,19 @@ impl Halt {
     }
 }
 
-/// Per-actor counters, readable as variables (`p3.recvs`).
-#[derive(Default, Clone, Copy)]
-pub struct Counters {
-    /// Receives (including end of stream).
-    pub recvs: i64,
-    /// Sends.
-    pub sends: i64,
-    /// Accepted connections.
-    pub accepts: i64,
-    /// Children created (fork and spawn).
-    pub forks: i64,
-}
-
-impl Counters {
-    /// Counts one event.
-    pub fn count(&mut self, record: &Record) {
-        match record {
-            Record::Recv { .. } => self.recvs += 1,
-            Record::Send { .. } => self.sends += 1,
-            Record::Accept { .. } => self.accepts += 1,
-            Record::Fork { .. } | Record::Spawn { .. } => self.forks += 1,
-            _ => {}
-        }
-    }
-}
-
 impl Ld {
     /// The value of one of this actor's variables: a probe, or a built-in counter.
     pub fn variable(&self, name: &str) -> Option<i64> {
         if let Some((_, v)) = self.probes.iter().rev().find(|(n, _)| n == name) {
             return Some(*v);
         }
-        let c = &self.counters;
-        Some(match name {
-            "events" => self.events() as i64,
-            "recvs" => c.recvs,
-            "sends" => c.sends,
-            "accepts" => c.accepts,
-            "forks" => c.forks,
-            "alive" => i64::from(!matches!(self.last_record(), Some(Record::Exit { .. }))),
-            _ => return None,
-        })
+        // `events` is the actor's, which an exec'd image continues (the counters of this
+        // image were recounted from its history when it started).
+        let counters = Counters {
+            events: self.events() as i64,
+            ..self.counters
+        };
+        counters.get(name)
     }
 
     /// Every variable with a value (probes, then counters), for the halted state.
@@ -100,7 +72,7 @@ impl Ld {
                 None => out.push((name.clone(), *value)),
             }
         }
-        for name in ["events", "recvs", "sends", "accepts", "forks", "alive"] {
+        for name in ddbx_wire::counters::NAMES {
             if let Some(v) = self.variable(name) {
                 out.push((name.to_string(), v));
             }

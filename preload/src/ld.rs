@@ -26,9 +26,9 @@ static PHASE: AtomicU32 = AtomicU32::new(UNINIT);
 pub const HIGH_FD: c_int = 1000;
 
 /// Exit status of a debuggee whose replay diverged (the GD normally kills it first).
-const DIVERGED_STATUS: c_int = 101;
+const DIVERGED_STATUS: c_int = ddbx_wire::exit::DIVERGED;
 /// Exit status of a debuggee that does something ddbx cannot record.
-const UNSUPPORTED_STATUS: c_int = 103;
+const UNSUPPORTED_STATUS: c_int = ddbx_wire::exit::UNSUPPORTED;
 
 /// The per-actor state shared by every image of the actor (mmap'd, survives exec).
 #[repr(C)]
@@ -82,7 +82,7 @@ pub struct Ld {
     /// Halting replay state (`None`: not halting).
     pub halt: Option<crate::halt::Halt>,
     /// Built-in counters.
-    pub counters: crate::halt::Counters,
+    pub counters: ddbx_wire::counters::Counters,
     /// The call being replayed would block (a receive, accept, connect, readiness wait).
     pub in_wait: bool,
     /// Probe values published by the program, in order.

@@ -15,37 +15,22 @@
 //! trivially true there (e.g. `events == 0`), and [`super::inf::inf`] takes `holds(a, 0)` at
 //! its word.
 
+use ddbx_wire::counters::Counters;
 use ddbx_wire::{History, Record};
 use std::collections::BTreeMap;
-
-/// The names of the built-in counters.
-pub const COUNTERS: [&str; 6] = ["events", "recvs", "sends", "accepts", "forks", "alive"];
 
 /// The variables of `history`'s actor after its first `k` events (`k` beyond the history's
 /// end counts as its end).
 pub fn variables_at(history: &History, k: u64) -> BTreeMap<String, i64> {
     let k = (k as usize).min(history.records.len());
     let mut vars: BTreeMap<String, i64> = BTreeMap::new();
-    let (mut recvs, mut sends, mut accepts, mut forks, mut exited) = (0, 0, 0, 0, false);
     for r in &history.records[..k] {
-        match r {
-            Record::Probe { name, value } => {
-                vars.insert(name.clone(), *value);
-            }
-            Record::Recv { .. } => recvs += 1,
-            Record::Send { .. } => sends += 1,
-            Record::Accept { .. } => accepts += 1,
-            Record::Fork { .. } | Record::Spawn { .. } => forks += 1,
-            Record::Exit { .. } => exited = true,
-            _ => {}
+        if let Record::Probe { name, value } = r {
+            vars.insert(name.clone(), *value);
         }
     }
-    let alive = i64::from(k >= 1 && !exited);
-    for (name, value) in COUNTERS
-        .iter()
-        .zip([k as i64, recvs, sends, accepts, forks, alive])
-    {
-        vars.insert((*name).to_string(), value);
+    for (name, value) in Counters::of(&history.records[..k]).all() {
+        vars.insert(name.to_string(), value);
     }
     vars
 }

@@ -399,7 +399,7 @@ mod tests {
             "`events` is published by p1, p2, p3, p4, p5 and p6: qualify it, e.g. `p1.events`"
         );
         let alone = Cat(vec![(1, vec!["server"], vec![])]);
-        for c in ddbx_wire::pred::COUNTERS {
+        for c in ddbx_wire::counters::NAMES {
             assert_eq!(
                 resolved(&format!("{c} > 0"), &alone),
                 Ok(format!("p1.{c} > 0"))

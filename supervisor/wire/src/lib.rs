@@ -12,14 +12,18 @@
 //!   the LD evaluates);
 //! * [`proto`]: the LD↔GD messages, named by direction ([`proto::LdToGd`], [`proto::GdToLd`]);
 //! * [`elf`]: telling statically linked programs (which ddbx cannot see into) apart;
-//! * [`errno`] and [`events`]: small value types that print readably in histories.
+//! * [`errno`] and [`events`]: small value types that print readably in histories;
+//! * [`counters`]: the built-in counters every actor has (`p3.recvs`), counted once for all;
+//! * [`exit`]: ddbx's exit codes, the same in the `ddbx` command and in the LD.
 //!
 //! Nothing here allocates on its own or starts threads: the preload links it into other
 //! people's processes.
 
+pub mod counters;
 pub mod elf;
 pub mod errno;
 pub mod events;
+pub mod exit;
 pub mod history;
 pub mod ids;
 pub mod manifest;

@@ -22,16 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
 
-/// The built-in per-actor counters: names every actor publishes, whatever the program does.
-///
-/// `events` counts the actor's history events so far, `recvs`, `sends`, `accepts` and `forks`
-/// those of one kind, `alive` is 1 until the actor exits and 0 after.
-pub const COUNTERS: &[&str] = &["events", "recvs", "sends", "accepts", "forks", "alive"];
-
-/// Whether `name` is one of the built-in [`COUNTERS`].
-pub fn is_counter(name: &str) -> bool {
-    COUNTERS.contains(&name)
-}
+pub use crate::counters::is_counter;
 
 /// A predicate or a part of one.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
