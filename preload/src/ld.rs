@@ -47,8 +47,8 @@ pub type Kept = (c_int, c_int, Option<(ActorId, u64)>);
 pub struct Replay {
     /// The recorded history; event k is `records[k - 1]`.
     pub records: Vec<Record>,
-    /// (my accept event, connecting actor, its connect event).
-    pub accepts: Vec<(u64, ActorId, u64)>,
+    /// Each accept's connecting actor and connect event.
+    pub accepts: Vec<ddbx_wire::proto::AcceptPlan>,
     /// The record ended with this signal after the last record.
     pub killed_by: Option<i32>,
     /// Connections accepted early, kept for the accept they belong to.

@@ -49,8 +49,8 @@ pub unsafe fn accept(
     let expected = ld
         .replay
         .as_ref()
-        .and_then(|r| r.accepts.iter().find(|(e, _, _)| *e == event))
-        .map(|(_, actor, ev)| (*actor, *ev));
+        .and_then(|r| r.accepts.iter().find(|a| a.event == event))
+        .map(|a| (a.peer, a.peer_event));
     let got = match expected {
         Some(peer) => take_connection_from(ld, fd, peer),
         // A peer outside the session: the LD plays it.

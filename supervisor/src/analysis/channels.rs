@@ -14,6 +14,7 @@
 //! Accepts with no managed connector (peers outside the session) are simply not in the result.
 
 use ddbx_wire::history::{Addr, Record};
+use ddbx_wire::proto::AcceptPlan;
 use ddbx_wire::{ActorId, Errno, History};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -141,11 +142,15 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
 
 /// For each accept event of `actor`: the connecting actor and its connect event, as the replay
 /// plan ([`ddbx_wire::proto::ReplayPlan::accepts`]) wants it, in accept-event order.
-pub fn accepts_of(channels: &[Channel], actor: ActorId) -> Vec<(u64, ActorId, u64)> {
-    let mut accepts: Vec<(u64, ActorId, u64)> = channels
+pub fn accepts_of(channels: &[Channel], actor: ActorId) -> Vec<AcceptPlan> {
+    let mut accepts: Vec<AcceptPlan> = channels
         .iter()
         .filter(|c| c.acceptor.actor == actor)
-        .map(|c| (c.acceptor.event, c.connector.actor, c.connector.event))
+        .map(|c| AcceptPlan {
+            event: c.acceptor.event,
+            peer: c.connector.actor,
+            peer_event: c.connector.event,
+        })
         .collect();
     accepts.sort();
     accepts
@@ -247,9 +252,14 @@ mod tests {
                 },
             ]
         );
+        let plan = |event, peer, peer_event| AcceptPlan {
+            event,
+            peer: ActorId(peer),
+            peer_event,
+        };
         assert_eq!(
             accepts_of(&channels, ActorId(1)),
-            vec![(2, ActorId(3), 3), (3, ActorId(2), 2)]
+            vec![plan(2, 3, 3), plan(3, 2, 2)]
         );
     }
 

@@ -195,14 +195,25 @@ pub enum LdToGd {
     },
 }
 
+/// One accept of the actor being replayed, and the connect it must return.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AcceptPlan {
+    /// The accept: its event number in the acceptor's history.
+    pub event: u64,
+    /// The connecting actor.
+    pub peer: ActorId,
+    /// The connect: its event number in the connector's history.
+    pub peer_event: u64,
+}
+
 /// What the LD must know to replay an actor.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct ReplayPlan {
     /// The recorded history to follow.
     pub history: String,
-    /// For each of this actor's accept events: the connecting actor and its connect event
-    /// (`(my event, peer, peer event)`). Accepts from outside the session are absent.
-    pub accepts: Vec<(u64, ActorId, u64)>,
+    /// For each of this actor's accept events: the connecting actor and its connect event.
+    /// Accepts from outside the session are absent.
+    pub accepts: Vec<AcceptPlan>,
     /// How the record ended, when it did not end with an `Exit` record (killed).
     pub killed_by: Option<i32>,
     /// This actor's connect events whose peer was outside the session (replay plays it).
