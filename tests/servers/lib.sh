@@ -29,3 +29,10 @@ jitter() {
 relabel() {
     awk '{ if (!($2 in l)) l[$2] = sprintf("%c", 65 + n++); print $1, l[$2] }'
 }
+
+# Diagnostic, not what a test suite does: with CORPUS_SETTLE=SECONDS, the scripts sleep that long
+# before their readiness loop, so that its first try finds the server up and the recording has
+# no refused connect (class 2 of issue #10); FINDINGS.md uses it to see what breaks after that.
+settle() {
+    if [ -n "${CORPUS_SETTLE:-}" ]; then sleep "$CORPUS_SETTLE"; fi
+}

@@ -22,6 +22,7 @@ cgi.assign = ( ".sh" => "/bin/sh" )
 CONF
 timeout 30 lighttpd -D -f "$dir/lighttpd.conf" &
 server=$!
+settle
 until curl -sf -o /dev/null "http://127.0.0.1:$port/order.sh?ready"; do sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do

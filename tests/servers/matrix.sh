@@ -6,7 +6,8 @@
 # `ddbx races`. Everything each step printed is kept in OUT (record: OUT/rec, replay i:
 # OUT/replay<i>.{out,err} and OUT/hist<i>); a step that times out first has its process tree
 # dumped (OUT/<step>.hang: state, kernel wait channel and current syscall of every process).
-# Prints one summary line per step.
+# Prints one summary line per step. Two hung replays in a row are taken as the same hang: the
+# remaining replays are then not run (each would take TIMEOUT seconds).
 set -u
 ddbx=$1 out=$2
 shift 2
@@ -98,10 +99,16 @@ echo "record: exit $rc in ${secs}s; $(grep -m1 'recorded' "$out/record.err")"
 grep 'not recorded' "$out/record.err" | sed 's/^/  /' | cut -c1-200
 [ -d "$out/rec/history" ] || exit 0
 
+hangs=0
 for i in $(seq 1 "$REPLAYS"); do
+    if [ "$hangs" -ge 2 ]; then
+        echo "replay $i: not run (replays $((i - 2)) and $((i - 1)) hung)"
+        continue
+    fi
     rm -rf "$out/hist$i"
     step "replay$i" "$ddbx" replay --history-out "$out/hist$i" "$out/rec"
     echo "replay $i: ${secs}s: $(describe "replay$i")"
+    if [ "$rc" = 124 ]; then hangs=$((hangs + 1)); else hangs=0; fi
 done
 
 # The middle event of the actor with the most events.

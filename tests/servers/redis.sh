@@ -8,6 +8,7 @@ port=$(free_port)
 timeout 30 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$dir" --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" --daemonize no &
 server=$!
+settle
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do
