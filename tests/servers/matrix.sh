@@ -56,7 +56,8 @@ step() {
     done
     if kill -0 "$pid" 2>/dev/null; then
         dump_session "$pid" >"$out/$name.hang"
-        kill -KILL -- "-$pid" 2>/dev/null
+        # Every process of the session, not just the group: `timeout` makes its own group.
+        ps -e -o pid=,sid= | awk -v s="$pid" '$2 == s { print $1 }' | xargs -r kill -KILL 2>/dev/null
         wait "$pid" 2>/dev/null
         rc=124
     else
