@@ -45,10 +45,10 @@
 //! Everything here is deterministic: the same recording gives the same races in the same
 //! order, numbered 1, 2, … by (actor, event).
 //!
-//! * [`model`]: the definitions above read off a recording (byte flows, channel ends, fd
+//! * `model`: the definitions above read off a recording (byte flows, channel ends, fd
 //!   roles, messages), shared with the two-pass method of [`crate::analysis::twopass`];
-//! * [`exact`]: the receives-from-any and what each got and could have got;
-//! * [`affects`]: the affects relation and the abstract affects graph's components.
+//! * `exact`: the receives-from-any and what each got and could have got;
+//! * `affects`: the affects relation and the abstract affects graph's components.
 
 mod affects;
 mod exact;

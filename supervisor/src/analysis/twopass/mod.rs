@@ -4,7 +4,7 @@
 //! Both methods share the recording's happened-before ([`Deps`], [`Clocks`]) and the
 //! *definitions* of the race model (what a receive-from-any watches, what its outcome was,
 //! when a message could have been its outcome — written down in [`super::races`]'s module
-//! docs, and read off the recording by [`super::races::model`]). They share no code that finds
+//! docs, and read off the recording by `races::model`). They share no code that finds
 //! races or the affects relation, and they go about it in different directions:
 //!
 //! * the exact method walks the receives: for each receive-from-any it looks at the head of
@@ -49,7 +49,7 @@
 //! unaffected race is locally-first, and whether a race of `q` affects a race of `p` is
 //! decided by `q`'s first race (program order).
 //!
-//! [`pass1`] finds the receives-from-any and their votes, [`pass2`] the Affecter sets.
+//! `pass1` finds the receives-from-any and their votes, `pass2` the Affecter sets.
 
 mod pass1;
 mod pass2;
