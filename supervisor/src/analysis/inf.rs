@@ -1,6 +1,7 @@
 //! Consistent global states (cuts) and Inf(P) for conjunctive predicates, computed offline.
 //!
-//! This is the oracle the online halting algorithm (DESIGN.md §4) is tested against.
+//! This is the oracle the online halting algorithm (the GD's, in `crate::session`) is tested
+//! against.
 //!
 //! * A **cut** ([`Cut`]) maps each actor to how many of its events it has executed (0: not
 //!   created yet; an actor missing from the map counts as 0). It is the paper's global state

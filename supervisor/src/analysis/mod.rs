@@ -1,8 +1,12 @@
 //! Offline analysis of recorded histories: work done on whole recordings, not during a run.
 //!
+//! A [`crate::recording::Recording`] is data (manifest and histories); everything here is
+//! derived from one, by whoever needs it, in this order:
+//!
 //! * [`channels`]: which connect made which accepted connection (the recording's channels);
 //! * [`deps`]: which event needs which event of another actor (fork, connect/accept, data,
-//!   readiness), and the byte range each send and receive covered;
+//!   readiness), and the byte range each send and receive covered; a [`deps::Deps`] keeps the
+//!   channels it was built with;
 //! * [`clock`]: vector clocks over those dependencies (happened-before);
 //! * [`inf`]: consistent cuts, their closure, and Inf(P) for conjunctive predicates — the
 //!   oracle of `stop if`;

@@ -236,22 +236,14 @@ impl BindingWalk<'_> {
                 }
                 Record::Send { fd, n, .. } => {
                     if let Some(end) = fds.get(fd) {
-                        self.stream(end.channel, end.outgoing())
-                            .sends
-                            .push(StreamUse {
-                                event: here,
-                                bytes: *n,
-                            });
+                        let stream = self.stream(end.channel, end.outgoing());
+                        stream.sends.push(StreamUse::of(here, *n));
                     }
                 }
                 Record::Recv { fd, n, .. } => {
                     if let Some(end) = fds.get(fd) {
-                        self.stream(end.channel, end.incoming())
-                            .recvs
-                            .push(StreamUse {
-                                event: here,
-                                bytes: *n,
-                            });
+                        let stream = self.stream(end.channel, end.incoming());
+                        stream.recvs.push(StreamUse::of(here, *n));
                     }
                 }
                 Record::Ready { fds: ready, .. } => {

@@ -13,6 +13,13 @@ pub(super) struct StreamUse {
     pub(super) bytes: u64,
 }
 
+impl StreamUse {
+    /// Event `event`, which took `bytes` bytes.
+    pub(super) fn of(event: Event, bytes: u64) -> StreamUse {
+        StreamUse { event, bytes }
+    }
+}
+
 /// The sends, receives and readiness queries of one direction of one channel.
 #[derive(Default)]
 pub(super) struct Stream {

@@ -6,12 +6,12 @@
 //! round, from the messages; the walks are kept apart on purpose, so that each checks the
 //! other.
 
-use super::model::{End, FdUses, FlowId, RaceModel, accept_fds, bind};
+use super::model::{End, FdUses, FlowId, RaceModel, accept_fds, bind, reported_fds};
 use super::{Message, RaceKind};
 use crate::analysis::clock::{Clocks, VectorClock};
 use crate::analysis::deps::{ChannelId, Direction, Event};
+use ddbx_wire::ActorId;
 use ddbx_wire::history::{ReadyFd, Record};
-use ddbx_wire::{ActorId, Events};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A receive-from-any that raced, before races are numbered and related.
@@ -104,11 +104,7 @@ impl Search<'_, '_> {
         let mut could: Vec<Message> = Vec::new();
         let mut seen_ends: BTreeSet<(ChannelId, Direction)> = BTreeSet::new();
         let mut seen_listeners: BTreeSet<String> = BTreeSet::new();
-        let reported: BTreeSet<i32> = ready
-            .iter()
-            .filter(|f| f.ev.contains(Events::IN) || f.ev.contains(Events::HUP))
-            .map(|f| f.fd)
-            .collect();
+        let reported = reported_fds(ready);
         // Reported fds: the outcome.
         for &fd in &reported {
             match uses.listening(fd, k) {

@@ -194,8 +194,13 @@ impl Race {
 
     /// The `--stop-at` argument that halts a replay right before the receive: `p5:6`.
     pub fn stop_at(&self) -> String {
-        format!("{}:{}", self.receive.0, self.receive.1 - 1)
+        stop_before(self.receive)
     }
+}
+
+/// The `--stop-at` argument that halts a replay right before `event`: `p5:6` for event 7.
+pub(crate) fn stop_before(event: Event) -> String {
+    format!("{}:{}", event.0, event.1 - 1)
 }
 
 /// A strongly connected component of the abstract affects graph.
@@ -297,23 +302,19 @@ mod tests {
                 start(1)
             ),
         );
-        let a = hist(
-            2,
-            &format!(
-                "{}Connect(fd: 3, err: None, local: \"127.0.0.1:5002\", remote: \"127.0.0.1:80\")\n\
-                 Send(fd: 3, n: 2)\n\
-                 Recv(fd: 3, n: 1)\n",
-                start(2)
-            ),
-        );
-        let b = hist(
-            3,
-            &format!(
-                "{}Connect(fd: 3, err: None, local: \"127.0.0.1:5003\", remote: \"127.0.0.1:80\")\n\
-                 Send(fd: 3, n: 2)\n",
-                start(3)
-            ),
-        );
+        // A client of port 80 from port `me`, which sends 2 bytes, then does `then`.
+        let client = |actor: u32, me: u16, then: &str| {
+            let connect = format!(
+                "Connect(fd: 3, err: None, local: \"127.0.0.1:{me}\", remote: \"127.0.0.1:80\")"
+            );
+            let start = start(actor as i32);
+            hist(
+                actor,
+                &format!("{start}{connect}\nSend(fd: 3, n: 2)\n{then}"),
+            )
+        };
+        let a = client(2, 5002, "Recv(fd: 3, n: 1)\n");
+        let b = client(3, 5003, "");
         let rec = recording(vec![server, a, b]);
         let deps = Deps::from_recording(&rec);
         let clocks = Clocks::compute(&deps).unwrap();

@@ -11,8 +11,8 @@
 use super::{Message, MessageKind};
 use crate::analysis::deps::{ChannelId, DataRange, Deps, Direction, Event};
 use crate::recording::Recording;
-use ddbx_wire::history::{Origin, Record};
-use ddbx_wire::{ActorId, Errno};
+use ddbx_wire::history::{Origin, ReadyFd, Record};
+use ddbx_wire::{ActorId, Errno, Events};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The bytes `[start, end)` of a direction that one send or receive covered.
@@ -315,6 +315,15 @@ impl<'a> FdUses<'a> {
         let i = u.partition_point(|(e, _)| *e <= k);
         u.get(i).or_else(|| u.get(i.checked_sub(1)?))?.1
     }
+}
+
+/// The fds a `Ready` record reported readable (`in`) or hung up (`hup`): its outcome.
+pub(crate) fn reported_fds(ready: &[ReadyFd]) -> BTreeSet<i32> {
+    ready
+        .iter()
+        .filter(|f| f.ev.contains(Events::IN) || f.ev.contains(Events::HUP))
+        .map(|f| f.fd)
+        .collect()
 }
 
 /// The fds of an actor that it ever accepts on: the listening sockets a readiness call may

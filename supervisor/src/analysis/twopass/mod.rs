@@ -57,7 +57,7 @@ mod pass2;
 use crate::analysis::clock::Clocks;
 use crate::analysis::deps::{ChannelId, DataRange, Deps, Direction, Event};
 use crate::analysis::races::model::{FlowId, RaceModel};
-use crate::analysis::races::{Component, Message, MessageKind, RaceKind};
+use crate::analysis::races::{Component, Message, MessageKind, RaceKind, stop_before};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::Record;
@@ -94,6 +94,8 @@ pub struct FirstRace {
     pub first_channel: String,
 }
 
+// The questions `races::Race` answers, on this method's own type: the two methods share no
+// race type, so that each can change without the other.
 impl FirstRace {
     /// Whether no other race affects it.
     pub fn unaffected(&self) -> bool {
@@ -107,7 +109,7 @@ impl FirstRace {
 
     /// The `--stop-at` argument that halts a replay right before the receive.
     pub fn stop_at(&self) -> String {
-        format!("{}:{}", self.receive.0, self.receive.1 - 1)
+        stop_before(self.receive)
     }
 }
 

@@ -4,10 +4,10 @@
 
 use super::{Cutoff, Passes, Receive};
 use crate::analysis::deps::{ChannelId, Direction, Event};
-use crate::analysis::races::model::{End, FdUses, accept_fds, bind};
+use crate::analysis::races::model::{End, FdUses, accept_fds, bind, reported_fds};
 use crate::analysis::races::{Message, MessageKind, RaceKind};
+use ddbx_wire::ActorId;
 use ddbx_wire::history::{ReadyFd, Record};
-use ddbx_wire::{ActorId, Events};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A message's vote for a receive: pass 1 found it could have been that receive's outcome.
@@ -73,11 +73,7 @@ impl Passes<'_, '_> {
         accept_fds: &BTreeSet<i32>,
     ) -> Receive {
         let (a, k) = here;
-        let reported: BTreeSet<i32> = ready
-            .iter()
-            .filter(|f| f.ev.contains(Events::IN) || f.ev.contains(Events::HUP))
-            .map(|f| f.fd)
-            .collect();
+        let reported = reported_fds(ready);
         let mut got: Vec<Message> = Vec::new();
         let mut loud: BTreeSet<(ChannelId, Direction)> = BTreeSet::new();
         let mut listening: BTreeSet<String> = BTreeSet::new();
