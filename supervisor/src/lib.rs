@@ -6,8 +6,9 @@
 //!
 //! * [`session`]: one record or replay run ([`session::run`]);
 //! * [`actors`]: who a new process is (a pure state machine over `Hello`s);
-//! * [`recording`]: a recording on disk, loaded and checked ([`Recording::open`]);
-//! * [`analysis`]: offline analysis of histories (channel matching);
+//! * [`recording`]: a recording on disk, loaded and checked ([`Recording::open`]): data only;
+//! * [`analysis`]: what is derived from a recording offline: channels, dependencies, vector
+//!   clocks, consistent cuts and Inf(P), message races;
 //! * [`predicate`]: the `stop if` language: parse, resolve, classify (conjunctive or general).
 //!
 //! The only vocabulary shared with the LD is [`ddbx_wire`], re-exported as [`wire`].

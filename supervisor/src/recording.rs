@@ -1,8 +1,11 @@
-//! A recording on disk, loaded and checked: manifest, every actor's history, the channels.
+//! A recording on disk, loaded and checked: the manifest and every actor's history.
+//!
+//! The recording is data: it knows nothing of the analyses made from it. What is derived from
+//! its histories (which connect met which accept, happened-before, races) is computed by
+//! [`crate::analysis`] from a [`Recording`], by whoever needs it.
 //!
 //! Used by replay (which needs all of it) and by `ddbx ps` / `ddbx show`.
 
-use crate::analysis::channels::{Channel, match_channels};
 use crate::error::{Error, Result, shown};
 use ddbx_wire::history::{Origin, Record};
 use ddbx_wire::manifest::{ActorInfo, Manifest};
@@ -18,8 +21,6 @@ pub struct Recording {
     pub manifest: Manifest,
     /// One history per manifest actor, in the manifest's order.
     pub histories: Vec<History>,
-    /// The channels between managed actors.
-    pub channels: Vec<Channel>,
     /// Things worth telling the user (histories cut short by a kill), one line each, without
     /// the `ddbx: ` prefix.
     pub warnings: Vec<String>,
@@ -27,8 +28,7 @@ pub struct Recording {
 
 impl Recording {
     /// A recording of hand-made `histories` that exists only in memory (no directory): each
-    /// actor a root process, channels matched from the histories. For tests and tools that
-    /// build histories themselves.
+    /// actor a root process. For tests and tools that build histories themselves.
     pub fn in_memory(histories: Vec<History>) -> Recording {
         let actors = histories
             .iter()
@@ -43,7 +43,6 @@ impl Recording {
                 signalled_by: Vec::new(),
             })
             .collect();
-        let channels = match_channels(&histories);
         Recording {
             dir: PathBuf::from("/nonexistent"),
             manifest: Manifest {
@@ -59,7 +58,6 @@ impl Recording {
                 problem: None,
             },
             histories,
-            channels,
             warnings: Vec::new(),
         }
     }
@@ -115,12 +113,10 @@ impl Recording {
             }
             histories.push(history);
         }
-        let channels = match_channels(&histories);
         Ok(Recording {
             dir: dir.to_path_buf(),
             manifest,
             histories,
-            channels,
             warnings,
         })
     }
@@ -152,14 +148,6 @@ impl Recording {
                 _ => false,
             })
             .map(|a| a.id)
-    }
-
-    /// The channel whose connect or accept is event `event` of `actor`.
-    pub fn channel_at(&self, actor: ActorId, event: u64) -> Option<&Channel> {
-        self.channels.iter().find(|c| {
-            (c.connector.actor == actor && c.connector.event == event)
-                || (c.acceptor.actor == actor && c.acceptor.event == event)
-        })
     }
 
     /// The program an actor ended up running: the arguments of its last image (its last

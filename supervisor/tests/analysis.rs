@@ -3,8 +3,8 @@
 //! force.
 
 use ddbx_supervisor::analysis::clock::Clocks;
-use ddbx_supervisor::analysis::deps::{Deps, Direction, Event};
-use ddbx_supervisor::analysis::inf::{Cut, close, inf, is_consistent};
+use ddbx_supervisor::analysis::deps::{DataRange, Deps, Direction, Event};
+use ddbx_supervisor::analysis::inf::{Cut, Violation, close, inf, is_consistent};
 use ddbx_supervisor::analysis::vars::variables_at;
 use ddbx_supervisor::wire::history::Origin;
 use ddbx_supervisor::wire::manifest::{ActorInfo, Manifest, SessionState};
@@ -58,6 +58,25 @@ fn cut(entries: &[(u32, u64)]) -> Cut {
     entries.iter().map(|(a, k)| (p(*a), *k)).collect()
 }
 
+/// Event `event.1` of `p<event.0>` is executed and needs event `needs.1` of `p<needs.0>`, which
+/// is not.
+fn violation(event: (u32, u64), needs: (u32, u64)) -> Violation {
+    Violation {
+        event: (p(event.0), event.1),
+        needs: (p(needs.0), needs.1),
+    }
+}
+
+/// Bytes `[start, end)` of `direction` of channel `channel`.
+fn range(channel: u32, direction: Direction, start: u64, end: u64) -> DataRange {
+    DataRange {
+        channel,
+        direction,
+        start,
+        end,
+    }
+}
+
 #[test]
 fn a_child_needs_its_parents_fork_or_spawn() {
     let parent = hist(
@@ -83,7 +102,7 @@ fn a_child_needs_its_parents_fork_or_spawn() {
     assert!(d.needs(p(1), 2).is_empty());
     assert_eq!(
         is_consistent(&d, &cut(&[(1, 2), (3, 1)])),
-        Err((p(3), 1, p(1), 3))
+        Err(violation((3, 1), (1, 3)))
     );
     assert_eq!(is_consistent(&d, &cut(&[(1, 3), (2, 2), (3, 1)])), Ok(()));
     assert_eq!(
@@ -164,11 +183,11 @@ fn connect_and_accept_need_each_other() {
     assert_eq!(d.needs(p(1), 2), &[(p(2), 3)]);
     assert_eq!(
         is_consistent(&d, &cut(&[(1, 2), (2, 2)])),
-        Err((p(1), 2, p(2), 3))
+        Err(violation((1, 2), (2, 3)))
     );
     assert_eq!(
         is_consistent(&d, &cut(&[(1, 1), (2, 3)])),
-        Err((p(2), 3, p(1), 2))
+        Err(violation((2, 3), (1, 2)))
     );
     assert_eq!(is_consistent(&d, &cut(&[(1, 2), (2, 3)])), Ok(()));
     assert_eq!(is_consistent(&d, &cut(&[(1, 1), (2, 2)])), Ok(()));
@@ -206,20 +225,20 @@ fn a_receive_needs_the_send_of_its_last_byte() {
     let a2c = Direction::AcceptorToConnector;
     // Coalesced: the receive needs the third send only.
     assert_eq!(d.needs(p(1), 3), &[(p(2), 5)]);
-    assert_eq!(d.data_range(p(2), 3), Some((1, c2a, 0, 2)));
-    assert_eq!(d.data_range(p(2), 5), Some((1, c2a, 5, 9)));
-    assert_eq!(d.data_range(p(1), 3), Some((1, c2a, 0, 9)));
+    assert_eq!(d.data_range(p(2), 3), Some(range(1, c2a, 0, 2)));
+    assert_eq!(d.data_range(p(2), 5), Some(range(1, c2a, 5, 9)));
+    assert_eq!(d.data_range(p(1), 3), Some(range(1, c2a, 0, 9)));
     // Split: both receives need the one send.
     assert_eq!(d.needs(p(2), 6), &[(p(1), 4)]);
     assert_eq!(d.needs(p(2), 7), &[(p(1), 4)]);
-    assert_eq!(d.data_range(p(2), 7), Some((1, a2c, 4, 10)));
-    assert_eq!(d.data_range(p(1), 4), Some((1, a2c, 0, 10)));
+    assert_eq!(d.data_range(p(2), 7), Some(range(1, a2c, 4, 10)));
+    assert_eq!(d.data_range(p(1), 4), Some(range(1, a2c, 0, 10)));
     assert_eq!(d.data_range(p(1), 5), None);
     assert!(d.needs(p(2), 3).is_empty());
     // The server's receive cannot happen before the client's third send.
     assert_eq!(
         is_consistent(&d, &cut(&[(1, 3), (2, 4)])),
-        Err((p(1), 3, p(2), 5))
+        Err(violation((1, 3), (2, 5)))
     );
     assert_eq!(close(&d, cut(&[(1, 3)])), cut(&[(1, 3), (2, 5)]));
     assert!(d.diagnostics().is_empty(), "{:?}", d.diagnostics());
@@ -237,7 +256,7 @@ fn end_of_stream_needs_the_last_send() {
     assert_eq!(d.needs(p(1), 6), &[(p(2), 5)]);
     assert_eq!(
         d.data_range(p(1), 5),
-        Some((1, Direction::ConnectorToAcceptor, 5, 5))
+        Some(range(1, Direction::ConnectorToAcceptor, 5, 5))
     );
     // A direction nothing was sent in: the end of stream needs nothing but the accept.
     let d = pair("Recv(fd: 4, n: 0)", "Exit(status: 0)");
@@ -281,7 +300,7 @@ fn ready_on_a_listening_socket_needs_the_connector_at_its_connect() {
     assert!(d.needs(p(1), 4).is_empty());
     assert_eq!(
         is_consistent(&d, &cut(&[(1, 2), (2, 1)])),
-        Err((p(1), 2, p(2), 2))
+        Err(violation((1, 2), (2, 2)))
     );
     assert_eq!(is_consistent(&d, &cut(&[(1, 2), (2, 2)])), Ok(()));
     assert_eq!(close(&d, cut(&[(1, 2)])), cut(&[(1, 2), (2, 2)]));
@@ -355,13 +374,13 @@ fn a_forked_child_sends_on_an_inherited_fd() {
     assert_eq!(d.needs(p(3), 4), &[(p(2), 4)]);
     assert_eq!(
         d.data_range(p(2), 4),
-        Some((1, Direction::AcceptorToConnector, 0, 5))
+        Some(range(1, Direction::AcceptorToConnector, 0, 5))
     );
     assert_eq!(d.needs(p(1), 5), &[(p(4), 3)]);
     assert_eq!(d.needs(p(4), 4), &[(p(1), 6)]);
     assert_eq!(
         d.data_range(p(1), 6),
-        Some((2, Direction::AcceptorToConnector, 0, 7))
+        Some(range(2, Direction::AcceptorToConnector, 0, 7))
     );
     // p3's receive pulls in the child, the fork, and the accept.
     assert_eq!(
@@ -1064,7 +1083,11 @@ fn random_executions_agree_with_brute_force() {
                 "case {case}: cut {c:?}\n{}",
                 context()
             );
-            if let Err((a, k, b, j)) = is_consistent(&d, c) {
+            if let Err(Violation {
+                event: (a, k),
+                needs: (b, j),
+            }) = is_consistent(&d, c)
+            {
                 assert!(c[&a] >= k && c[&b] < j && d.needs(a, k).contains(&(b, j)));
             }
         }

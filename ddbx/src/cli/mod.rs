@@ -338,7 +338,8 @@ mod tests {
         assert_eq!(run(&["show", ds, "p9"]), exit::USAGE);
         assert_eq!(run(&["show", ds, "nosuch"]), exit::USAGE);
         let recording = ddbx_supervisor::Recording::open(&dir).unwrap();
-        assert_eq!(recording.channels.len(), 1);
+        let channels = ddbx_supervisor::analysis::match_channels(&recording.histories);
+        assert_eq!(channels.len(), 1);
         let e = recording.find_actor("nosuch").unwrap_err();
         // p2 is a forked child that did not exec: known by its id only.
         assert!(e.contains("p1 (prog1), p2"), "{e}");

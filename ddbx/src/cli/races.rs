@@ -202,7 +202,7 @@ fn message_json(m: &Message) -> Value {
         "actor": m.event.map(|e| e.0.to_string()),
         "event": m.event.map(|e| e.1),
         "channel": m.channel,
-        "bytes": m.bytes.map(|(_, s, e)| vec![s, e]),
+        "bytes": m.bytes.map(|b| vec![b.start, b.end]),
         "received_by": m.received_by.map(|e| json!({"actor": e.0.to_string(), "event": e.1})),
     })
 }

@@ -19,6 +19,7 @@
 
 use crate::error::Error;
 use ddbx_supervisor::Recording;
+use ddbx_supervisor::analysis::channels::{channel_at, match_channels};
 use ddbx_supervisor::wire::history::Record;
 use std::path::PathBuf;
 
@@ -89,6 +90,7 @@ fn outside_bytes(records: &[Record], n: u64, fd: i32) -> (u64, u64) {
 /// Runs `ddbx show`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     let recording = Recording::open(&args.dir)?;
+    let channels = match_channels(&recording.histories);
     let id = recording.find_actor(&args.actor).map_err(Error::Usage)?;
     let info = recording
         .actor(id)
@@ -104,7 +106,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             let n = i as u64 + 1;
             let peer = match record {
                 Record::Connect { .. } | Record::Accept { .. } => {
-                    recording.channel_at(id, n).map(|c| {
+                    channel_at(&channels, id, n).map(|c| {
                         if c.connector.actor == id && c.connector.event == n {
                             ("→", c.acceptor.actor.to_string(), c.acceptor.event, c.id)
                         } else {

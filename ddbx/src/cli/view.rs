@@ -31,7 +31,7 @@ use super::races::{actor_label, analyze, race_text, record_text, replay_command}
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
-use ddbx_supervisor::analysis::deps::{ChannelId, Deps, Direction, Event};
+use ddbx_supervisor::analysis::deps::{ChannelId, DataRange, Deps, Direction, Event};
 use ddbx_supervisor::analysis::races::{MessageKind, Races};
 use ddbx_supervisor::wire::ActorId;
 use ddbx_supervisor::wire::history::{Origin, Record};
@@ -191,7 +191,12 @@ fn layout<'a>(rec: &'a Recording, deps: &Deps) -> Result<Diagram<'a>, Error> {
         let Some(h) = rec.history(a) else { continue };
         for (i, r) in h.records.iter().enumerate() {
             let e = (a, i as u64 + 1);
-            if let Some((ch, dir, s, t)) = deps.data_range(a, e.1)
+            if let Some(DataRange {
+                channel: ch,
+                direction: dir,
+                start: s,
+                end: t,
+            }) = deps.data_range(a, e.1)
                 && t > s
             {
                 let f = flows.entry((ch, dir)).or_default();
@@ -214,7 +219,7 @@ fn layout<'a>(rec: &'a Recording, deps: &Deps) -> Result<Diagram<'a>, Error> {
             }
         }
     }
-    for c in &rec.channels {
+    for c in deps.channels() {
         arrows.insert((
             (c.connector.actor, c.connector.event),
             (c.acceptor.actor, c.acceptor.event),

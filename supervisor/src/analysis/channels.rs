@@ -140,6 +140,14 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
         .collect()
 }
 
+/// The channel whose connect or accept is event `event` of `actor`.
+pub fn channel_at(channels: &[Channel], actor: ActorId, event: u64) -> Option<&Channel> {
+    let here = Endpoint { actor, event };
+    channels
+        .iter()
+        .find(|c| c.connector == here || c.acceptor == here)
+}
+
 /// For each accept event of `actor`: the connecting actor and its connect event, as the replay
 /// plan ([`ddbx_wire::proto::ReplayPlan::accepts`]) wants it, in accept-event order.
 pub fn accepts_of(channels: &[Channel], actor: ActorId) -> Vec<AcceptPlan> {

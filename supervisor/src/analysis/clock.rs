@@ -73,48 +73,34 @@ impl Groups {
     }
 }
 
-impl Clocks {
-    /// Computes every event's clock, or finds a dependency cycle.
-    ///
-    /// A connect and its accept need each other unless that closes a cycle (see the module
-    /// docs): then the accept needs the connect and not the other way round.
-    pub fn compute(deps: &Deps) -> Result<Clocks, CycleError> {
-        let mut one_way: HashSet<(Event, Event)> = HashSet::new();
-        loop {
-            match Clocks::compute_with(deps, &one_way) {
-                Ok(c) => return Ok(c),
-                Err(e) => {
-                    // Mutual pairs on the cycle: the connect completed (in the listening
-                    // socket's backlog) before the accept took it.
-                    let before = one_way.len();
-                    for &x in &e.events {
-                        if deps.kind(x.0, x.1) != Some("Connect") {
-                            continue;
-                        }
-                        for &y in deps.needs(x.0, x.1) {
-                            if e.events.contains(&y) && deps.needs(y.0, y.1).contains(&x) {
-                                one_way.insert((x, y));
-                            }
-                        }
-                    }
-                    if one_way.len() == before {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-    }
+/// A connect that completed before its accept: the connect does not need the accept (the accept
+/// still needs the connect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct OneWay {
+    connect: Event,
+    accept: Event,
+}
 
-    /// [`Clocks::compute`] with the connects of `one_way` (connect, accept) not needing
-    /// their accept.
-    fn compute_with(deps: &Deps, one_way: &HashSet<(Event, Event)>) -> Result<Clocks, CycleError> {
-        let needs = |a: ActorId, k: u64| -> Vec<Event> {
-            deps.needs(a, k)
-                .iter()
-                .copied()
-                .filter(|n| !one_way.contains(&((a, k), *n)))
-                .collect()
-        };
+/// The dependency graph with one node per event, numbered actor by actor: node (a,k) is
+/// `base[a] + k - 1`.
+struct Graph<'a> {
+    deps: &'a Deps,
+    one_way: &'a HashSet<OneWay>,
+    actors: Vec<ActorId>,
+    index: HashMap<ActorId, usize>,
+    /// Node number of event (a, 1) for each actor index.
+    base: Vec<usize>,
+    lens: Vec<u64>,
+    /// The event of each node.
+    event_of: Vec<Event>,
+}
+
+/// The node groups: mutual needs (connect ⇄ accept) make one group, every other node is a
+/// group of its own. Keyed by the group's representative node.
+type Members = HashMap<usize, Vec<usize>>;
+
+impl<'a> Graph<'a> {
+    fn new(deps: &'a Deps, one_way: &'a HashSet<OneWay>) -> Graph<'a> {
         let actors = deps.actors().to_vec();
         let index: HashMap<ActorId, usize> =
             actors.iter().enumerate().map(|(i, a)| (*a, i)).collect();
@@ -131,66 +117,108 @@ impl Clocks {
                 event_of.push((a, k));
             }
         }
-        let node = |e: Event| -> Option<usize> {
-            let i = *index.get(&e.0)?;
-            (e.1 >= 1 && e.1 <= lens[i]).then(|| base[i] + e.1 as usize - 1)
-        };
-        // Everything a node needs: its predecessor in program order and its cross-actor needs.
-        let preds = |n: usize| -> Vec<usize> {
-            let (a, k) = event_of[n];
-            let mut p: Vec<usize> = needs(a, k).iter().filter_map(|e| node(*e)).collect();
-            if k > 1 {
-                p.push(n - 1);
-            }
-            p
-        };
+        Graph {
+            deps,
+            one_way,
+            actors,
+            index,
+            base,
+            lens,
+            event_of,
+        }
+    }
 
-        // Mutual needs (connect <-> accept) make one node.
+    /// The cross-actor needs of `e`, without those of [`OneWay`] connects.
+    fn needs(&self, e: Event) -> Vec<Event> {
+        self.deps
+            .needs(e.0, e.1)
+            .iter()
+            .copied()
+            .filter(|n| {
+                !self.one_way.contains(&OneWay {
+                    connect: e,
+                    accept: *n,
+                })
+            })
+            .collect()
+    }
+
+    fn node(&self, e: Event) -> Option<usize> {
+        let i = *self.index.get(&e.0)?;
+        (e.1 >= 1 && e.1 <= self.lens[i]).then(|| self.base[i] + e.1 as usize - 1)
+    }
+
+    /// Everything a node needs: its predecessor in program order and its cross-actor needs.
+    fn preds(&self, n: usize) -> Vec<usize> {
+        let (_, k) = self.event_of[n];
+        let mut p: Vec<usize> = self
+            .needs(self.event_of[n])
+            .iter()
+            .filter_map(|e| self.node(*e))
+            .collect();
+        if k > 1 {
+            p.push(n - 1);
+        }
+        p
+    }
+
+    /// Mutual needs (connect ⇄ accept) make one group.
+    fn groups(&self) -> (Groups, Members) {
+        let nodes = self.event_of.len();
         let mut groups = Groups((0..nodes).collect());
-        for (n, &(a, k)) in event_of.iter().enumerate() {
-            for other in needs(a, k) {
-                if needs(other.0, other.1).contains(&(a, k))
-                    && let Some(m) = node(other)
+        for (n, &e) in self.event_of.iter().enumerate() {
+            for other in self.needs(e) {
+                if self.needs(other).contains(&e)
+                    && let Some(m) = self.node(other)
                 {
                     groups.union(n, m);
                 }
             }
         }
-        let mut members: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut members: Members = HashMap::new();
         for n in 0..nodes {
             let g = groups.find(n);
             members.entry(g).or_default().push(n);
         }
-        let describe_group = |ms: &[usize]| -> String {
-            ms.iter()
-                .map(|m| deps.describe(event_of[*m]))
-                .collect::<Vec<_>>()
-                .join(" ⇄ ")
-        };
-        // A group with two events of one actor is a cycle through program order.
+        (groups, members)
+    }
+
+    fn describe_group(&self, ms: &[usize]) -> String {
+        ms.iter()
+            .map(|m| self.deps.describe(self.event_of[*m]))
+            .collect::<Vec<_>>()
+            .join(" ⇄ ")
+    }
+
+    /// A group with two events of one actor is a cycle through program order.
+    fn check_groups(&self, members: &Members) -> Result<(), CycleError> {
         for ms in members.values() {
-            let mut seen: Vec<ActorId> = ms.iter().map(|m| event_of[*m].0).collect();
+            let mut seen: Vec<ActorId> = ms.iter().map(|m| self.event_of[*m].0).collect();
             seen.sort();
             if seen.windows(2).any(|w| w[0] == w[1]) {
-                let events: Vec<Event> = ms.iter().map(|m| event_of[*m]).collect();
                 return Err(CycleError {
                     message: format!(
                         "dependency cycle: {} need each other but are events of one actor: the recording is inconsistent",
-                        describe_group(ms)
+                        self.describe_group(ms)
                     ),
-                    events,
+                    events: ms.iter().map(|m| self.event_of[*m]).collect(),
                 });
             }
         }
+        Ok(())
+    }
 
-        // Kahn's algorithm over groups.
+    /// Every event's clock, by Kahn's algorithm over the groups; or the cycle that stops it.
+    fn clocks(self) -> Result<Clocks, CycleError> {
+        let (mut groups, members) = self.groups();
+        self.check_groups(&members)?;
         let mut group_preds: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut succs: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut indegree: HashMap<usize, usize> = HashMap::new();
         for (&g, ms) in &members {
             let mut ps: Vec<usize> = ms
                 .iter()
-                .flat_map(|m| preds(*m))
+                .flat_map(|m| self.preds(*m))
                 .map(|p| groups.find(p))
                 .filter(|p| *p != g)
                 .collect();
@@ -202,8 +230,8 @@ impl Clocks {
             }
             group_preds.insert(g, ps);
         }
-        let width = actors.len();
-        let mut data = vec![0u64; nodes * width];
+        let width = self.actors.len();
+        let mut data = vec![0u64; self.event_of.len() * width];
         let mut ready: Vec<usize> = indegree
             .iter()
             .filter(|(_, d)| **d == 0)
@@ -222,8 +250,8 @@ impl Clocks {
                 }
             }
             for &m in &members[&g] {
-                let (a, k) = event_of[m];
-                let i = index[&a];
+                let (a, k) = self.event_of[m];
+                let i = self.index[&a];
                 vc[i] = vc[i].max(k);
             }
             for &m in &members[&g] {
@@ -238,46 +266,92 @@ impl Clocks {
             }
         }
         if done < members.len() {
-            // Every group left has a predecessor that is left too: walk back until one repeats.
-            let left = |g: &usize| indegree[g] > 0;
-            let mut g = *indegree
-                .keys()
-                .filter(|g| left(g))
-                .min()
-                .expect("some group is left");
-            let mut path: Vec<usize> = Vec::new();
-            let mut at: HashMap<usize, usize> = HashMap::new();
-            while !at.contains_key(&g) {
-                at.insert(g, path.len());
-                path.push(g);
-                g = *group_preds[&g]
-                    .iter()
-                    .find(|p| left(p))
-                    .expect("a group left has a predecessor left");
-            }
-            let cycle = &path[at[&g]..];
-            let mut events = Vec::new();
-            let mut text = Vec::new();
-            for c in cycle {
-                events.extend(members[c].iter().map(|m| event_of[*m]));
-                text.push(describe_group(&members[c]));
-            }
-            text.push(describe_group(&members[&cycle[0]]));
-            return Err(CycleError {
-                message: format!(
-                    "dependency cycle: {}: the recording is inconsistent",
-                    text.join(" needs ")
-                ),
-                events,
-            });
+            return Err(self.cycle_left(&members, &group_preds, &indegree));
         }
         Ok(Clocks {
-            actors,
-            index,
-            base,
-            lens,
+            actors: self.actors,
+            index: self.index,
+            base: self.base,
+            lens: self.lens,
             data,
         })
+    }
+
+    /// The cycle among the groups Kahn's algorithm could not reach: every group left has a
+    /// predecessor that is left too, so walking back from one repeats a group.
+    fn cycle_left(
+        &self,
+        members: &Members,
+        group_preds: &HashMap<usize, Vec<usize>>,
+        indegree: &HashMap<usize, usize>,
+    ) -> CycleError {
+        let left = |g: &usize| indegree[g] > 0;
+        let mut g = *indegree
+            .keys()
+            .filter(|g| left(g))
+            .min()
+            .expect("some group is left");
+        let mut path: Vec<usize> = Vec::new();
+        let mut at: HashMap<usize, usize> = HashMap::new();
+        while !at.contains_key(&g) {
+            at.insert(g, path.len());
+            path.push(g);
+            g = *group_preds[&g]
+                .iter()
+                .find(|p| left(p))
+                .expect("a group left has a predecessor left");
+        }
+        let cycle = &path[at[&g]..];
+        let mut events = Vec::new();
+        let mut text = Vec::new();
+        for c in cycle {
+            events.extend(members[c].iter().map(|m| self.event_of[*m]));
+            text.push(self.describe_group(&members[c]));
+        }
+        text.push(self.describe_group(&members[&cycle[0]]));
+        CycleError {
+            message: format!(
+                "dependency cycle: {}: the recording is inconsistent",
+                text.join(" needs ")
+            ),
+            events,
+        }
+    }
+}
+
+impl Clocks {
+    /// Computes every event's clock, or finds a dependency cycle.
+    ///
+    /// A connect and its accept need each other unless that closes a cycle (see the module
+    /// docs): then the accept needs the connect and not the other way round.
+    pub fn compute(deps: &Deps) -> Result<Clocks, CycleError> {
+        let mut one_way: HashSet<OneWay> = HashSet::new();
+        loop {
+            match Graph::new(deps, &one_way).clocks() {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    // Mutual pairs on the cycle: the connect completed (in the listening
+                    // socket's backlog) before the accept took it.
+                    let before = one_way.len();
+                    for &x in &e.events {
+                        if deps.kind(x.0, x.1) != Some("Connect") {
+                            continue;
+                        }
+                        for &y in deps.needs(x.0, x.1) {
+                            if e.events.contains(&y) && deps.needs(y.0, y.1).contains(&x) {
+                                one_way.insert(OneWay {
+                                    connect: x,
+                                    accept: y,
+                                });
+                            }
+                        }
+                    }
+                    if one_way.len() == before {
+                        return Err(e);
+                    }
+                }
+            }
+        }
     }
 
     fn slot(&self, e: Event) -> Option<&[u64]> {
@@ -324,19 +398,7 @@ impl Clocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ddbx_wire::History;
-    use std::path::Path;
-
-    fn hist(actor: u32, body: &str) -> History {
-        let text = format!("Header(format: 1, actor: \"p{actor}\")\n{body}");
-        History::parse(Path::new("test.ron"), &text).unwrap()
-    }
-
-    const START: &str = "Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n";
-
-    fn p(n: u32) -> ActorId {
-        ActorId(n)
-    }
+    use crate::analysis::testing::{START, hist, p};
 
     #[test]
     fn connect_and_accept_share_a_clock() {

@@ -1,6 +1,7 @@
 //! Consistent global states (cuts) and Inf(P) for conjunctive predicates, computed offline.
 //!
-//! This is the oracle the online halting algorithm (DESIGN.md §4) is tested against.
+//! This is the oracle the online halting algorithm (the GD's, in `crate::session`) is tested
+//! against.
 //!
 //! * A **cut** ([`Cut`]) maps each actor to how many of its events it has executed (0: not
 //!   created yet; an actor missing from the map counts as 0). It is the paper's global state
@@ -18,7 +19,7 @@
 //! Events beyond an actor's history do not exist: counts above a history's length are treated
 //! as its length.
 
-use crate::analysis::deps::Deps;
+use crate::analysis::deps::{Deps, Event};
 use ddbx_wire::ActorId;
 use std::collections::BTreeMap;
 
@@ -47,6 +48,17 @@ impl<'a> Closer<'a> {
         }
     }
 
+    /// A closer for cuts as a replay can reach them (see [`inf_online`]): creation applied,
+    /// the root created.
+    fn online(deps: &'a Deps) -> Closer<'a> {
+        let mut c = Closer::new(deps);
+        c.creation = true;
+        if let Some(i) = deps.actor_index(ActorId::ROOT) {
+            c.raise(i, deps.creation_events(ActorId::ROOT));
+        }
+        c
+    }
+
     /// Raises actor `i` to at least `k` (clamped to its history).
     fn raise(&mut self, i: usize, k: u64) {
         let k = k.min(self.deps.event_count(self.deps.actors()[i]));
@@ -64,7 +76,9 @@ impl<'a> Closer<'a> {
                 self.applied[i] += 1;
                 let (created, waited) = if self.creation {
                     (
-                        self.deps.creates(a, self.applied[i]),
+                        self.deps
+                            .creates(a, self.applied[i])
+                            .map(|c| c.last_event()),
                         self.deps.child_exits(a, self.applied[i]),
                     )
                 } else {
@@ -98,16 +112,27 @@ impl<'a> Closer<'a> {
     }
 }
 
-/// Whether `cut` is consistent; if not, the first violation `(a, k, b, j)` in (actor, event)
-/// order: event k of a is executed, needs event j of b, which is not. Entries for actors
-/// without a history are ignored.
-pub fn is_consistent(deps: &Deps, cut: &Cut) -> Result<(), (ActorId, u64, ActorId, u64)> {
+/// Why a cut is not consistent: an executed event needs one that is not executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Violation {
+    /// The executed event.
+    pub event: Event,
+    /// The event of another actor it needs, which the cut does not execute.
+    pub needs: Event,
+}
+
+/// Whether `cut` is consistent; if not, the first [`Violation`] in (actor, event) order.
+/// Entries for actors without a history are ignored.
+pub fn is_consistent(deps: &Deps, cut: &Cut) -> Result<(), Violation> {
     let at = |a: &ActorId| cut.get(a).copied().unwrap_or(0);
     for &a in deps.actors() {
         for k in 1..=at(&a).min(deps.event_count(a)) {
             for &(b, j) in deps.needs(a, k) {
                 if at(&b) < j {
-                    return Err((a, k, b, j));
+                    return Err(Violation {
+                        event: (a, k),
+                        needs: (b, j),
+                    });
                 }
             }
         }
@@ -167,12 +192,7 @@ pub fn inf_online(
     actors: &[ActorId],
     holds: &dyn Fn(ActorId, u64) -> bool,
 ) -> Option<Cut> {
-    let mut c = Closer::new(deps);
-    c.creation = true;
-    if let Some(i) = deps.actor_index(ActorId::ROOT) {
-        c.raise(i, deps.creation_events(ActorId::ROOT));
-    }
-    inf_with(c, deps, actors, holds)
+    inf_with(Closer::online(deps), deps, actors, holds)
 }
 
 /// [`inf_online`] among the states `≥ floor`: the least consistent cut, as a replay can reach
@@ -184,11 +204,7 @@ pub fn inf_online_from(
     actors: &[ActorId],
     holds: &dyn Fn(ActorId, u64) -> bool,
 ) -> Option<Cut> {
-    let mut c = Closer::new(deps);
-    c.creation = true;
-    if let Some(i) = deps.actor_index(ActorId::ROOT) {
-        c.raise(i, deps.creation_events(ActorId::ROOT));
-    }
+    let mut c = Closer::online(deps);
     for (a, k) in floor {
         if let Some(i) = deps.actor_index(*a) {
             c.raise(i, *k);
@@ -267,17 +283,7 @@ fn inf_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ddbx_wire::History;
-    use std::path::Path;
-
-    fn hist(actor: u32, body: &str) -> History {
-        let text = format!("Header(format: 1, actor: \"p{actor}\")\n{body}");
-        History::parse(Path::new("test.ron"), &text).unwrap()
-    }
-
-    fn p(n: u32) -> ActorId {
-        ActorId(n)
-    }
+    use crate::analysis::testing::{hist, p};
 
     fn cut(entries: &[(u32, u64)]) -> Cut {
         entries.iter().map(|(a, k)| (p(*a), *k)).collect()
@@ -319,7 +325,13 @@ mod tests {
     fn closing_pulls_in_the_fork() {
         let d = forked();
         assert_eq!(d.needs(p(2), 1), &[(p(1), 3)]);
-        assert_eq!(is_consistent(&d, &cut(&[(2, 1)])), Err((p(2), 1, p(1), 3)));
+        assert_eq!(
+            is_consistent(&d, &cut(&[(2, 1)])),
+            Err(Violation {
+                event: (p(2), 1),
+                needs: (p(1), 3)
+            })
+        );
         assert_eq!(close(&d, cut(&[(2, 1)])), cut(&[(1, 3), (2, 1)]));
         assert_eq!(close(&d, cut(&[(1, 9), (7, 1)])), cut(&[(1, 4), (2, 0)]));
         assert_eq!(is_consistent(&d, &cut(&[(1, 3), (2, 2)])), Ok(()));

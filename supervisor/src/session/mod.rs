@@ -24,7 +24,7 @@ pub use halting::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation
 pub use runtime_dir::RuntimeDir;
 
 use crate::actors::Registry;
-use crate::analysis::channels::accepts_of;
+use crate::analysis::channels::{Channel, accepts_of, match_channels};
 use crate::error::{Error, Result, shown};
 use crate::recording::Recording;
 use connections::Shared;
@@ -252,6 +252,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
             .map_err(|e| Error::io_at("cannot write the manifest in", dir, e))?;
     }
     let plans = recording.map(|r| {
+        let channels = match_channels(&r.histories);
         r.manifest
             .actors
             .iter()
@@ -285,9 +286,9 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
                             .unwrap_or_else(|_| Manifest::history_path(&r.dir, a.id))
                             .to_string_lossy()
                             .into_owned(),
-                        accepts: accepts_of(&r.channels, a.id),
+                        accepts: accepts_of(&channels, a.id),
                         killed_by,
-                        external_connects: external_connects(r, a.id),
+                        external_connects: external_connects(r, &channels, a.id),
                         observe: observe
                             .iter()
                             .filter(|v| v.actor_id() == Some(a.id))
@@ -701,7 +702,7 @@ fn replay_end_check(
 
 /// An actor's connects that succeeded (or were under way) but no recorded actor accepted:
 /// their peer was outside the session.
-fn external_connects(recording: &Recording, actor: ActorId) -> Vec<u64> {
+fn external_connects(recording: &Recording, channels: &[Channel], actor: ActorId) -> Vec<u64> {
     let Some(history) = recording.history(actor) else {
         return Vec::new();
     };
@@ -715,8 +716,7 @@ fn external_connects(recording: &Recording, actor: ActorId) -> Vec<u64> {
         })
         .map(|(i, _)| i as u64 + 1)
         .filter(|event| {
-            !recording
-                .channels
+            !channels
                 .iter()
                 .any(|c| c.connector.actor == actor && c.connector.event == *event)
         })

@@ -11,6 +11,8 @@ use crate::{ActorId, PROTOCOL_VERSION};
 use serde::{Deserialize, Serialize};
 
 /// What a new process image knows about where it came from.
+// Its `Fork`/`Spawn` mirror `history::Origin`'s on purpose: a claim is what the process
+// believes, the origin what the GD decided; each type's RON form is fixed on its own.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
     /// A forked child: the parent's memory told it who the parent was and the child's number.

@@ -1,0 +1,368 @@
+//! How [`Deps`] finds the needs of a recording, in the order of the module docs: creation,
+//! connect ↔ accept, then one walk over every actor's fd bindings that sorts each send, receive
+//! and readiness query to its channel direction (numbered in [`super::stream`]) and finds what
+//! the readiness of a listening socket needs.
+
+use super::stream::{Stream, StreamUse};
+use super::{ChannelId, Deps, Direction, Event};
+use crate::analysis::channels::Channel;
+use crate::analysis::parents_first;
+use ddbx_wire::history::{Call, Origin, Record};
+use ddbx_wire::{ActorId, Events, History};
+use std::collections::{BTreeMap, HashMap};
+
+/// Which end of a channel an fd is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Side {
+    Connector,
+    Acceptor,
+}
+
+/// A channel end: what a stream fd is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct End {
+    channel: ChannelId,
+    side: Side,
+}
+
+impl End {
+    /// The direction in which this end sends.
+    fn outgoing(self) -> Direction {
+        match self.side {
+            Side::Connector => Direction::ConnectorToAcceptor,
+            Side::Acceptor => Direction::AcceptorToConnector,
+        }
+    }
+
+    /// The direction from which this end receives.
+    fn incoming(self) -> Direction {
+        match self.side {
+            Side::Connector => Direction::AcceptorToConnector,
+            Side::Acceptor => Direction::ConnectorToAcceptor,
+        }
+    }
+}
+
+/// How an fd number is used by a record: as a listening socket or as a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Listening,
+    Stream,
+}
+
+/// One use of an fd number: the event, and as what.
+type FdUse = (u64, Role);
+
+/// Each channel direction's sends, receives and readiness queries.
+type Streams = BTreeMap<(ChannelId, Direction), Stream>;
+
+impl Deps {
+    /// Finds every need of `histories` (see the module docs), children found through
+    /// `origins`.
+    pub(super) fn build(
+        origins: &HashMap<ActorId, Origin>,
+        histories: &[History],
+        channels: &[Channel],
+    ) -> Deps {
+        let mut diagnostics = Vec::new();
+        let mut by_actor: BTreeMap<ActorId, &History> = BTreeMap::new();
+        for h in histories {
+            if by_actor.insert(h.actor, h).is_some() {
+                diagnostics.push(format!(
+                    "duplicate_history: {} has several histories; using the last one",
+                    h.actor
+                ));
+            }
+        }
+        let actors: Vec<ActorId> = by_actor.keys().copied().collect();
+        let kinds: Vec<Vec<&'static str>> = by_actor
+            .values()
+            .map(|h| h.records.iter().map(Record::kind).collect())
+            .collect();
+        let mut deps = Deps {
+            needs: kinds.iter().map(|k| vec![Vec::new(); k.len()]).collect(),
+            index: actors.iter().enumerate().map(|(i, a)| (*a, i)).collect(),
+            actors,
+            kinds,
+            data: HashMap::new(),
+            diagnostics,
+            forked_at: HashMap::new(),
+            channels: channels.to_vec(),
+        };
+        let origin_of = |a: ActorId| origins.get(&a).copied().unwrap_or(Origin::Root);
+
+        deps.add_creation_needs(&by_actor, &origin_of);
+        let ends = deps.add_connection_needs(&by_actor, channels);
+        let mut walk = BindingWalk {
+            ends: &ends,
+            connector_of: channels
+                .iter()
+                .map(|c| {
+                    (
+                        (c.acceptor.actor, c.acceptor.event),
+                        (c.connector.actor, c.connector.event),
+                    )
+                })
+                .collect(),
+            snapshots: HashMap::new(),
+            streams: Streams::new(),
+            listening_needs: Vec::new(),
+        };
+        let parent_of = |a| match origin_of(a) {
+            Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
+                if by_actor.contains_key(&parent) =>
+            {
+                Some(parent)
+            }
+            _ => None,
+        };
+        for a in parents_first(by_actor.keys().copied(), parent_of) {
+            walk.actor(a, by_actor[&a], origin_of(a));
+        }
+        for (ready, connector) in walk.listening_needs {
+            deps.add_need(ready, connector);
+        }
+        for ((channel, dir), mut s) in walk.streams {
+            deps.settle_stream(channel, dir, &mut s);
+        }
+        for per_actor in &mut deps.needs {
+            for needs in per_actor {
+                needs.sort();
+                needs.dedup();
+            }
+        }
+        deps
+    }
+
+    /// Creation: the child's `Start` needs the parent's `Fork`/`Spawn`.
+    fn add_creation_needs(
+        &mut self,
+        by_actor: &BTreeMap<ActorId, &History>,
+        origin_of: &dyn Fn(ActorId) -> Origin,
+    ) {
+        for &child in by_actor.keys() {
+            let (Origin::Fork { parent, index } | Origin::Spawn { parent, index }) =
+                origin_of(child)
+            else {
+                continue;
+            };
+            let fork = by_actor.get(&parent).and_then(|h| {
+                h.records.iter().position(|r| {
+                    matches!(r, Record::Fork { index: i } | Record::Spawn { index: i } if *i == index)
+                })
+            });
+            match fork {
+                Some(i) => {
+                    self.add_need((child, 1), (parent, i as u64 + 1));
+                    self.forked_at.insert(child, (parent, i as u64 + 1));
+                }
+                None => self.diagnostics.push(format!(
+                    "missing_fork: {child} is child {index} of {parent}, whose history has no such Fork/Spawn"
+                )),
+            }
+        }
+    }
+
+    /// Connect ↔ accept: each channel's two events need each other. Returns the channel end
+    /// each of them creates.
+    fn add_connection_needs(
+        &mut self,
+        by_actor: &BTreeMap<ActorId, &History>,
+        channels: &[Channel],
+    ) -> HashMap<Event, End> {
+        let record = |e: Event| -> Option<&Record> {
+            by_actor
+                .get(&e.0)
+                .and_then(|h| h.records.get((e.1 as usize).checked_sub(1)?))
+        };
+        let mut ends: HashMap<Event, End> = HashMap::new();
+        for c in channels {
+            let conn = (c.connector.actor, c.connector.event);
+            let acc = (c.acceptor.actor, c.acceptor.event);
+            let ok = matches!(record(conn), Some(Record::Connect { .. }))
+                && matches!(record(acc), Some(Record::Accept { .. }));
+            if !ok {
+                self.diagnostics.push(format!(
+                    "bad_channel: channel {} pairs {} event {} with {} event {}, which are not a Connect and an Accept",
+                    c.id, conn.0, conn.1, acc.0, acc.1
+                ));
+                continue;
+            }
+            let end = |side| End {
+                channel: c.id,
+                side,
+            };
+            ends.insert(conn, end(Side::Connector));
+            ends.insert(acc, end(Side::Acceptor));
+            self.add_need(conn, acc);
+            self.add_need(acc, conn);
+        }
+        ends
+    }
+}
+
+/// The walk over every actor's fd bindings over time (parents first: a child starts with a
+/// copy of its parent's bindings at its `Fork`/`Spawn`; `Exec` keeps them).
+struct BindingWalk<'a> {
+    /// The channel end each connect or accept event creates.
+    ends: &'a HashMap<Event, End>,
+    /// Accept → the connect it took.
+    connector_of: HashMap<Event, Event>,
+    /// A parent's bindings at each of its `Fork`/`Spawn` events, by (parent, child index).
+    snapshots: HashMap<(ActorId, u32), HashMap<i32, End>>,
+    /// What was found on each channel direction.
+    streams: Streams,
+    /// The readiness of a listening socket: (the `Ready` event, what it needs).
+    listening_needs: Vec<(Event, Event)>,
+}
+
+impl BindingWalk<'_> {
+    /// Walks the history `h` of actor `a`.
+    fn actor(&mut self, a: ActorId, h: &History, origin: Origin) {
+        let mut fds: HashMap<i32, End> = match origin {
+            Origin::Fork { parent, index } | Origin::Spawn { parent, index } => {
+                self.snapshots.remove(&(parent, index)).unwrap_or_default()
+            }
+            _ => HashMap::new(),
+        };
+        let roles = fd_roles(h);
+        for (i, r) in h.records.iter().enumerate() {
+            let here = (a, i as u64 + 1);
+            match r {
+                Record::Connect { fd, .. } => bind(&mut fds, *fd, self.ends.get(&here)),
+                Record::Accept { new_fd, .. } => bind(&mut fds, *new_fd, self.ends.get(&here)),
+                Record::Fork { index } | Record::Spawn { index } => {
+                    self.snapshots.insert((a, *index), fds.clone());
+                }
+                Record::Send { fd, n, .. } => {
+                    if let Some(end) = fds.get(fd) {
+                        let stream = self.stream(end.channel, end.outgoing());
+                        stream.sends.push(StreamUse::of(here, *n));
+                    }
+                }
+                Record::Recv { fd, n, .. } => {
+                    if let Some(end) = fds.get(fd) {
+                        let stream = self.stream(end.channel, end.incoming());
+                        stream.recvs.push(StreamUse::of(here, *n));
+                    }
+                }
+                Record::Ready { fds: ready, .. } => {
+                    for rf in ready.iter().filter(|f| f.ev.contains(Events::IN)) {
+                        self.ready_fd(h, &roles, &fds, here, rf.fd);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An fd reported readable by the `Ready` event `here` of history `h`.
+    fn ready_fd(
+        &mut self,
+        h: &History,
+        roles: &HashMap<i32, Vec<FdUse>>,
+        fds: &HashMap<i32, End>,
+        here: Event,
+        fd: i32,
+    ) {
+        let (a, k) = here;
+        if role_at(roles, fd, k) == Some(Role::Listening) {
+            // Events after `here` start at index k.
+            let next_accept = h
+                .records
+                .iter()
+                .enumerate()
+                .skip(k as usize)
+                .find(|(_, r)| matches!(r, Record::Accept { fd: f, .. } if *f == fd));
+            if let Some((m, _)) = next_accept
+                && let Some(&(c, j)) = self.connector_of.get(&(a, m as u64 + 1))
+                && j > 1
+            {
+                self.listening_needs.push((here, (c, j - 1)));
+            }
+        } else if let Some(end) = fds.get(&fd) {
+            self.stream(end.channel, end.incoming()).readies.push(here);
+        }
+    }
+
+    fn stream(&mut self, channel: ChannelId, dir: Direction) -> &mut Stream {
+        self.streams.entry((channel, dir)).or_default()
+    }
+}
+
+/// Binds `fd` to `end`, or unbinds it when the connect/accept made no channel.
+fn bind(fds: &mut HashMap<i32, End>, fd: i32, end: Option<&End>) {
+    match end {
+        Some(e) => {
+            fds.insert(fd, *e);
+        }
+        None => {
+            fds.remove(&fd);
+        }
+    }
+}
+
+/// For each fd number: the events that use it, and as what, in event order.
+fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
+    let mut roles: HashMap<i32, Vec<FdUse>> = HashMap::new();
+    for (i, r) in h.records.iter().enumerate() {
+        let k = i as u64 + 1;
+        let mut add = |fd: i32, role| roles.entry(fd).or_default().push((k, role));
+        match r {
+            Record::Accept { fd, new_fd, .. } => {
+                add(*fd, Role::Listening);
+                add(*new_fd, Role::Stream);
+            }
+            Record::Fail {
+                call: Call::Accept,
+                fd,
+                ..
+            } => add(*fd, Role::Listening),
+            Record::Fail {
+                call: Call::Recv | Call::Send,
+                fd,
+                ..
+            }
+            | Record::Connect { fd, .. }
+            | Record::Recv { fd, .. }
+            | Record::NoData { fd }
+            | Record::Send { fd, .. } => add(*fd, Role::Stream),
+            _ => {}
+        }
+    }
+    roles
+}
+
+/// The role of `fd` at event `k`: that of its nearest later use, else its nearest earlier one.
+fn role_at(roles: &HashMap<i32, Vec<FdUse>>, fd: i32, k: u64) -> Option<Role> {
+    let uses = roles.get(&fd)?;
+    let i = uses.partition_point(|(e, _)| *e <= k);
+    uses.get(i)
+        .or_else(|| i.checked_sub(1).and_then(|j| uses.get(j)))
+        .map(|(_, role)| *role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{START, hist};
+
+    #[test]
+    fn role_of_an_fd_comes_from_its_nearest_use() {
+        let h = hist(
+            1,
+            &format!(
+                "{START}Connect(fd: 3, err: None, local: \"127.0.0.1:1\", remote: \"127.0.0.1:2\")\n\
+                 Ready(call: Poll, fds: [(fd: 3, ev: \"in\")])\n\
+                 Accept(fd: 3, new_fd: 4, local: \"127.0.0.1:9\", remote: \"127.0.0.1:8\", peer_pid: None)\n\
+                 Ready(call: Poll, fds: [(fd: 3, ev: \"in\")])\n"
+            ),
+        );
+        let roles = fd_roles(&h);
+        assert_eq!(role_at(&roles, 3, 1), Some(Role::Stream));
+        assert_eq!(role_at(&roles, 3, 3), Some(Role::Listening));
+        assert_eq!(role_at(&roles, 3, 5), Some(Role::Listening));
+        assert_eq!(role_at(&roles, 4, 1), Some(Role::Stream));
+        assert_eq!(role_at(&roles, 7, 1), None);
+    }
+}

@@ -1,0 +1,334 @@
+//! The dependency graph of a recording: which event of one actor cannot have happened unless
+//! some event of another actor has.
+//!
+//! This is the paper's happened-before (ddbx-p, §2.1, Definition 1) made concrete for ddbx's
+//! histories; [`super::clock`] turns it into vector clocks and [`super::inf`] into consistent
+//! global states and Inf(P).
+//!
+//! # Definitions
+//!
+//! * **Event** *k* of actor *a* is the *k*-th record of *a*'s history (1-based; `Start` is
+//!   event 1, the actor's creation). Written `(a, k)` ([`Event`]).
+//! * **"(a,k) needs (b,j)"**: (a,k) cannot have happened unless (b,j) has. Within an actor this
+//!   is program order ((a,k) needs (a,k-1)), which [`Deps::needs`] leaves implicit; across
+//!   actors it is one of:
+//!   * **creation**: the child's `Start` needs the parent's `Fork{index}` / `Spawn{index}`
+//!     event, the child being the actor whose origin is `Fork/Spawn{parent, index}` (looked up
+//!     in the manifest, else in the child's `Start`). Children with an `Unhooked` origin have no
+//!     parent event and need nothing.
+//!   * **connect ↔ accept** (Def. 1(3)): a successful (or `EINPROGRESS`) `Connect` and the
+//!     `Accept` channel matching paired it with need each other (mutual). A connection an
+//!     actor makes to itself gets no cross-actor need (program order already orders it).
+//!   * **data**: every stream fd of an actor is bound to a channel end over time: `Connect{fd}`
+//!     binds `fd` to the connector end of its channel, `Accept{new_fd}` binds `new_fd` to the
+//!     acceptor end; a connect or accept that matched no channel (refused, external peer)
+//!     unbinds the fd number. A forked/spawned child starts with a copy of its parent's
+//!     bindings as they were at the parent's `Fork`/`Spawn` event; `Exec` keeps them
+//!     (`close`/`dup` are not recorded: fds never bound are skipped). Each channel has two
+//!     [`Direction`]s whose bytes are numbered 0, 1, 2, … in sending order: each `Send{fd, n}`
+//!     of an actor holding the sending end takes the next `n` bytes, sends being ordered by
+//!     (actor, event) when several actors send on the same end. That order is exact when each
+//!     actor's sends all come before the fork that (directly or through its descendants)
+//!     created the next actor — the hand-off "send a greeting, fork, let the child go on";
+//!     otherwise it is a guess, reported as diagnostic `shared_send_end`. Likewise receives
+//!     take the consumption offsets of their direction in (actor, event) order (diagnostic
+//!     `shared_recv_end` when several actors receive and it is not a hand-off). A
+//!     `Recv{n > 0}` consuming bytes `[o, o+n)` needs the `Send` that sent byte `o+n-1`; a
+//!     `Recv{n: 0}` (end of stream) needs the last `Send` of the direction, if any.
+//!   * **readiness**: for each fd of a `Ready` record with the `in` bit:
+//!     * if the fd is a **listening** socket at that point, the event needs the connector's
+//!       event *just before* the `Connect` matched to the actor's next `Accept` on that fd
+//!       (the connector has reached its connect). Not the `Connect` itself: the connect needs
+//!       that accept (mutual), which comes after the `Ready` in program order, so needing the
+//!       connect would make every "select, then accept" a cycle.
+//!       The fd's role is decided by the nearest later record of the actor that uses the fd
+//!       number (`Accept{fd}` or a failed accept ⇒ listening; a send, receive, `Connect{fd}`
+//!       or `Accept{new_fd}` ⇒ stream), else by the nearest earlier one: fd numbers are reused
+//!       over time and closes are not recorded.
+//!     * else, if the fd is bound to a channel end, the event needs the `Send` of the next
+//!       unconsumed byte of the incoming direction (the byte at the consumption offset of that
+//!       point), or the direction's last `Send` when every sent byte was consumed (end of
+//!       stream).
+//!     * `out`-only entries need nothing.
+//!
+//! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
+
+mod build;
+mod stream;
+
+use crate::analysis::channels::{Channel, match_channels};
+use crate::recording::Recording;
+use ddbx_wire::history::{Origin, Record};
+use ddbx_wire::manifest::Manifest;
+use ddbx_wire::{ActorId, History};
+use std::collections::{BTreeSet, HashMap};
+
+/// An event: an actor and a 1-based event number.
+pub type Event = (ActorId, u64);
+
+/// A channel, by [`Channel::id`].
+pub type ChannelId = u32;
+
+/// One direction of a channel's byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    /// Bytes sent on the connector's end, received on the acceptor's.
+    ConnectorToAcceptor,
+    /// Bytes sent on the acceptor's end, received on the connector's.
+    AcceptorToConnector,
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::ConnectorToAcceptor => "connector→acceptor",
+            Direction::AcceptorToConnector => "acceptor→connector",
+        })
+    }
+}
+
+/// What a `Send`/`Recv` covered: bytes `[start, end)` of one direction of a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DataRange {
+    /// The channel.
+    pub channel: ChannelId,
+    /// Which way the bytes went.
+    pub direction: Direction,
+    /// The offset of the first byte (a direction's bytes are numbered 0, 1, 2, … in sending
+    /// order).
+    pub start: u64,
+    /// The offset just after the last byte (`start` for an empty send or an end of stream).
+    pub end: u64,
+}
+
+/// The child a `Fork`/`Spawn` event creates, and how many of its events make up its creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Creation {
+    /// The child actor.
+    pub child: ActorId,
+    /// 1 (its `Start`), or 2 when an `Exec` follows at once (see [`Deps::creation_events`]).
+    pub events: u64,
+}
+
+impl Creation {
+    /// The child's last event of its creation: where a replay has created it.
+    pub fn last_event(&self) -> Event {
+        (self.child, self.events)
+    }
+}
+
+/// The cross-actor dependencies of every event of a recording (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Deps {
+    actors: Vec<ActorId>,
+    index: HashMap<ActorId, usize>,
+    kinds: Vec<Vec<&'static str>>,
+    needs: Vec<Vec<Vec<Event>>>,
+    data: HashMap<Event, DataRange>,
+    diagnostics: Vec<String>,
+    /// For each forked/spawned child: its parent and the parent's Fork/Spawn event.
+    forked_at: HashMap<ActorId, Event>,
+    /// The channels the needs were found with.
+    channels: Vec<Channel>,
+}
+
+impl Deps {
+    /// The dependencies of a loaded recording, its channels matched here.
+    pub fn from_recording(rec: &Recording) -> Deps {
+        let channels = match_channels(&rec.histories);
+        Deps::from_parts(&rec.manifest, &rec.histories, &channels)
+    }
+
+    /// The dependencies of `histories`, with children found through `manifest`'s actors (an
+    /// actor missing from the manifest: through its `Start` record) and `channels` as
+    /// [`match_channels`] made them.
+    pub fn from_parts(manifest: &Manifest, histories: &[History], channels: &[Channel]) -> Deps {
+        let mut origins = start_origins(histories);
+        for a in &manifest.actors {
+            origins.insert(a.id, a.origin);
+        }
+        let mut deps = Deps::build(&origins, histories, channels);
+        deps.add_reaps(manifest);
+        deps
+    }
+
+    /// The dependencies of `histories` alone: origins from their `Start` records, channels
+    /// matched here. Handy for hand-made histories.
+    pub fn from_histories(histories: &[History]) -> Deps {
+        let channels = match_channels(histories);
+        Deps::build(&start_origins(histories), histories, &channels)
+    }
+
+    /// A wait that reaped a child: the parent's next event needs the child's last one.
+    fn add_reaps(&mut self, manifest: &Manifest) {
+        for a in &manifest.actors {
+            for reap in &a.reaps {
+                let end = self.event_count(reap.child);
+                if end == 0 || reap.child == a.id {
+                    continue;
+                }
+                if let Some(&i) = self.index.get(&a.id)
+                    && let Some(needs) = self.needs[i].get_mut(reap.after as usize)
+                    && !needs.contains(&(reap.child, end))
+                {
+                    needs.push((reap.child, end));
+                }
+            }
+        }
+    }
+
+    /// The child that event `k` of `a` creates (a `Fork`/`Spawn` with a child in the
+    /// recording), with the number of events that make up the child's creation: its `Start`,
+    /// and its `Exec` when that comes right after (a fork+exec: replay does not hold a process
+    /// between the two).
+    pub fn creates(&self, a: ActorId, k: u64) -> Option<Creation> {
+        let (&child, _) = self.forked_at.iter().find(|(_, e)| **e == (a, k))?;
+        Some(Creation {
+            child,
+            events: self.creation_events(child),
+        })
+    }
+
+    /// If event `k` of `a` is its `Exit`: the `Exit` events of its forked/spawned children that
+    /// exited. A parent usually waits for its children before it exits (waitpid is not an
+    /// event), so a halting replay treats a parent's exit as needing theirs.
+    pub fn child_exits(&self, a: ActorId, k: u64) -> Vec<Event> {
+        if self.kind(a, k) != Some("Exit") {
+            return Vec::new();
+        }
+        let mut out: Vec<Event> = self
+            .forked_at
+            .iter()
+            .filter(|(_, (parent, _))| *parent == a)
+            .filter_map(|(child, _)| {
+                let n = self.event_count(*child);
+                (self.kind(*child, n) == Some("Exit")).then_some((*child, n))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The number of events that make up `actor`'s creation: 1 (`Start`), or 2 when an `Exec`
+    /// follows at once.
+    pub fn creation_events(&self, actor: ActorId) -> u64 {
+        let exec_next = self.kind(actor, 2) == Some("Exec");
+        if exec_next { 2 } else { 1 }.min(self.event_count(actor))
+    }
+
+    /// Adds "`from` needs `to`" unless both are the same actor.
+    fn add_need(&mut self, from: Event, to: Event) {
+        if from.0 == to.0 {
+            return;
+        }
+        if let Some(&i) = self.index.get(&from.0)
+            && let Some(v) = self.needs[i].get_mut(from.1 as usize - 1)
+        {
+            v.push(to);
+        }
+    }
+
+    /// The cross-actor events that event `event` of `actor` needs, sorted (program order is
+    /// implicit). Empty for an event that does not exist.
+    pub fn needs(&self, actor: ActorId, event: u64) -> &[Event] {
+        self.index
+            .get(&actor)
+            .and_then(|&i| self.needs[i].get((event as usize).checked_sub(1)?))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The channel, direction and byte range that event `event` of `actor` sent or received,
+    /// when it is a `Send`/`Recv` on a fd bound to a channel end.
+    pub fn data_range(&self, actor: ActorId, event: u64) -> Option<DataRange> {
+        self.data.get(&(actor, event)).copied()
+    }
+
+    /// The channels between the recording's actors that the needs were found with (as
+    /// [`match_channels`] made them), by id.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
+
+    /// Things the analysis could not do exactly, one line each, starting with a keyword:
+    /// `shared_send_end`, `shared_recv_end`, `unsent_bytes`, `early_eof`, `missing_fork`,
+    /// `bad_channel`, `duplicate_history`.
+    pub fn diagnostics(&self) -> &[String] {
+        &self.diagnostics
+    }
+
+    /// Every actor with a history, in id order.
+    pub fn actors(&self) -> &[ActorId] {
+        &self.actors
+    }
+
+    /// The position of `actor` in [`Deps::actors`].
+    pub fn actor_index(&self, actor: ActorId) -> Option<usize> {
+        self.index.get(&actor).copied()
+    }
+
+    /// How many events `actor`'s history has (0 for an unknown actor).
+    pub fn event_count(&self, actor: ActorId) -> u64 {
+        self.index
+            .get(&actor)
+            .map_or(0, |&i| self.kinds[i].len() as u64)
+    }
+
+    /// The record kind of an event (`Recv`, `Accept`, …), for messages.
+    pub fn kind(&self, actor: ActorId, event: u64) -> Option<&'static str> {
+        self.index
+            .get(&actor)
+            .and_then(|&i| self.kinds[i].get((event as usize).checked_sub(1)?))
+            .copied()
+    }
+
+    /// `p3 event 5 (Recv)`: an event as text.
+    pub fn describe(&self, e: Event) -> String {
+        match self.kind(e.0, e.1) {
+            Some(kind) => format!("{} event {} ({kind})", e.0, e.1),
+            None => format!("{} event {}", e.0, e.1),
+        }
+    }
+}
+
+/// Each actor's origin as its `Start` record tells it.
+fn start_origins(histories: &[History]) -> HashMap<ActorId, Origin> {
+    histories
+        .iter()
+        .filter_map(|h| match h.records.first() {
+            Some(Record::Start { origin, .. }) => Some((h.actor, *origin)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Actors as `p1, p3`, for diagnostics.
+fn list(actors: &BTreeSet<ActorId>) -> String {
+    actors
+        .iter()
+        .map(ActorId::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{START, hist};
+
+    #[test]
+    fn unknown_events_need_nothing() {
+        let d = Deps::from_histories(&[hist(1, START)]);
+        assert!(d.needs(ActorId(1), 0).is_empty());
+        assert!(d.needs(ActorId(1), 2).is_empty());
+        assert!(d.needs(ActorId(9), 1).is_empty());
+        assert_eq!(d.event_count(ActorId(1)), 1);
+        assert_eq!(d.describe((ActorId(1), 1)), "p1 event 1 (Start)");
+        assert!(d.diagnostics().is_empty());
+    }
+
+    #[test]
+    fn a_send_on_an_unbound_fd_is_skipped() {
+        let d = Deps::from_histories(&[hist(1, &format!("{START}Send(fd: 1, n: 5)\n"))]);
+        assert_eq!(d.data_range(ActorId(1), 2), None);
+    }
+}

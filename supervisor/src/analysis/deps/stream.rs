@@ -1,0 +1,151 @@
+//! One direction of a channel, settled: its bytes numbered in sending order, each receive
+//! given the bytes it consumed, and the data and readiness needs that follow (see the module
+//! docs of [`super`], "data" and "readiness").
+
+use super::{ChannelId, DataRange, Deps, Direction, Event, list};
+use ddbx_wire::ActorId;
+use std::collections::BTreeSet;
+
+/// A send or receive of a direction: its event and how many bytes it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct StreamUse {
+    pub(super) event: Event,
+    pub(super) bytes: u64,
+}
+
+impl StreamUse {
+    /// Event `event`, which took `bytes` bytes.
+    pub(super) fn of(event: Event, bytes: u64) -> StreamUse {
+        StreamUse { event, bytes }
+    }
+}
+
+/// The sends, receives and readiness queries of one direction of one channel.
+#[derive(Default)]
+pub(super) struct Stream {
+    pub(super) sends: Vec<StreamUse>,
+    pub(super) recvs: Vec<StreamUse>,
+    /// `Ready` events reporting `in` on a receiving end.
+    pub(super) readies: Vec<Event>,
+}
+
+impl Deps {
+    /// Numbers the bytes of one direction and adds the data and readiness needs.
+    pub(super) fn settle_stream(&mut self, channel: ChannelId, dir: Direction, s: &mut Stream) {
+        s.sends.sort();
+        s.recvs.sort();
+        s.readies.sort();
+        self.check_hand_offs(channel, dir, s);
+        let range = |start, end| DataRange {
+            channel,
+            direction: dir,
+            start,
+            end,
+        };
+        // ends[i]: the offset after send i; byte b was sent by the first send with end > b.
+        let mut ends: Vec<(u64, Event)> = Vec::with_capacity(s.sends.len());
+        let mut total = 0;
+        for send in &s.sends {
+            self.data
+                .insert(send.event, range(total, total + send.bytes));
+            total += send.bytes;
+            ends.push((total, send.event));
+        }
+        let sender_of = |byte: u64| -> Option<Event> {
+            let i = ends.partition_point(|(end, _)| *end <= byte);
+            ends.get(i).map(|(_, e)| *e)
+        };
+        let last_send = ends.iter().rev().find(|(end, _)| *end > 0).map(|(_, e)| *e);
+        let mut consumed = 0;
+        // prefix[i]: the bytes consumed by the first i receives.
+        let mut prefix = Vec::with_capacity(s.recvs.len() + 1);
+        prefix.push(0);
+        for recv in &s.recvs {
+            let ((a, k), n) = (recv.event, recv.bytes);
+            self.data.insert(recv.event, range(consumed, consumed + n));
+            let need = if n == 0 {
+                if consumed < total {
+                    self.diagnostics.push(format!(
+                        "early_eof: {a} event {k} saw the end of channel {channel} {dir} at byte {consumed}, but {total} bytes were sent"
+                    ));
+                }
+                last_send
+            } else if consumed + n <= total {
+                sender_of(consumed + n - 1)
+            } else {
+                self.diagnostics.push(format!(
+                    "unsent_bytes: {a} event {k} received bytes [{consumed}, {}) of channel {channel} {dir}, but only {total} were sent",
+                    consumed + n
+                ));
+                if total > 0 {
+                    sender_of((consumed + n).min(total) - 1)
+                } else {
+                    None
+                }
+            };
+            if let Some(e) = need {
+                self.add_need(recv.event, e);
+            }
+            consumed += n;
+            prefix.push(consumed);
+        }
+        for &ready in &s.readies {
+            let before = s.recvs.partition_point(|r| r.event < ready);
+            let offset = prefix[before];
+            let need = if offset < total {
+                sender_of(offset)
+            } else {
+                last_send
+            };
+            if let Some(e) = need {
+                self.add_need(ready, e);
+            }
+        }
+    }
+
+    /// Reports a direction whose sends, or whose receives, several actors made in an order
+    /// that numbering by (actor, event) may not get right.
+    fn check_hand_offs(&mut self, channel: ChannelId, dir: Direction, s: &Stream) {
+        for (uses, keyword, verb, how) in [
+            (&s.sends, "shared_send_end", "sent on", "bytes numbered"),
+            (
+                &s.recvs,
+                "shared_recv_end",
+                "received from",
+                "bytes consumed",
+            ),
+        ] {
+            if !self.handed_off(uses) {
+                let actors: BTreeSet<ActorId> = uses.iter().map(|u| u.event.0).collect();
+                self.diagnostics.push(format!(
+                    "{keyword}: channel {channel} {dir} is {verb} by {}; {how} by actor then event (not exact)",
+                    list(&actors)
+                ));
+            }
+        }
+    }
+
+    /// Whether uses of an end sorted by (actor, event) are in their real order: one actor
+    /// only, or each actor's last use comes before the fork by which the next actor descends
+    /// from it.
+    fn handed_off(&self, uses: &[StreamUse]) -> bool {
+        uses.windows(2).all(|w| {
+            let ((x, last), (y, _)) = (w[0].event, w[1].event);
+            x == y || self.forked_after(x, last, y)
+        })
+    }
+
+    /// Whether `y` descends from `x` through a fork or spawn that `x` made after its event
+    /// `event`.
+    fn forked_after(&self, x: ActorId, event: u64, y: ActorId) -> bool {
+        let mut cur = y;
+        for _ in 0..=self.actors.len() {
+            match self.forked_at.get(&cur) {
+                Some(&(parent, fork)) if parent == x => return fork > event,
+                Some(&(parent, _)) => cur = parent,
+                None => return false,
+            }
+        }
+        false
+    }
+}

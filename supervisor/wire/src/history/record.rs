@@ -1,0 +1,303 @@
+//! What one line of a history says: the [`Record`] of one event, and the small types its
+//! fields use ([`Origin`], [`WaitCall`], [`Call`], [`ReadyFd`], [`Addr`]).
+//!
+//! Old variants and fields are not edited in place: a new field gets a serde default, so that
+//! histories of the same format version keep reading.
+
+use super::{Data, write_compact};
+use crate::{ActorId, Errno, Events};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A socket address as text: `127.0.0.1:4001`, `[::1]:4001`, `unix:/path`, `unix:@abstract`,
+/// `unix:` (unnamed), or `?` when the kernel gave none.
+pub type Addr = String;
+
+/// How an actor came to exist: the key by which replay recognises it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Origin {
+    /// Started by ddbx: the session's first process.
+    Root,
+    /// Child number `index` (1-based, counted per parent) created by fork (also vfork, daemon,
+    /// forkpty: everything that runs the fork handlers).
+    Fork {
+        /// The parent actor.
+        parent: ActorId,
+        /// The parent's fork/spawn counter at this creation (1-based).
+        index: u32,
+    },
+    /// Child number `index` created by posix_spawn/posix_spawnp (shares the counter with fork).
+    Spawn {
+        /// The parent actor.
+        parent: ActorId,
+        /// The parent's fork/spawn counter at this creation (1-based).
+        index: u32,
+    },
+    /// A process created by a path the hooks do not see (system(), popen(), …): attached to the
+    /// actor whose process was its parent, numbered in the order ddbx saw them.
+    Unhooked {
+        /// The parent actor.
+        parent: ActorId,
+        /// 1-based, counted per parent, separately from fork/spawn.
+        index: u32,
+    },
+}
+
+impl Origin {
+    /// The parent actor, if any (`p0`, ddbx itself, for the root).
+    pub fn parent(&self) -> ActorId {
+        match *self {
+            Origin::Root => ActorId::DDBX,
+            Origin::Fork { parent, .. }
+            | Origin::Spawn { parent, .. }
+            | Origin::Unhooked { parent, .. } => parent,
+        }
+    }
+}
+
+/// Which readiness call produced a ready set.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitCall {
+    /// select / pselect.
+    Select,
+    /// poll / ppoll.
+    Poll,
+    /// epoll_wait / epoll_pwait / epoll_pwait2.
+    Epoll,
+}
+
+/// Which call a [`Record::Fail`] or [`Record::NoData`] belongs to.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// read, recv, recvfrom, recvmsg, readv, …
+    Recv,
+    /// write, send, sendto, sendmsg, writev, sendfile, …
+    Send,
+    /// accept, accept4.
+    Accept,
+    /// select, poll, epoll_wait and their variants.
+    Wait,
+}
+
+/// One fd of a ready set.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadyFd {
+    /// The fd the program watched.
+    pub fd: i32,
+    /// What was reported for it.
+    pub ev: Events,
+}
+
+/// One event of an actor's history.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// The actor's creation (always event 1).
+    Start {
+        /// The process id in this run (not reproduced by replay).
+        pid: i32,
+        /// The parent's process id in this run.
+        ppid: i32,
+        /// How the actor was created.
+        origin: Origin,
+        /// The program and its arguments (of the first image).
+        argv: Vec<String>,
+        /// Host name.
+        host: String,
+    },
+    /// The actor replaced its program image (execve and friends); same actor, same history.
+    Exec {
+        /// The new program and its arguments.
+        argv: Vec<String>,
+    },
+    /// The actor created child number `index` by fork.
+    Fork {
+        /// 1-based per-actor creation counter (shared with [`Record::Spawn`]).
+        index: u32,
+    },
+    /// The actor created child number `index` by posix_spawn.
+    Spawn {
+        /// 1-based per-actor creation counter (shared with [`Record::Fork`]).
+        index: u32,
+    },
+    /// A connect on a stream socket, and how it ended.
+    Connect {
+        /// The connecting socket.
+        fd: i32,
+        /// `None` when connected; `EINPROGRESS` for a non-blocking connect under way; else
+        /// the refusal (`ECONNREFUSED`, `ENOENT`, …).
+        err: Option<Errno>,
+        /// Our end's address (`?` when refused).
+        local: Addr,
+        /// The address connected to.
+        remote: Addr,
+    },
+    /// An accept that returned a connection.
+    Accept {
+        /// The listening socket.
+        fd: i32,
+        /// The new connection's fd.
+        new_fd: i32,
+        /// Our end's address.
+        local: Addr,
+        /// The peer's address.
+        remote: Addr,
+        /// The connecting process (Unix sockets only, from SO_PEERCRED).
+        peer_pid: Option<i32>,
+    },
+    /// A receive on a stream socket that returned `n` bytes (`0`: end of stream).
+    Recv {
+        /// The socket.
+        fd: i32,
+        /// Bytes returned.
+        n: u64,
+        /// The bytes, when the peer is outside the session (input to replay).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Data>,
+    },
+    /// A receive that found no data (non-blocking, EAGAIN): the paper's `-1`.
+    NoData {
+        /// The socket.
+        fd: i32,
+    },
+    /// A send on a stream socket that took `n` bytes.
+    Send {
+        /// The socket.
+        fd: i32,
+        /// Bytes taken by the kernel.
+        n: u64,
+        /// The bytes, when the peer is outside the session (checked by replay).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Data>,
+    },
+    /// A socket call that failed (other than a receive finding no data).
+    Fail {
+        /// Which kind of call.
+        call: Call,
+        /// The fd it was made on (`-1` for readiness calls).
+        fd: i32,
+        /// The error the program saw.
+        err: Errno,
+    },
+    /// A readiness call (select/poll/epoll) returned; `fds` empty means it timed out.
+    Ready {
+        /// Which call.
+        call: WaitCall,
+        /// What it reported, in the order it reported it.
+        fds: Vec<ReadyFd>,
+    },
+    /// The actor exited with this status (exit(), _exit(), return from main).
+    Exit {
+        /// The exit status.
+        status: i32,
+    },
+    /// The program published a variable value (`ddbx_set("x", 1)`): a probe event, logged so
+    /// that the offline analysis can evaluate predicates over it.
+    Probe {
+        /// The variable's name.
+        name: String,
+        /// Its new value.
+        value: i64,
+    },
+    /// Optimal tracing only: an event (a receive, a ready set, a send) whose outcome was not
+    /// logged because nothing else could have come out of it; replay makes the real call and
+    /// takes what comes. Stored in runs, as `Skip(n: 12)` lines, see [`super::Trace::Optimal`].
+    Untraced,
+}
+
+impl Record {
+    /// The record's kind, as a word: `Recv`, `Accept`, ….
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::Start { .. } => "Start",
+            Record::Exec { .. } => "Exec",
+            Record::Fork { .. } => "Fork",
+            Record::Spawn { .. } => "Spawn",
+            Record::Connect { .. } => "Connect",
+            Record::Accept { .. } => "Accept",
+            Record::Recv { .. } => "Recv",
+            Record::NoData { .. } => "NoData",
+            Record::Send { .. } => "Send",
+            Record::Fail { .. } => "Fail",
+            Record::Ready { .. } => "Ready",
+            Record::Exit { .. } => "Exit",
+            Record::Probe { .. } => "Probe",
+            Record::Untraced => "Untraced",
+        }
+    }
+
+    /// This record as one line of text (no newline), exactly as it is stored.
+    pub fn to_line(&self) -> String {
+        let mut line = String::new();
+        // Writing to a String cannot fail, and these types always serialise.
+        let _ = write_compact(&mut line, self);
+        line
+    }
+
+    /// A copy with what changes from run to run blanked, for comparing runs: pids, ports, and
+    /// program arguments after `argv[0]` (they may hold a temporary file name or a pid, which
+    /// ddbx does not replay yet).
+    pub fn without_run_details(&self) -> Record {
+        let mut r = self.clone();
+        match &mut r {
+            Record::Start {
+                pid, ppid, argv, ..
+            } => {
+                *pid = 0;
+                *ppid = 0;
+                argv.truncate(1);
+            }
+            Record::Exec { argv } => argv.truncate(1),
+            Record::Connect { local, remote, .. } => {
+                *local = blank_port(local);
+                *remote = blank_port(remote);
+            }
+            Record::Accept {
+                local,
+                remote,
+                peer_pid,
+                ..
+            } => {
+                *local = blank_port(local);
+                *remote = blank_port(remote);
+                *peer_pid = peer_pid.map(|_| 0);
+            }
+            _ => {}
+        }
+        r
+    }
+}
+
+fn blank_port(addr: &str) -> String {
+    if addr.starts_with("unix:") {
+        return addr.to_string();
+    }
+    match addr.rfind(':') {
+        Some(i) => format!("{}:*", &addr[..i]),
+        None => addr.to_string(),
+    }
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_compact(f, self)
+    }
+}
+
+/// Whether an actor with these records is a *bystander*: it has no socket or probe event, so
+/// nothing in it can be held or asked for (a shell's helper that talks through pipes). A halting
+/// replay lets bystanders run freely, and its termination detector does not wait for them.
+pub fn is_bystander(records: &[Record]) -> bool {
+    !records.iter().any(|r| {
+        matches!(
+            r,
+            Record::Connect { .. }
+                | Record::Accept { .. }
+                | Record::Recv { .. }
+                | Record::NoData { .. }
+                | Record::Send { .. }
+                | Record::Fail { .. }
+                | Record::Ready { .. }
+                | Record::Probe { .. }
+        )
+    })
+}

@@ -1,0 +1,141 @@
+//! The history's writer and reader, together: lines round-trip, errors name file and line,
+//! torn and optimal histories.
+
+use super::*;
+use crate::{Errno, Events};
+
+fn sample() -> Vec<Record> {
+    vec![
+        Record::Start {
+            pid: 10,
+            ppid: 9,
+            origin: Origin::Fork {
+                parent: ActorId(1),
+                index: 1,
+            },
+            argv: vec!["./a".into(), "x y".into()],
+            host: "h".into(),
+        },
+        Record::Connect {
+            fd: 3,
+            err: Some(Errno::ECONNREFUSED),
+            local: "?".into(),
+            remote: "127.0.0.1:80".into(),
+        },
+        Record::Ready {
+            call: WaitCall::Epoll,
+            fds: vec![ReadyFd {
+                fd: 4,
+                ev: Events(0x11),
+            }],
+        },
+        Record::Recv {
+            fd: 4,
+            n: 17,
+            data: None,
+        },
+        Record::NoData { fd: 4 },
+        Record::Fork { index: 1 },
+        Record::Exit { status: 0 },
+    ]
+}
+
+#[test]
+fn lines_round_trip_and_read_like_the_paper() {
+    let mut text = header_line(ActorId(3));
+    for r in sample() {
+        let line = r.to_line();
+        assert!(!line.contains('\n'));
+        text.push_str(&line);
+        text.push('\n');
+    }
+    assert!(text.contains("Recv(fd: 4, n: 17)"), "{text}");
+    let h = History::parse(Path::new("h.ron"), &text).unwrap();
+    assert_eq!(h.actor, ActorId(3));
+    assert_eq!(h.records, sample());
+    assert!(!h.truncated);
+}
+
+#[test]
+fn a_torn_last_line_is_dropped_and_reported() {
+    let mut text = header_line(ActorId(2));
+    text.push_str(&sample()[0].to_line());
+    text.push('\n');
+    text.push_str("Recv(fd: 4, n:");
+    let h = History::parse(Path::new("h.ron"), &text).unwrap();
+    assert_eq!(h.records.len(), 1);
+    assert!(h.truncated);
+}
+
+#[test]
+fn errors_name_the_line_and_what_was_expected() {
+    let mut text = header_line(ActorId(2));
+    text.push_str(&sample()[0].to_line());
+    text.push_str("\nRecv(fd: 4, bytes: 3)\n");
+    let e = History::parse(Path::new("h.ron"), &text).unwrap_err();
+    assert_eq!(e.line, 3);
+    assert!(
+        e.to_string()
+            .starts_with("h.ron:3: expected a history record"),
+        "{e}"
+    );
+
+    let e = History::parse(Path::new("h.ron"), "Header(format: 99, actor: \"p1\")\n").unwrap_err();
+    assert!(e.problem.contains("format 99"), "{e}");
+
+    let text = format!("{}Recv(fd: 4, n: 3)\n", header_line(ActorId(1)));
+    let e = History::parse(Path::new("h.ron"), &text).unwrap_err();
+    assert!(e.problem.contains("expected `Start`"), "{e}");
+
+    let mut text = header_line(ActorId(1));
+    for r in [sample()[0].clone(), Record::Fork { index: 2 }] {
+        text.push_str(&r.to_line());
+        text.push('\n');
+    }
+    let e = History::parse(Path::new("h.ron"), &text).unwrap_err();
+    assert!(e.problem.contains("expected child number 1"), "{e}");
+}
+
+#[test]
+fn run_details_are_blanked_for_comparison() {
+    let r = Record::Connect {
+        fd: 3,
+        err: None,
+        local: "127.0.0.1:40001".into(),
+        remote: "[::1]:80".into(),
+    };
+    assert_eq!(
+        r.without_run_details(),
+        Record::Connect {
+            fd: 3,
+            err: None,
+            local: "127.0.0.1:*".into(),
+            remote: "[::1]:*".into(),
+        }
+    );
+}
+
+#[test]
+fn optimal_histories_expand_skips_and_say_so_in_the_header() {
+    let dir = std::env::temp_dir().join(format!("ddbx-wire-opt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("p2.ron");
+    let mut text = header_line_optimal(ActorId(2));
+    text.push_str("Start(pid: 1, ppid: 0, origin: Root, argv: [], host: \"h\")\n");
+    text.push_str(&skip_line(3));
+    text.push_str("Recv(fd: 3, n: 5)\n");
+    std::fs::write(&path, &text).unwrap();
+    assert_eq!(trace_of(&path), Trace::Optimal);
+    let h = History::load(&path).unwrap();
+    assert_eq!(h.records.len(), 5);
+    assert_eq!(
+        h.records[1..4],
+        [Record::Untraced, Record::Untraced, Record::Untraced]
+    );
+    let bad = History::parse(&path, &text.replace("n: 3", "n: 0")).unwrap_err();
+    assert_eq!(bad.line, 3, "{bad}");
+    let full = dir.join("p1.ron");
+    std::fs::write(&full, header_line(ActorId(1))).unwrap();
+    assert_eq!(trace_of(&full), Trace::Full);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
