@@ -25,23 +25,11 @@ use ddbx::halt::{Debugger, Oracle, Watch};
 use ddbx::{HaltingReplay, Messages, RecordOptions, ReplayOptions};
 use ddbx_supervisor::session::halting::control_messages;
 use ddbx_supervisor::wire::{ActorId, Record};
+use ddbx_tests::{target_dir, workspace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-}
 
 fn fail(msg: &str) -> ! {
     eprintln!("halting bench: {msg}");

@@ -20,35 +20,10 @@
 //! `DDBX_BENCH_ROUNDS` (ping-pong round trips, default 100000), `DDBX_BENCH_SIZE` (message
 //! size, default 64), `DDBX_BENCH_FORKS` (fork tree size, default 2000).
 
+use ddbx_tests::{env_number, release_ddbx, target_dir, workspace};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
-
-/// The workspace root.
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// The cargo target directory.
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-}
-
-/// An environment variable as a number, or `default`.
-fn env_num(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| fail(&format!("{name}={v}: not a number"))),
-        Err(_) => default,
-    }
-}
 
 /// Stops the benchmark with a message.
 fn fail(msg: &str) -> ! {
@@ -68,27 +43,6 @@ fn build_prog(out: &Path, name: &str) -> PathBuf {
         .unwrap_or_else(|e| fail(&format!("cannot run gcc: {e}")));
     if !status.success() {
         fail(&format!("gcc failed on {}", src.display()));
-    }
-    bin
-}
-
-/// The `ddbx` binary: `DDBX_BIN`, or `target/release/ddbx` (built if missing).
-fn ddbx_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("DDBX_BIN") {
-        return PathBuf::from(bin);
-    }
-    let bin = target_dir().join("release/ddbx");
-    if !bin.exists() {
-        eprintln!("overhead bench: {} missing, building it", bin.display());
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--release", "-p", "ddbx"])
-            .current_dir(workspace())
-            .status()
-            .unwrap_or_else(|e| fail(&format!("cannot run cargo: {e}")));
-        if !status.success() || !bin.exists() {
-            fail("cargo build --release -p ddbx failed");
-        }
     }
     bin
 }
@@ -144,6 +98,13 @@ struct Series {
     secs: Vec<f64>,
 }
 
+impl Series {
+    /// No measurement yet of `mode`.
+    fn new(mode: &'static str) -> Series {
+        Series { mode, secs: vec![] }
+    }
+}
+
 /// The median of some numbers (the mean of the middle two for an even count).
 fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
@@ -189,22 +150,10 @@ fn bench(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut native = Series {
-        mode: "native",
-        secs: vec![],
-    };
-    let mut record = Series {
-        mode: "ddbx record",
-        secs: vec![],
-    };
-    let mut traced = Series {
-        mode: "strace -f -o /dev/null",
-        secs: vec![],
-    };
-    let mut replay = Series {
-        mode: "ddbx replay",
-        secs: vec![],
-    };
+    let mut native = Series::new("native");
+    let mut record = Series::new("ddbx record");
+    let mut traced = Series::new("strace -f -o /dev/null");
+    let mut replay = Series::new("ddbx replay");
     let mut history = (0, 0);
     for rep in 0..runs {
         eprint!("{name}: run {}/{runs}:", rep + 1);
@@ -321,16 +270,16 @@ fn one_line(cmd: &str, args: &[&str], dir: &Path) -> String {
 
 fn main() {
     // `cargo bench` passes `--bench` (and maybe a filter); nothing to interpret.
-    let runs = env_num("DDBX_BENCH_RUNS", 5).max(1) as usize;
-    let rounds = env_num("DDBX_BENCH_ROUNDS", 100_000);
-    let size = env_num("DDBX_BENCH_SIZE", 64);
-    let forks = env_num("DDBX_BENCH_FORKS", 2000);
+    let runs = env_number("DDBX_BENCH_RUNS", 5).max(1) as usize;
+    let rounds = env_number("DDBX_BENCH_ROUNDS", 100_000);
+    let size = env_number("DDBX_BENCH_SIZE", 64);
+    let forks = env_number("DDBX_BENCH_FORKS", 2000);
 
     let out = target_dir().join("ddbx-bench");
     std::fs::create_dir_all(&out).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
     let pingpong = build_prog(&out, "bench_pingpong");
     let forktree = build_prog(&out, "bench_forktree");
-    let ddbx = ddbx_bin();
+    let ddbx = release_ddbx();
     let strace = Command::new("strace")
         .arg("-V")
         .stdout(Stdio::null())

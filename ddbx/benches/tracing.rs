@@ -16,37 +16,16 @@
 //! overrides; built if missing). `DDBX_BENCH_ROUNDS` (default 10000) sets the ping-pong round
 //! trips and pipeline messages.
 
-use ddbx_tests::{figure1, progs};
-use ddbx_wire::{History, Record};
+use ddbx_tests::{
+    LoggedReceives, figure1, full_histories, histories, logged_receives, progs, raw_histories,
+    release_ddbx,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fail(msg: &str) -> ! {
     eprintln!("tracing bench: {msg}");
     std::process::exit(1);
-}
-
-fn ddbx_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("DDBX_BIN") {
-        return PathBuf::from(bin);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let bin = target.join("release/ddbx");
-    if !bin.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--release", "-p", "ddbx"])
-            .current_dir(&root)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            fail("cargo build --release -p ddbx failed");
-        }
-    }
-    bin
 }
 
 /// One workload: a name, the program, its arguments and environment.
@@ -59,42 +38,15 @@ struct Workload {
 
 /// Bytes of `history/*.ron` and their events.
 fn size(dir: &Path) -> (u64, u64) {
-    let mut bytes = 0;
-    let mut events = 0;
-    for e in std::fs::read_dir(dir.join("history")).unwrap().flatten() {
-        let p = e.path();
-        if p.extension().is_some_and(|x| x == "ron") {
-            bytes += std::fs::metadata(&p).unwrap().len();
-            events += History::load(&p).unwrap().records.len() as u64;
-        }
-    }
-    (bytes, events)
-}
-
-/// (receive-like events, logged by optimal tracing) from the optimal histories and twins.
-fn receives(dir: &Path) -> (u64, u64) {
-    let mut total = 0;
-    let mut logged = 0;
-    for e in std::fs::read_dir(dir.join("history")).unwrap().flatten() {
-        let p = e.path();
-        if p.extension().is_some_and(|x| x == "full") {
-            let full = History::load(&p).unwrap().records;
-            let opt = History::load(&p.with_extension("")).unwrap().records;
-            for (f, o) in full.iter().zip(&opt) {
-                if matches!(
-                    f,
-                    Record::Recv { .. }
-                        | Record::NoData { .. }
-                        | Record::Ready { .. }
-                        | Record::Accept { .. }
-                ) {
-                    total += 1;
-                    logged += u64::from(*o != Record::Untraced);
-                }
-            }
-        }
-    }
-    (total, logged)
+    let bytes = std::fs::read_dir(dir.join("history"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .map(|p| std::fs::metadata(&p).unwrap().len())
+        .sum();
+    let events = raw_histories(dir).values().map(Vec::len).sum::<usize>();
+    (bytes, events as u64)
 }
 
 fn record(ddbx: &Path, w: &Workload, dir: &Path, optimal: bool) -> String {
@@ -125,7 +77,7 @@ fn record(ddbx: &Path, w: &Workload, dir: &Path, optimal: bool) -> String {
 }
 
 fn main() {
-    let ddbx = ddbx_bin();
+    let ddbx = release_ddbx();
     let rounds: u64 = std::env::var("DDBX_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -215,7 +167,8 @@ fn main() {
         }
         let (full_bytes, full_events) = size(&full_dir);
         let (opt_bytes, opt_events) = size(&opt_dir);
-        let (total, logged) = receives(&opt_dir);
+        let LoggedReceives { total, logged } =
+            logged_receives(&histories(&opt_dir), &full_histories(&opt_dir));
         println!(
             "| {} | {} | {} | {} | {:.2} % | {:.2} | {:.2} | {:.4} |",
             w.name,

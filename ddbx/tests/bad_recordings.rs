@@ -2,28 +2,27 @@
 //! file (and line) at fault; a torn last line is dropped with a note; `record` never writes
 //! into a non-empty directory. Nothing here modifies the recording it reads.
 
-use ddbx_tests::{Output, Run, TempDir, progs};
+use ddbx_tests::{Ddbx, Output, TempDir, path_str, progs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const USAGE: i32 = 2;
 const BAD_RECORDING: i32 = 102;
 
 fn ddbx(args: &[&str]) -> Output {
-    Run::new(DDBX).args(args).output()
+    DDBX.run(args).output()
+}
+
+/// `ddbx record -o REC -- accept_race`.
+fn record_accept_race(rec: &Path) -> Output {
+    DDBX.record(rec, &progs().join("accept_race"), &[]).output()
 }
 
 /// A fresh recording of accept_race in `tmp/rec`.
 fn recording(tmp: &TempDir) -> PathBuf {
     let rec = tmp.join("rec");
-    let out = ddbx(&[
-        "record",
-        "-o",
-        rec.to_str().unwrap_or_default(),
-        "--",
-        progs().join("accept_race").to_str().unwrap_or_default(),
-    ]);
+    let out = record_accept_race(&rec);
     assert_eq!(out.code, 0, "{}", out.stderr);
     rec
 }
@@ -50,38 +49,27 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// A client's history (p2: Header, Start, Connect, Send, Recv, Exit).
-fn client_history(rec: &Path) -> PathBuf {
+/// A client's history file (p2: Header, Start, Connect, Send, Recv, Exit) and its text.
+fn client_history(rec: &Path) -> (PathBuf, String) {
     let p = rec.join("history/p2.ron");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{e}"));
     assert!(text.lines().count() >= 5, "{text}");
-    p
+    (p, text)
 }
 
 #[test]
 fn a_garbage_line_is_reported_with_file_and_line() {
     let tmp = TempDir::new("bad-line");
     let rec = recording(&tmp);
-    let p2 = client_history(&rec);
-    let text = std::fs::read_to_string(&p2).unwrap_or_default();
+    let (p2, text) = client_history(&rec);
     let mut lines: Vec<&str> = text.lines().collect();
     lines[3] = "Garbage(((";
     std::fs::write(&p2, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
     let before = snapshot(&rec);
-    let r = rec.to_str().unwrap_or_default();
+    let r = path_str(&rec);
     for args in [vec!["replay", r], vec!["show", r, "p2"], vec!["ps", r]] {
-        let out = ddbx(&args);
-        assert_eq!(out.code, BAD_RECORDING, "{args:?}:\n{}", out.stderr);
-        assert!(
-            out.stderr.contains("p2.ron:4:"),
-            "{args:?}: the message does not name p2.ron line 4:\n{}",
-            out.stderr
-        );
-        assert!(
-            out.stderr.contains("Garbage((("),
-            "{args:?}:\n{}",
-            out.stderr
-        );
+        // The message names p2.ron, line 4, and shows the line.
+        ddbx(&args).assert_exit(BAD_RECORDING, &["p2.ron:4:", "Garbage((("]);
         assert_eq!(snapshot(&rec), before, "{args:?} changed the recording");
     }
 }
@@ -90,8 +78,7 @@ fn a_garbage_line_is_reported_with_file_and_line() {
 fn a_torn_last_line_is_dropped_with_a_note() {
     let tmp = TempDir::new("torn");
     let rec = recording(&tmp);
-    let p2 = client_history(&rec);
-    let text = std::fs::read_to_string(&p2).unwrap_or_default();
+    let (p2, text) = client_history(&rec);
     let whole = text.lines().count() - 1; // records after the header
     let body = text.trim_end_matches('\n');
     let last = body.rfind('\n').unwrap_or(0) + 1;
@@ -99,7 +86,7 @@ fn a_torn_last_line_is_dropped_with_a_note() {
     std::fs::write(&p2, &body[..cut]).unwrap_or_else(|e| panic!("{e}"));
     let before = snapshot(&rec);
 
-    let out = ddbx(&["show", rec.to_str().unwrap_or_default(), "p2"]);
+    let out = ddbx(&["show", path_str(&rec), "p2"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = out
         .stdout
@@ -122,7 +109,7 @@ fn a_torn_last_line_is_dropped_with_a_note() {
         "show does not say the last record was dropped:\n{}",
         out.stdout
     );
-    let ps = ddbx(&["ps", "--json", rec.to_str().unwrap_or_default()]);
+    let ps = ddbx(&["ps", "--json", path_str(&rec)]);
     assert_eq!(ps.code, 0, "{}", ps.stderr);
     assert!(ps.stdout.contains("\"truncated\":true"), "{}", ps.stdout);
     assert_eq!(snapshot(&rec), before, "show/ps changed the recording");
@@ -138,22 +125,15 @@ fn a_manifest_of_another_format_version_is_refused() {
     std::fs::write(&manifest, text.replacen("format: 1,", "format: 99,", 1))
         .unwrap_or_else(|e| panic!("{e}"));
     let before = snapshot(&rec);
-    let out = ddbx(&["replay", rec.to_str().unwrap_or_default()]);
-    assert_eq!(out.code, BAD_RECORDING, "{}", out.stderr);
-    assert!(out.stderr.contains("format 99"), "{}", out.stderr);
-    assert!(out.stderr.contains("manifest.ron"), "{}", out.stderr);
+    let out = ddbx(&["replay", path_str(&rec)]);
+    out.assert_exit(BAD_RECORDING, &["format 99", "manifest.ron"]);
     assert_eq!(snapshot(&rec), before, "replay changed the recording");
 }
 
 #[test]
 fn a_missing_recording_is_named() {
     let out = ddbx(&["replay", "/nonexistent/ddbx-run-xyz"]);
-    assert_eq!(out.code, BAD_RECORDING, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("/nonexistent/ddbx-run-xyz"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(BAD_RECORDING, &["/nonexistent/ddbx-run-xyz"]);
 }
 
 #[test]
@@ -168,17 +148,11 @@ fn record_never_writes_into_a_non_empty_directory() {
     std::fs::write(other.join("sub/manifest.ron"), "not mine").unwrap_or_else(|e| panic!("{e}"));
     for dir in [&rec, &other] {
         let before = snapshot(dir);
-        let out = ddbx(&[
-            "record",
-            "-o",
-            dir.to_str().unwrap_or_default(),
-            "--",
-            progs().join("accept_race").to_str().unwrap_or_default(),
-        ]);
+        let out = record_accept_race(dir);
         assert_eq!(out.code, USAGE, "{}", out.stderr);
         assert!(out.stdout.is_empty(), "the program ran: {}", out.stdout);
         assert!(
-            out.stderr.contains(dir.to_str().unwrap_or_default()) || out.stderr.contains("-o"),
+            out.stderr.contains(path_str(dir)) || out.stderr.contains("-o"),
             "{}",
             out.stderr
         );

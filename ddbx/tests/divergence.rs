@@ -2,9 +2,9 @@
 //! which event, what the history expected and what happened; a distinct exit code; nothing
 //! left running.
 
-use ddbx_tests::{Run, TempDir, progs};
+use ddbx_tests::{Ddbx, TempDir, path_str, progs};
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const DIVERGED: i32 = 101;
 
 #[test]
@@ -13,28 +13,14 @@ fn a_changed_program_is_reported_as_a_divergence() {
     let bin = tmp.join("prog");
     std::fs::copy(progs().join("diverge1"), &bin).unwrap_or_else(|e| panic!("{e}"));
     let rec = tmp.join("rec");
-    let recorded = Run::new(DDBX)
-        .args([
-            "record",
-            "-o",
-            rec.to_str().unwrap_or_default(),
-            "--",
-            bin.to_str().unwrap_or_default(),
-        ])
-        .output();
-    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    DDBX.record(&rec, &bin, &[]).success();
 
     // The same recording replays cleanly with the same binary …
-    let same = Run::new(DDBX)
-        .args(["replay", rec.to_str().unwrap_or_default()])
-        .output();
-    assert_eq!(same.code, 0, "{}", same.stderr);
+    DDBX.run(["replay", path_str(&rec)]).success();
 
     // … but not once the program has changed: variant 2 sends one message more.
     std::fs::copy(progs().join("diverge2"), &bin).unwrap_or_else(|e| panic!("{e}"));
-    let changed = Run::new(DDBX)
-        .args(["replay", rec.to_str().unwrap_or_default()])
-        .output();
+    let changed = DDBX.run(["replay", path_str(&rec)]).output();
     assert_eq!(
         changed.code, DIVERGED,
         "stdout:\n{}\nstderr:\n{}",

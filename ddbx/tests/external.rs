@@ -2,14 +2,13 @@
 //! the replay plays them, so the server replays alone; what the server sends them is compared
 //! with the record.
 
-use ddbx_tests::{Run, TempDir, progs};
+use ddbx_tests::{Ddbx, TempDir, path_str, progs, spawn_in_group};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const CLIENTS: usize = 4;
 
 /// Runs ext_server (under `ddbx record` if `rec` is given) and CLIENTS concurrent outside
@@ -21,7 +20,7 @@ fn serve(
 ) -> String {
     let mut cmd = match rec {
         Some(dir) => {
-            let mut c = Command::new(DDBX);
+            let mut c = Command::new(DDBX.path());
             c.arg("record").arg("-o").arg(dir).arg("--").arg(program);
             c
         }
@@ -31,11 +30,8 @@ fn serve(
         .arg(wording)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0);
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
-    let group = child.id() as i32;
-    let _killer = scopeguard(group);
+        .stderr(Stdio::null());
+    let (mut child, _group) = spawn_in_group(&mut cmd);
     let mut out = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
     let mut first = String::new();
     out.read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
@@ -78,18 +74,6 @@ fn serve(
     first + &rest
 }
 
-/// Kills a process group when dropped.
-struct Killer(i32);
-impl Drop for Killer {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory preconditions.
-        unsafe { libc::kill(-self.0, libc::SIGKILL) };
-    }
-}
-fn scopeguard(group: i32) -> Killer {
-    Killer(group)
-}
-
 #[test]
 fn a_server_with_outside_clients_replays_alone() {
     let program = progs().join("ext_server");
@@ -116,10 +100,7 @@ fn a_server_with_outside_clients_replays_alone() {
     let rec = tmp.join("rec");
     let recorded = serve(&program, &wording, Some(&rec));
     // The history keeps what the outside clients sent, and `show` marks them.
-    let show = Run::new(DDBX)
-        .args(["show", rec.to_str().unwrap_or_default(), "p1"])
-        .output();
-    assert_eq!(show.code, 0, "{}", show.stderr);
+    let show = DDBX.run(["show", path_str(&rec), "p1"]).success();
     assert_eq!(
         show.stdout.matches("outside peer").count(),
         CLIENTS,
@@ -129,10 +110,7 @@ fn a_server_with_outside_clients_replays_alone() {
 
     // Three replays without any client: the same requests in the same order, every time.
     for i in 1..=3 {
-        let replayed = Run::new(DDBX)
-            .args(["replay", rec.to_str().unwrap_or_default()])
-            .output();
-        assert_eq!(replayed.code, 0, "replay {i}: {}", replayed.stderr);
+        let replayed = DDBX.run(["replay", path_str(&rec)]).success();
         assert_eq!(
             replayed.stdout.lines().skip(1).collect::<Vec<_>>(),
             recorded.lines().skip(1).collect::<Vec<_>>(),
@@ -142,13 +120,6 @@ fn a_server_with_outside_clients_replays_alone() {
 
     // A server that answers its outside clients differently diverges, at the first reply.
     std::fs::write(&wording, "you are client\n").unwrap_or_else(|e| panic!("{e}"));
-    let changed = Run::new(DDBX)
-        .args(["replay", rec.to_str().unwrap_or_default()])
-        .output();
-    assert_eq!(changed.code, 101, "{}", changed.stderr);
-    assert!(
-        changed.stderr.contains("sent to an outside peer") && changed.stderr.contains("differ"),
-        "{}",
-        changed.stderr
-    );
+    let changed = DDBX.run(["replay", path_str(&rec)]).output();
+    changed.assert_exit(101, &["sent to an outside peer", "differ"]);
 }

@@ -2,10 +2,9 @@
 //! inherit an accepted socket, non-blocking reads polled in rounds instead of select). Native
 //! runs differ; replays of one recording print what the record printed, every time.
 
-use ddbx_tests::{figure1_rust, native_outputs, record_and_replay};
-use std::path::Path;
+use ddbx_tests::{Ddbx, figure1_rust, native_outputs};
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 #[test]
 fn figure1_rust_records_and_replays_identically() {
@@ -16,7 +15,7 @@ fn figure1_rust_records_and_replays_identically() {
         "30 native runs of figure1-rust all printed the same:\n{}",
         native[0]
     );
-    let (_tmp, recorded) = record_and_replay(Path::new(DDBX), bin, &["run"], 20, 3);
+    let (_tmp, recorded) = DDBX.record_and_replay(bin, &["run"], 20, 3);
     for line in [
         "client_a: first reply from server_",
         "client_b: server_x says: server_x child ",

@@ -5,33 +5,16 @@
 //! process may have children while one runs (the recording and `ddbx inf` run before).
 
 use ddbx::{HaltingReplay, Messages, OutcomeKind, ReplayOptions};
-use ddbx_tests::{Run, TempDir, figure1};
-use serde_json::Value;
+use ddbx_tests::{Ddbx, TempDir, cut_of, path_str};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap_or_default()
-}
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
+/// The cut `ddbx inf` computes for `args` (which must hold).
 fn inf(rec: &Path, args: &[&str]) -> BTreeMap<String, u64> {
-    let out = Run::new(DDBX)
-        .args(["inf", s(rec), "--json"])
-        .args(args)
-        .output();
-    assert_eq!(out.code, 0, "inf {args:?}: {}", out.stderr);
-    json(&out.stdout)["cut"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
-        .collect()
+    let v = DDBX.json(["inf", path_str(rec), "--json"].iter().chain(args));
+    cut_of(&v["cut"]).unwrap_or_default()
 }
 
 /// The pids of the processes a halted state holds.
@@ -51,17 +34,10 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn a_halted_replay_resumes_and_is_killed_through_the_api() {
-    let (run, bin) = figure1();
     let tmp = TempDir::new("halt-api");
     let rec = tmp.join("rec");
-    let out = Run::new(DDBX)
-        .args(["record", "-o", s(&rec), "--", s(&run)])
-        .env("DDBX_JITTER", "20")
-        .env("FIG1_BIN", s(&bin))
-        .output();
-    assert_eq!(out.code, 0, "record: {}", out.stderr);
-    let ps = Run::new(DDBX).args(["ps", s(&rec), "--json"]).output();
-    let ps = json(&ps.stdout);
+    DDBX.record_figure1(&rec);
+    let ps = DDBX.json(["ps", path_str(&rec), "--json"]);
     let id_of = |program: &str| -> String {
         ps["actors"]
             .as_array()

@@ -10,16 +10,14 @@
 //! replay. With
 //! `DDBX_PROPTEST_KEEP=DIR` the recordings of failing cases are copied to `DIR/seed<N>`.
 
-use ddbx_tests::{Run, TempDir, progs};
-use ddbx_wire::{History, Record};
-use serde_json::Value;
+use ddbx_tests::{Ddbx, Seeds, TempDir, cut_of, parse_json, path_str, progs, raw_histories};
+use ddbx_wire::Record;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 /// Predicates per recording.
 const PER_RECORDING: usize = 4;
@@ -41,32 +39,17 @@ impl Rng {
     }
 }
 
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(s) => s
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={s:?} is not a number")),
-        Err(_) => default,
-    }
-}
-
 /// One recording's histories, by actor number (`p3` → 3).
 fn load_histories(rec: &Path) -> BTreeMap<u32, Vec<Record>> {
-    let mut out = BTreeMap::new();
-    let dir = rec.join("history");
-    for entry in std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-    {
-        let h = History::load(&entry.path()).unwrap_or_else(|e| panic!("{e}"));
-        let id = h.actor.to_string();
-        let n: u32 = id[1..]
-            .parse()
-            .unwrap_or_else(|_| panic!("odd actor id {id}"));
-        out.insert(n, h.records);
-    }
-    out
+    raw_histories(rec)
+        .into_iter()
+        .map(|(id, records)| {
+            let n: u32 = id[1..]
+                .parse()
+                .unwrap_or_else(|_| panic!("odd actor id {id}"));
+            (n, records)
+        })
+        .collect()
 }
 
 /// The values an actor's probe `name` takes in its history.
@@ -140,21 +123,6 @@ fn predicate(hist: &BTreeMap<u32, Vec<Record>>, rng: &mut Rng) -> String {
     parts.join(" && ")
 }
 
-fn parse_json(text: &str, what: &str) -> Value {
-    serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("{what}: not one JSON object ({e}):\n{text}"))
-}
-
-/// A JSON cut as actor → events.
-fn cut_of(v: &Value) -> Option<BTreeMap<String, u64>> {
-    let obj = v.as_object()?;
-    Some(
-        obj.iter()
-            .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(u64::MAX)))
-            .collect(),
-    )
-}
-
 fn show_cut(c: &Option<BTreeMap<String, u64>>) -> String {
     match c {
         None => "none".into(),
@@ -184,13 +152,7 @@ struct Case {
 /// The tail of a `DDBX_TRACE_HALT=1` replay of `rec` with `pred` (for failure reports).
 fn trace_tail(rec: &Path, pred: &str) -> String {
     let traced = std::panic::catch_unwind(|| {
-        Run::new(DDBX)
-            .args([
-                "replay",
-                rec.to_str().unwrap_or_default(),
-                "--stop-if",
-                pred,
-            ])
+        DDBX.run(["replay", path_str(rec), "--stop-if", pred])
             .env("DDBX_TRACE_HALT", "1")
             .output()
     });
@@ -210,8 +172,8 @@ fn trace_tail(rec: &Path, pred: &str) -> String {
 
 /// One predicate on one recording: inf, then the halting replay, compared.
 fn run_case(seed: u64, index: usize, rec: &Path, pred: &str, recorded_stdout: &str) -> Case {
-    let dir = rec.to_str().unwrap_or_default();
-    let inf = Run::new(DDBX).args(["inf", dir, pred, "--json"]).output();
+    let dir = path_str(rec);
+    let inf = DDBX.run(["inf", dir, pred, "--json"]).output();
     assert!(
         inf.code == 0 || inf.code == 1,
         "seed {seed}: ddbx inf '{pred}' exited {}:\n{}",
@@ -233,16 +195,9 @@ fn run_case(seed: u64, index: usize, rec: &Path, pred: &str, recorded_stdout: &s
         .join(format!("messages-{index}.json"));
     let started = Instant::now();
     let replay = std::panic::catch_unwind(|| {
-        Run::new(DDBX)
-            .args([
-                "replay",
-                dir,
-                "--stop-if",
-                pred,
-                "--json",
-                "--messages",
-                messages.to_str().unwrap_or_default(),
-            ])
+        let json = ["--json", "--messages", path_str(&messages)];
+        DDBX.run(["replay", dir, "--stop-if", pred])
+            .args(json)
             .output()
     });
     let elapsed = started.elapsed();
@@ -333,15 +288,8 @@ fn run_case(seed: u64, index: usize, rec: &Path, pred: &str, recorded_stdout: &s
 fn run_seed(seed: u64, program: &Path) -> Vec<Case> {
     let tmp = TempDir::new("halting-prop");
     let rec = tmp.join("rec");
-    let recorded = Run::new(DDBX)
-        .args([
-            "record",
-            "-o",
-            rec.to_str().unwrap_or_default(),
-            "--",
-            program.to_str().unwrap_or_default(),
-            &seed.to_string(),
-        ])
+    let recorded = DDBX
+        .record(&rec, program, &[&seed.to_string()])
         .env("DDBX_JITTER", "2")
         .output();
     assert_eq!(
@@ -372,47 +320,17 @@ fn run_seed(seed: u64, program: &Path) -> Vec<Case> {
 
 #[test]
 fn halting_replay_stops_where_inf_says_on_random_programs() {
-    let seeds = env_number("DDBX_PROPTEST_CASES", 50);
-    let threads = env_number("DDBX_PROPTEST_THREADS", 8).max(1);
+    let seeds = Seeds::from_env();
     let program = progs().join("randprog");
     let started = Instant::now();
-    let next = AtomicU64::new(1);
-    let results: Mutex<Vec<(u64, Vec<Case>)>> = Mutex::new(Vec::new());
-    let setup_failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed > seeds {
-                        break;
-                    }
-                    match std::panic::catch_unwind(|| run_seed(seed, &program)) {
-                        Ok(cases) => results
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push((seed, cases)),
-                        Err(e) => {
-                            let why = e
-                                .downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_else(|| "panic".into());
-                            setup_failures
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .push(format!("seed {seed}: {why}"));
-                        }
-                    }
-                }
-            });
+    let mut results: Vec<(u64, Vec<Case>)> = Vec::new();
+    let mut setup_failures: Vec<String> = Vec::new();
+    for outcome in seeds.run(|seed| run_seed(seed, &program)) {
+        match outcome.result {
+            Ok(cases) => results.push((outcome.seed, cases)),
+            Err(why) => setup_failures.push(format!("seed {}: {why}", outcome.seed)),
         }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    results.sort_by_key(|(seed, _)| *seed);
-    let setup_failures = setup_failures
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner());
+    }
     let cases: Vec<&Case> = results.iter().flat_map(|(_, c)| c).collect();
     let held = cases.iter().filter(|c| c.held).count();
     let times: Vec<Duration> = cases.iter().filter_map(|c| c.halt_time).collect();
@@ -427,7 +345,7 @@ fn halting_replay_stops_where_inf_says_on_random_programs() {
         "halting property: {} cases on {} recordings ({} threads): {} held, {} agree with inf, {} disagree; mean halt time {mean:.2?} (max {max:.2?}); total {:.1?}",
         cases.len(),
         results.len(),
-        threads,
+        seeds.threads,
         held,
         cases.len() - failures.len(),
         failures.len(),
@@ -448,7 +366,7 @@ fn halting_replay_stops_where_inf_says_on_random_programs() {
         setup_failures.len()
     );
     assert!(
-        cases.len() as u64 >= seeds * PER_RECORDING as u64,
+        cases.len() as u64 >= seeds.count * PER_RECORDING as u64,
         "only {} cases ran",
         cases.len()
     );

@@ -4,13 +4,13 @@
 //! child's end: a halting replay that needs the second client lets the first one finish (a
 //! process blocked in waitpid reads no request), and the offline `ddbx inf` agrees.
 
-use ddbx_tests::{Run, TempDir, workspace};
+use ddbx_tests::{Ddbx, TempDir, path_str, workspace};
 use serde_json::Value;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
-fn json(text: &str) -> Value {
-    // Take the JSON line (a replay's stderr also carries the programs' own messages).
+/// The JSON line of a replay's stderr (which also carries the programs' own messages).
+fn json_line(text: &str) -> Value {
     let line = text
         .lines()
         .find(|l| l.starts_with('{'))
@@ -23,18 +23,10 @@ fn a_client_started_after_a_foreground_one_is_reached_and_the_cut_matches_inf() 
     let tmp = TempDir::new("fg");
     let rec = tmp.join("rec");
     let script = workspace().join("tests/real/sh_foreground.sh");
-    let out = Run::new(DDBX)
-        .args(["record", "-o", rec.to_str().unwrap(), "--"])
-        .args([script.to_str().unwrap()])
-        .output();
-    assert_eq!(out.code, 0, "record: {}", out.stderr);
+    DDBX.record(&rec, &script, &[]).success();
 
     // The second client: the tiny_client.py whose last argument is 2.
-    let ps = Run::new(DDBX)
-        .args(["ps", rec.to_str().unwrap(), "--json"])
-        .output();
-    assert_eq!(ps.code, 0, "ps: {}", ps.stderr);
-    let actors = json(&ps.stdout);
+    let actors = DDBX.json(["ps", path_str(&rec), "--json"]);
     let second = actors["actors"]
         .as_array()
         .expect("actors")
@@ -50,25 +42,14 @@ fn a_client_started_after_a_foreground_one_is_reached_and_the_cut_matches_inf() 
         .expect("the second client is an actor");
     let pred = format!("{second}.events >= 3");
 
-    let inf = Run::new(DDBX)
-        .args(["inf", rec.to_str().unwrap(), &pred, "--json"])
-        .output();
-    assert_eq!(inf.code, 0, "inf: {}", inf.stderr);
-    let offline = json(&inf.stdout)["cut"].clone();
+    let offline = DDBX.json(["inf", path_str(&rec), &pred, "--json"])["cut"].clone();
 
     for _ in 0..3 {
-        let replay = Run::new(DDBX)
-            .args([
-                "replay",
-                rec.to_str().unwrap(),
-                "--stop-if",
-                &pred,
-                "--json",
-            ])
-            .output();
-        assert_eq!(replay.code, 0, "replay: {}", replay.stderr);
+        let replay = DDBX
+            .run(["replay", path_str(&rec), "--stop-if", &pred, "--json"])
+            .success();
         // The replay's JSON goes to the message stream (stdout is the program's).
-        let halted = json(&replay.stderr);
+        let halted = json_line(&replay.stderr);
         assert_eq!(halted["outcome"], "halted", "{}", replay.stdout);
         assert_eq!(halted["cut"], offline, "online cut vs ddbx inf");
         assert_eq!(halted["cut"][second.as_str()], 3);

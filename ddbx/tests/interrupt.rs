@@ -2,59 +2,37 @@
 //! the recorded program running (record: it carries on), a recording that still loads, and a
 //! runtime directory that the next ddbx removes; a held halt ends on SIGTERM.
 
-use ddbx_tests::{Run, TempDir, progs};
+use ddbx_tests::{Ddbx, GroupKiller, TempDir, group_pids, path_str, progs, spawn_in_group};
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
-/// Kills a process group when dropped.
-struct Group(i32);
-impl Drop for Group {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory preconditions.
-        unsafe { libc::kill(-self.0, libc::SIGKILL) };
-    }
-}
-
-/// Processes (not zombies) in process group `pgid`.
-fn members(pgid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
-            out.push(pid);
-        }
-    }
-    out
+/// `ddbx ARGS…` started in a process group of its own, stdin closed, the other streams as
+/// given: for tests that signal ddbx while it runs.
+fn start_ddbx(args: &[&str], stdout: Stdio, stderr: Stdio) -> (Child, GroupKiller) {
+    spawn_in_group(
+        Command::new(DDBX.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr),
+    )
 }
 
 /// `ddbx record` of ext_server (which waits for clients that never come), in its own process
 /// group; returns once the server is listening (it printed its port).
-fn record_waiting_server(dir: &std::path::Path) -> (Child, Group) {
-    let mut child = Command::new(DDBX)
-        .args(["record", "-o"])
-        .arg(dir)
-        .arg("--")
-        .arg(progs().join("ext_server"))
-        .arg("100")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let group = Group(child.id() as i32);
+fn record_waiting_server(dir: &std::path::Path) -> (Child, GroupKiller) {
+    let server = progs().join("ext_server");
+    let args = [
+        "record",
+        "-o",
+        path_str(dir),
+        "--",
+        path_str(&server),
+        "100",
+    ];
+    let (mut child, group) = start_ddbx(&args, Stdio::piped(), Stdio::null());
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")))
         .read_line(&mut line)
@@ -93,7 +71,7 @@ fn sigint_and_sigterm_stop_the_record_and_clean_up() {
         let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(status.code(), Some(code), "ddbx after signal {signal}");
         assert_eq!(
-            members(group.0),
+            group_pids(group.0),
             Vec::<i32>::new(),
             "nothing left running after signal {signal}"
         );
@@ -116,13 +94,10 @@ fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let _ = child.wait();
     // Record: the program carries on without its supervisor.
-    let left = members(group.0);
+    let left = group_pids(group.0);
     assert_eq!(left.len(), 1, "the server keeps running: {left:?}");
     // The recording loads: the actor it had is listed (from the actors log).
-    let ps = Run::new(DDBX)
-        .args(["ps", rec.to_str().unwrap_or_default()])
-        .output();
-    assert_eq!(ps.code, 0, "{}", ps.stderr);
+    let ps = DDBX.run(["ps", path_str(&rec)]).success();
     assert!(
         ps.stdout.contains("ext_server") && ps.stdout.contains("Recording"),
         "{}",
@@ -132,16 +107,8 @@ fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
     // The next ddbx removes the dead one's runtime directory.
     assert!(!runtime_dirs_of(pid).is_empty());
     let again = tmp.join("again");
-    let out = Run::new(DDBX)
-        .args([
-            "record",
-            "-o",
-            again.to_str().unwrap_or_default(),
-            "--",
-            "/bin/true",
-        ])
-        .output();
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    DDBX.record(&again, std::path::Path::new("/bin/true"), &[])
+        .success();
     assert!(
         runtime_dirs_of(pid).is_empty(),
         "stale runtime dir of pid {pid} not removed"
@@ -152,21 +119,10 @@ fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
 fn a_held_halt_ends_on_sigterm_with_nothing_left() {
     let tmp = TempDir::new("hold");
     let rec = tmp.join("rec");
-    let recorded = Run::new(DDBX)
-        .args(["record", "-o", rec.to_str().unwrap_or_default(), "--"])
-        .args([progs().join("accept_race")])
-        .output();
-    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
-    let mut child = Command::new(DDBX)
-        .args(["replay", "--stop-at", "p1:2", "--hold"])
-        .arg(&rec)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let group = Group(child.id() as i32);
+    DDBX.record(&rec, &progs().join("accept_race"), &[])
+        .success();
+    let args = ["replay", "--stop-at", "p1:2", "--hold", path_str(&rec)];
+    let (mut child, group) = start_ddbx(&args, Stdio::null(), Stdio::piped());
     let mut err = BufReader::new(child.stderr.take().unwrap_or_else(|| panic!("no stderr")));
     let mut seen = String::new();
     loop {
@@ -179,10 +135,10 @@ fn a_held_halt_ends_on_sigterm_with_nothing_left() {
         }
     }
     // The halted processes are alive and held.
-    assert!(members(group.0).len() >= 2, "{seen}");
+    assert!(group_pids(group.0).len() >= 2, "{seen}");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.code(), Some(0), "{seen}");
-    assert_eq!(members(group.0), Vec::<i32>::new());
+    assert_eq!(group_pids(group.0), Vec::<i32>::new());
 }

@@ -6,67 +6,28 @@
 //! says happened (not just the same output), (2) how many receives were logged, and (3) that
 //! every race the offline analysis (`ddbx races`, on the full histories) finds was logged.
 
-use ddbx_tests::{Run, TempDir, assert_same_histories, figure1, native_outputs, progs};
-use ddbx_wire::{History, Record};
-use serde_json::Value;
+use ddbx_tests::{
+    Ddbx, Histories, LoggedReceives, TempDir, figure1, full_histories, histories, logged_receives,
+    native_outputs, path_str, progs,
+};
+use ddbx_wire::Record;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 /// An optimal recording and its full twin.
 struct Traced {
     tmp: TempDir,
-    optimal: BTreeMap<String, Vec<Record>>,
-    full: BTreeMap<String, Vec<Record>>,
+    optimal: Histories,
+    full: Histories,
 }
 
 impl Traced {
-    /// (receive-like events, of which logged): receives, ready sets, accepts.
-    fn receives(&self) -> (usize, usize) {
-        let mut total = 0;
-        let mut logged = 0;
-        for (actor, full) in &self.full {
-            let opt = &self.optimal[actor];
-            assert_eq!(
-                opt.len(),
-                full.len(),
-                "{actor}: optimal and full differ in length"
-            );
-            for (f, o) in full.iter().zip(opt) {
-                if matches!(
-                    f,
-                    Record::Recv { .. }
-                        | Record::NoData { .. }
-                        | Record::Ready { .. }
-                        | Record::Accept { .. }
-                ) {
-                    total += 1;
-                    if *o != Record::Untraced {
-                        logged += 1;
-                    }
-                }
-            }
-        }
-        (total, logged)
+    /// The receive-like events (receives, ready sets, accepts) and how many were logged.
+    fn receives(&self) -> LoggedReceives {
+        logged_receives(&self.optimal, &self.full)
     }
-}
-
-fn load(dir: &Path, suffix: &str) -> BTreeMap<String, Vec<Record>> {
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir.join("history")).unwrap().flatten() {
-        let path = entry.path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.ends_with(suffix) {
-            continue;
-        }
-        let h = History::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        out.insert(
-            h.actor.to_string(),
-            h.records.iter().map(Record::without_run_details).collect(),
-        );
-    }
-    out
 }
 
 /// Records `program args` with `--trace optimal`, then replays it 3 times: same exit code,
@@ -74,17 +35,9 @@ fn load(dir: &Path, suffix: &str) -> BTreeMap<String, Vec<Record>> {
 fn record_and_replay(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Traced {
     let tmp = TempDir::new("opt");
     let rec = tmp.join("rec");
-    let mut cmd = vec![
-        "record",
-        "--trace",
-        "optimal",
-        "-o",
-        rec.to_str().unwrap(),
-        "--",
-    ];
-    cmd.push(program.to_str().unwrap());
-    cmd.extend_from_slice(args);
-    let mut run = Run::new(DDBX).args(&cmd).env("DDBX_TRACE_CHECK", "1");
+    let mut run = DDBX
+        .record_with(&["--trace", "optimal"], &rec, program, args)
+        .env("DDBX_TRACE_CHECK", "1");
     for (k, v) in env {
         run = run.env(k, v);
     }
@@ -94,27 +47,10 @@ fn record_and_replay(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Tra
         "nothing printed under record:\n{}",
         recorded.stderr
     );
-    let optimal = load(&rec, ".ron");
-    let full = load(&rec, ".ron.full");
+    let optimal = histories(&rec);
+    let full = full_histories(&rec);
     assert!(!full.is_empty(), "no full twin histories were written");
-    for i in 1..=3 {
-        let out = tmp.join(&format!("replay{i}"));
-        let replayed = Run::new(DDBX)
-            .args([
-                "replay",
-                "--history-out",
-                out.to_str().unwrap(),
-                rec.to_str().unwrap(),
-            ])
-            .output();
-        assert_eq!(
-            replayed.code, recorded.code,
-            "replay {i}: exit code; stderr:\n{}",
-            replayed.stderr
-        );
-        assert_eq!(replayed.stdout, recorded.stdout, "replay {i}: output");
-        assert_same_histories(&full, &load(&out, ".ron"), &format!("full vs replay {i}"));
-    }
+    DDBX.assert_replays(&rec, &recorded, 3, &full, &histories);
     Traced { tmp, optimal, full }
 }
 
@@ -161,11 +97,7 @@ fn races_were_logged(t: &Traced) -> usize {
             std::fs::copy(entry.path(), twin.join("history").join(base)).unwrap();
         }
     }
-    let out = Run::new(DDBX)
-        .args(["races", "--json", twin.to_str().unwrap()])
-        .output();
-    assert_eq!(out.code, 0, "races failed: {}", out.stderr);
-    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let v = DDBX.json(["races", "--json", path_str(&twin)]);
     let races = v["races"].as_array().unwrap();
     for race in races {
         let actor = race["actor"].as_str().unwrap();
@@ -217,7 +149,7 @@ fn epoll_any_replays() {
 #[test]
 fn partial_reads_replay() {
     let t = race("partial_reads", &[]);
-    let (_, logged) = t.receives();
+    let LoggedReceives { logged, .. } = t.receives();
     assert!(logged > 0, "partial reads raced but nothing was logged");
 }
 
@@ -241,7 +173,7 @@ fn clients_streaming_to_one_select_loop_replay_and_the_races_are_logged() {
         races_were_logged(&t) > 0,
         "no race among 6 streaming clients"
     );
-    let (total, logged) = t.receives();
+    let LoggedReceives { total, logged } = t.receives();
     assert!(
         logged * 10 > total,
         "only {logged} of {total} receives logged"
@@ -254,7 +186,7 @@ fn figure1_replays() {
     let t = record_and_replay(
         &run,
         &[],
-        &[("FIG1_BIN", bin.to_str().unwrap()), ("DDBX_JITTER", "20")],
+        &[("FIG1_BIN", path_str(&bin)), ("DDBX_JITTER", "20")],
     );
     races_were_logged(&t);
 }
@@ -275,7 +207,7 @@ fn random_programs_replay_and_their_races_are_logged() {
 #[test]
 fn ping_pong_logs_almost_no_receive() {
     let t = record_and_replay(&progs().join("bench_pingpong"), &["500", "64"], &[]);
-    let (total, logged) = t.receives();
+    let LoggedReceives { total, logged } = t.receives();
     assert!(total >= 1000, "expected 1000 receives, found {total}");
     // The accept and at most a couple of receives at the end, out of 1000.
     assert!(
@@ -288,14 +220,14 @@ fn ping_pong_logs_almost_no_receive() {
 fn what_needs_the_full_history_refuses_an_optimal_recording() {
     let t = record_and_replay(&progs().join("bench_pingpong"), &["20", "8"], &[]);
     let rec = t.tmp.join("rec");
-    let rec = rec.to_str().unwrap();
+    let rec = path_str(&rec);
     for args in [
         vec!["races", rec],
         vec!["view", rec, "-o", "/dev/null"],
         vec!["inf", rec, "x==1"],
         vec!["replay", "--stop-at", "p1:3", rec],
     ] {
-        let out = Run::new(DDBX).args(&args).output();
+        let out = DDBX.run(&args).output();
         assert_eq!(out.code, 102, "{args:?}: {}", out.stderr);
         assert!(
             out.stderr.contains("--trace optimal") && out.stderr.contains("--full"),
@@ -303,6 +235,5 @@ fn what_needs_the_full_history_refuses_an_optimal_recording() {
             out.stderr
         );
     }
-    let shown = Run::new(DDBX).args(["show", rec, "p1"]).output();
-    assert_eq!(shown.code, 0, "show: {}", shown.stderr);
+    DDBX.run(["show", rec, "p1"]).success();
 }

@@ -1,14 +1,14 @@
 //! Processes made every way a C program can make them (fork, posix_spawn, system, popen), and a
 //! process that kills itself with SIGKILL in the middle of a conversation.
 
-use ddbx_tests::{Run, TempDir, native_outputs, progs, record_and_replay};
+use ddbx_tests::{Ddbx, Run, TempDir, histories, path_str, progs};
 use ddbx_wire::history::Origin;
 use ddbx_wire::manifest::Manifest;
 use ddbx_wire::{History, Record};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 /// One row of the plain `ddbx ps` table.
 #[derive(Debug)]
@@ -21,10 +21,7 @@ struct PsRow {
 
 /// Runs `ddbx ps DIR` and parses its table (columns are aligned under the header).
 fn ps(dir: &Path) -> Vec<PsRow> {
-    let out = Run::new(DDBX)
-        .args(["ps", dir.to_str().unwrap_or_default()])
-        .output();
-    assert_eq!(out.code, 0, "ddbx ps: {}", out.stderr);
+    let out = DDBX.run(["ps", path_str(dir)]).success();
     let mut lines = out.stdout.lines();
     let header = lines.next().unwrap_or_default();
     let col = |name: &str| {
@@ -49,11 +46,7 @@ fn ps(dir: &Path) -> Vec<PsRow> {
 }
 
 fn show(dir: &Path, actor: &str) -> String {
-    let out = Run::new(DDBX)
-        .args(["show", dir.to_str().unwrap_or_default(), actor])
-        .output();
-    assert_eq!(out.code, 0, "ddbx show {actor}: {}", out.stderr);
-    out.stdout
+    DDBX.run(["show", path_str(dir), actor]).success().stdout
 }
 
 /// Actor ids by origin, from a manifest.
@@ -68,13 +61,7 @@ fn ids_by_origin(dir: &Path) -> BTreeMap<Origin, String> {
 #[test]
 fn clients_made_by_fork_posix_spawn_system_and_popen() {
     let program = progs().join("spawn_paths");
-    let native = native_outputs(&program, &[], 5, 2, 30);
-    assert!(
-        native.len() >= 2,
-        "30 native runs all printed the same:\n{}",
-        native[0]
-    );
-    let (tmp, recorded) = record_and_replay(Path::new(DDBX), &program, &[], 5, 3);
+    let (tmp, recorded) = DDBX.race(&program, &[], 5);
     assert!(
         recorded.stdout.ends_with(
             "popen output: client 4 got ok\n\
@@ -180,7 +167,7 @@ fn a_child_that_kills_itself() {
         native.stderr
     );
 
-    let (tmp, recorded) = record_and_replay(Path::new(DDBX), &program, &[], 5, 3);
+    let (tmp, recorded) = DDBX.record_and_replay(&program, &[], 5, 3);
     assert_eq!(recorded.stdout, expected);
     let rec = tmp.join("rec");
 
@@ -233,17 +220,8 @@ fn a_child_that_kills_itself() {
 fn the_record_summary_counts_the_events_of_a_killed_actor() {
     let tmp = TempDir::new("selfkill-summary");
     let rec = tmp.join("rec");
-    let out = Run::new(DDBX)
-        .args([
-            "record",
-            "-o",
-            rec.to_str().unwrap_or_default(),
-            "--",
-            progs().join("self_kill").to_str().unwrap_or_default(),
-        ])
-        .output();
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let total: usize = ddbx_tests::histories(&rec).values().map(Vec::len).sum();
+    let out = DDBX.record(&rec, &progs().join("self_kill"), &[]).success();
+    let total: usize = histories(&rec).values().map(Vec::len).sum();
     assert!(
         out.stderr
             .contains(&format!("recorded 2 actors, {total} events")),

@@ -13,43 +13,47 @@
 //! before the race's receive. The HTML view of Figure 1 has an `<svg>` per view and the race
 //! list, refers to nothing outside itself, and is byte-identical when made twice.
 
-use ddbx_tests::{Run, TempDir, figure1, progs};
+use ddbx_tests::{Ddbx, TempDir, forked_child, parse_json, path_str, progs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap_or_default()
+/// A recording of a race program and what `ddbx races --json` says about it.
+struct Raced {
+    /// Holds the recording until the test ends.
+    _tmp: TempDir,
+    rec: PathBuf,
+    /// `ddbx races --json`.
+    json: Value,
+    /// Its races.
+    races: Vec<Value>,
 }
 
-fn json(text: &str, what: &str) -> Value {
-    serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("{what}: not one JSON object ({e}):\n{text}"))
-}
-
-/// Records `program args` with `DDBX_JITTER=5` into `tmp/rec`.
-fn record(tmp: &TempDir, program: &Path, args: &[&str]) -> PathBuf {
+/// Records `tests/progs/PROGRAM args` with `DDBX_JITTER=5` and lists its races ([`races`]).
+fn raced(tag: &str, program: &str, args: &[&str]) -> Raced {
+    let tmp = TempDir::new(tag);
     let rec = tmp.join("rec");
-    let out = Run::new(DDBX)
-        .args(["record", "-o", s(&rec), "--", s(program)])
-        .args(args)
+    DDBX.record(&rec, &progs().join(program), args)
         .env("DDBX_JITTER", "5")
-        .output();
-    assert_eq!(out.code, 0, "record {}: {}", program.display(), out.stderr);
-    rec
+        .success();
+    let json = races(&rec);
+    let races = list(&json["races"]);
+    Raced {
+        _tmp: tmp,
+        rec,
+        json,
+        races,
+    }
 }
 
 /// `ddbx races --json DIR`, also checking that the text output has one block per race.
 fn races(rec: &Path) -> Value {
     let started = Instant::now();
-    let out = Run::new(DDBX).args(["races", "--json", s(rec)]).output();
+    let v = DDBX.json(["races", "--json", path_str(rec)]);
     eprintln!("races: {:.2?}", started.elapsed());
-    assert_eq!(out.code, 0, "races: {}", out.stderr);
-    let v = json(&out.stdout, "ddbx races --json");
-    let text = Run::new(DDBX).args(["races", s(rec)]).output();
-    assert_eq!(text.code, 0, "races: {}", text.stderr);
+    let text = DDBX.run(["races", path_str(rec)]).success();
     let n = v["races"].as_array().map_or(0, Vec::len);
     assert_eq!(
         text.stdout
@@ -80,20 +84,13 @@ fn assert_stops_before(rec: &Path, race: &Value) {
     assert_eq!(stop_at, format!("{actor}:{}", event - 1));
     assert_eq!(
         race["replay"].as_str().unwrap_or_default(),
-        format!("ddbx replay {} --stop-at {stop_at}", s(rec))
+        format!("ddbx replay {} --stop-at {stop_at}", path_str(rec))
     );
     let messages = rec.with_file_name(format!("messages-{actor}-{event}.json"));
     let started = Instant::now();
-    let out = Run::new(DDBX)
-        .args([
-            "replay",
-            s(rec),
-            "--stop-at",
-            stop_at,
-            "--json",
-            "--messages",
-        ])
-        .args([s(&messages)])
+    let out = DDBX
+        .run(["replay", path_str(rec), "--stop-at", stop_at, "--json"])
+        .args(["--messages", path_str(&messages)])
         .output();
     eprintln!(
         "replay --stop-at {stop_at}: exit {} in {:.2?}",
@@ -102,7 +99,7 @@ fn assert_stops_before(rec: &Path, race: &Value) {
     );
     assert_eq!(out.code, 0, "replay --stop-at {stop_at}: {}", out.stderr);
     let text = std::fs::read_to_string(&messages).unwrap_or_default();
-    let v = json(&text, "ddbx replay --json");
+    let v = parse_json(&text, "ddbx replay --json");
     assert_eq!(
         v["cut"][actor].as_u64(),
         Some(event - 1),
@@ -124,10 +121,8 @@ fn assert_stops_before(rec: &Path, race: &Value) {
 
 #[test]
 fn three_senders_to_one_select_are_one_unaffected_race() {
-    let tmp = TempDir::new("races-three");
-    let rec = record(&tmp, &progs().join("race_three"), &[]);
-    let v = races(&rec);
-    let rs = list(&v["races"]);
+    let raced = raced("races-three", "race_three", &[]);
+    let (rec, v, rs) = (&raced.rec, &raced.json, &raced.races);
     assert_eq!(rs.len(), 1, "{v}");
     let r = &rs[0];
     assert_eq!(r["actor"], "p1", "{r}");
@@ -140,17 +135,15 @@ fn three_senders_to_one_select_are_one_unaffected_race() {
     assert_eq!(r["locally_first"], true);
     assert_eq!(r["unaffected"], true);
     assert_eq!(v["unaffected"], serde_json::json!([1]));
-    assert_stops_before(&rec, r);
+    assert_stops_before(rec, r);
 }
 
 #[test]
 fn the_first_accept_race_affects_the_second() {
-    let tmp = TempDir::new("races-accept");
-    let rec = record(&tmp, &progs().join("accept_race"), &["3"]);
-    let v = races(&rec);
-    let rs = list(&v["races"]);
+    let raced = raced("races-accept", "accept_race", &["3"]);
+    let (rec, v, rs) = (&raced.rec, &raced.json, &raced.races);
     assert_eq!(rs.len(), 2, "{v}");
-    for r in &rs {
+    for r in rs {
         assert_eq!(r["actor"], "p1", "{r}");
         assert_eq!(r["kind"], "accept", "{r}");
     }
@@ -171,29 +164,18 @@ fn the_first_accept_race_affects_the_second() {
             .all(|m| &m["actor"] != got1),
         "{v}"
     );
-    assert_stops_before(&rec, &rs[0]);
-    assert_stops_before(&rec, &rs[1]);
+    assert_stops_before(rec, &rs[0]);
+    assert_stops_before(rec, &rs[1]);
 }
 
 #[test]
 fn paper_004_figure_1_has_three_locally_first_races_and_one_unaffected() {
-    let tmp = TempDir::new("races-fig004");
-    let rec = record(&tmp, &progs().join("race_fig004"), &[]);
-    let v = races(&rec);
-    let rs = list(&v["races"]);
+    let raced = raced("races-fig004", "race_fig004", &[]);
+    let (rec, v, rs) = (&raced.rec, &raced.json, &raced.races);
     // The root is P0 (no race); its children 1, 2, 3 are P1 (race w), P2 (race x) and
     // P3 (race y), whatever actor ids the record gave them.
-    let ps = Run::new(DDBX).args(["ps", "--json", s(&rec)]).output();
-    assert_eq!(ps.code, 0, "ps: {}", ps.stderr);
-    let ps = json(&ps.stdout, "ddbx ps --json");
-    let child = |i: u32| -> String {
-        let origin = format!("Fork{{parent: p1, index: {i}}}");
-        list(&ps["actors"])
-            .iter()
-            .find(|a| a["origin"] == origin.as_str())
-            .and_then(|a| a["id"].as_str().map(str::to_string))
-            .unwrap_or_else(|| panic!("no actor with origin {origin}: {ps}"))
-    };
+    let ps = DDBX.json(["ps", "--json", path_str(rec)]);
+    let child = |i| forked_child(&ps, "p1", i);
     let (p1, p2, p3) = (child(1), child(2), child(3));
     let race_of = |actor: &str| -> Value {
         let mine: Vec<Value> = rs.iter().filter(|r| r["actor"] == actor).cloned().collect();
@@ -225,21 +207,15 @@ fn paper_004_figure_1_has_three_locally_first_races_and_one_unaffected() {
             .any(|m| m["actor"] == p2.as_str()),
         "{y}"
     );
-    assert_stops_before(&rec, &x);
-    assert_stops_before(&rec, &y);
+    assert_stops_before(rec, &x);
+    assert_stops_before(rec, &y);
 }
 
 #[test]
 fn figure_1_races_and_a_deterministic_self_contained_view() {
     let tmp = TempDir::new("races-fig1");
-    let (run, bin) = figure1();
     let rec = tmp.join("rec");
-    let out = Run::new(DDBX)
-        .args(["record", "-o", s(&rec), "--", s(&run)])
-        .env("DDBX_JITTER", "20")
-        .env("FIG1_BIN", s(&bin))
-        .output();
-    assert_eq!(out.code, 0, "record: {}", out.stderr);
+    DDBX.record_figure1(&rec);
     let v = races(&rec);
     let rs = list(&v["races"]);
     assert_eq!(rs.len(), 2, "{v}");
@@ -265,9 +241,9 @@ fn figure_1_races_and_a_deterministic_self_contained_view() {
     let html2 = tmp.join("b.html");
     for h in [&html1, &html2] {
         let started = Instant::now();
-        let out = Run::new(DDBX).args(["view", s(&rec), "-o", s(h)]).output();
+        DDBX.run(["view", path_str(&rec), "-o", path_str(h)])
+            .success();
         eprintln!("view: {:.2?}", started.elapsed());
-        assert_eq!(out.code, 0, "view: {}", out.stderr);
     }
     let a = std::fs::read(&html1).unwrap_or_else(|e| panic!("{e}"));
     let b = std::fs::read(&html2).unwrap_or_else(|e| panic!("{e}"));

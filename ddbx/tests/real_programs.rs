@@ -7,16 +7,22 @@
 //! socat and busybox come from Debian's packages (`.ci/run` installs them); where one is not
 //! installed its test says so on stderr and passes without running.
 
-use ddbx_tests::{histories, progs, race, record_and_replay, workspace};
+use ddbx_tests::{Ddbx, histories, progs, workspace};
 use ddbx_wire::Record;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 /// Jitter (ms) for the scripts' random delays.
 const JITTER: u32 = 20;
 
 fn script(name: &str) -> PathBuf {
     workspace().join("tests/real").join(name)
+}
+
+/// Shows that the outcome of `tests/real/NAME` varies natively, then records it once and
+/// replays it 3 times ([`Ddbx::race`]).
+fn race_script(name: &str) {
+    DDBX.race(&script(name), &[], JITTER);
 }
 
 /// Whether `program` is on PATH; if not, says so on stderr (the caller then skips).
@@ -33,27 +39,21 @@ fn installed(program: &str) -> bool {
 fn python_forking_tcp_server_with_four_clients() {
     // The root forks a handler per connection (ForkingMixIn), after a poll on the listening
     // socket (socketserver's selector); the reply says in which order connections were accepted.
-    race(Path::new(DDBX), &script("forking_server.py"), &[], JITTER);
+    race_script("forking_server.py");
 }
 
 #[test]
 fn python_asyncio_server_with_four_asyncio_clients() {
     // epoll event loops everywhere, each with its self-pipe socketpair; the reply says in which
     // order the server handled the requests.
-    race(Path::new(DDBX), &script("asyncio_server.py"), &[], JITTER);
+    race_script("asyncio_server.py");
 }
 
 #[test]
 fn python_asyncio_clients_with_a_timer() {
     // The same with a fixed asyncio.sleep(0.02) in every client: a timer is an epoll_wait
     // that times out, so replay must reproduce timed-out waits as the loop saw them.
-    record_and_replay(
-        Path::new(DDBX),
-        &script("asyncio_server.py"),
-        &["timer"],
-        JITTER,
-        3,
-    );
+    DDBX.record_and_replay(&script("asyncio_server.py"), &["timer"], JITTER, 3);
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn socat_fork_mode_echo_server_with_four_socat_clients() {
     // listener with SIGTERM: socat's handler only notes it and the interrupted select returns
     // EINTR, so replay must make that select wait for the root's signal.
     if installed("socat") {
-        race(Path::new(DDBX), &script("socat_echo.py"), &[], JITTER);
+        race_script("socat_echo.py");
     }
 }
 
@@ -74,7 +74,7 @@ fn busybox_httpd_with_busybox_wget_and_urllib_clients() {
     // I/O goes through its hooks. The bodies arrive at the collector in the order the
     // responses completed.
     if installed("busybox") {
-        race(Path::new(DDBX), &script("busybox_httpd.py"), &[], JITTER);
+        race_script("busybox_httpd.py");
     }
 }
 
@@ -82,7 +82,7 @@ fn busybox_httpd_with_busybox_wget_and_urllib_clients() {
 fn stdio_streams_on_sockets_are_recorded() {
     // The same mechanism as busybox wget's, in a tiny C program (tests/progs/stdio_socket.c):
     // clients write and read their socket only through a fdopen'd stream.
-    let (tmp, _) = race(Path::new(DDBX), &progs().join("stdio_socket"), &[], 5);
+    let (tmp, _) = DDBX.race(&progs().join("stdio_socket"), &[], 5);
     let recorded = histories(&tmp.join("rec"));
     let clients: Vec<_> = recorded
         .iter()
@@ -104,12 +104,12 @@ fn stdio_streams_on_sockets_are_recorded() {
 
 #[test]
 fn sh_script_with_a_server_and_clients_in_the_background() {
-    race(Path::new(DDBX), &script("sh_background.sh"), &[], JITTER);
+    race_script("sh_background.sh");
 }
 
 #[test]
 fn bash_clients_over_dev_tcp() {
     // bash writes to the socket through stdio, which the LD does not see; replay must still
     // give every client the reply it got in the record.
-    race(Path::new(DDBX), &script("bash_devtcp.sh"), &[], JITTER);
+    race_script("bash_devtcp.sh");
 }

@@ -5,77 +5,43 @@
 //! one recording are identical: same exit status, same output as the record, and the same
 //! histories (pids and ports aside) as the record wrote.
 
-use ddbx_tests::{Output, TempDir, histories, progs};
+use ddbx_tests::{Ddbx, histories, progs};
 use ddbx_wire::Record;
-use std::path::Path;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
-/// Records `program args` with jitter, then replays it 3 times and checks each replay.
-fn record_and_replay(program: &Path, args: &[&str], jitter: u32) -> (TempDir, Output) {
-    ddbx_tests::record_and_replay(Path::new(DDBX), program, args, jitter, 3)
+/// The program matrix: one test per race program (`test: "program" [args], jitter N`), each
+/// showing the race natively, then recording once and replaying 3 times ([`Ddbx::race`]).
+macro_rules! race_tests {
+    ($($(#[$doc:meta])* $test:ident: $program:literal $args:expr, jitter $jitter:literal;)*) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            fn $test() {
+                DDBX.race(&progs().join($program), $args, $jitter);
+            }
+        )*
+    };
 }
 
-/// Shows the race natively (at least two different outputs), then records and replays.
-fn race(name: &str, args: &[&str], jitter: u32) {
-    ddbx_tests::race(Path::new(DDBX), &progs().join(name), args, jitter);
-}
-
-#[test]
-fn accept_race_between_two_clients() {
-    race("accept_race", &[], 5);
-}
-
-#[test]
-fn accept_order_of_many_clients() {
-    race("many_clients", &[], 5);
-}
-
-#[test]
-fn receive_from_any_via_select() {
-    race("select_any", &[], 5);
-}
-
-#[test]
-fn receive_from_any_via_poll() {
-    race("poll_any", &[], 5);
-}
-
-#[test]
-fn receive_from_any_via_epoll_level_triggered() {
-    race("epoll_any", &[], 5);
-}
-
-#[test]
-fn receive_from_any_via_epoll_edge_triggered() {
-    race("epoll_any", &["et"], 5);
-}
-
-#[test]
-fn partial_reads() {
-    race("partial_reads", &[], 2);
-}
-
-#[test]
-fn partial_reads_on_a_connection_passed_over_a_unix_socket() {
-    // SCM_RIGHTS: the worker reads a connection it did not accept; its reads are recorded and
-    // replayed like any other.
-    race("fd_passing", &[], 2);
-}
-
-#[test]
-fn nonblocking_receive_that_finds_nothing() {
-    race("nonblock_nodata", &[], 5);
-}
-
-#[test]
-fn connect_refused_before_the_server_listens() {
-    race("connect_refused", &[], 20);
+race_tests! {
+    accept_race_between_two_clients: "accept_race" &[], jitter 5;
+    accept_order_of_many_clients: "many_clients" &[], jitter 5;
+    receive_from_any_via_select: "select_any" &[], jitter 5;
+    receive_from_any_via_poll: "poll_any" &[], jitter 5;
+    receive_from_any_via_epoll_level_triggered: "epoll_any" &[], jitter 5;
+    receive_from_any_via_epoll_edge_triggered: "epoll_any" &["et"], jitter 5;
+    partial_reads: "partial_reads" &[], jitter 2;
+    /// SCM_RIGHTS: the worker reads a connection it did not accept; its reads are recorded and
+    /// replayed like any other.
+    partial_reads_on_a_connection_passed_over_a_unix_socket: "fd_passing" &[], jitter 2;
+    nonblocking_receive_that_finds_nothing: "nonblock_nodata" &[], jitter 5;
+    connect_refused_before_the_server_listens: "connect_refused" &[], jitter 20;
 }
 
 #[test]
 fn fork_of_a_child_that_inherits_a_connection() {
-    let (tmp, recorded) = record_and_replay(&progs().join("fork_inherit"), &[], 5);
+    let (tmp, recorded) = DDBX.record_and_replay(&progs().join("fork_inherit"), &[], 5, 3);
     assert_eq!(
         recorded.stdout,
         "handler exit status 16\nclient exit status 14\n"

@@ -2,11 +2,10 @@
 //! nothing left running, the manifest says Interrupted); a thread that does no socket I/O is
 //! recorded and replayed like any program.
 
-use ddbx_tests::{Run, TempDir, progs, record_and_replay};
+use ddbx_tests::{Ddbx, Run, TempDir, path_str, progs};
 use ddbx_wire::manifest::{Manifest, SessionState};
-use std::path::Path;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const UNSUPPORTED: i32 = 103;
 
 #[test]
@@ -20,14 +19,8 @@ fn socket_io_from_a_second_thread_is_refused() {
     let tmp = TempDir::new("threads");
     let rec = tmp.join("rec");
     // Run::output checks that nothing of the process group is left running.
-    let out = Run::new(DDBX)
-        .args([
-            "record",
-            "-o",
-            rec.to_str().unwrap_or_default(),
-            "--",
-            program.to_str().unwrap_or_default(),
-        ])
+    let out = DDBX
+        .record(&rec, &program, &[])
         .env("DDBX_JITTER", "5")
         .output();
     assert_eq!(
@@ -51,21 +44,14 @@ fn socket_io_from_a_second_thread_is_refused() {
     assert!(problem.contains("thread"), "manifest problem: {problem:?}");
 
     // Replaying such a recording does not pretend to work.
-    let replay = Run::new(DDBX)
-        .args(["replay", rec.to_str().unwrap_or_default()])
-        .output();
+    let replay = DDBX.run(["replay", path_str(&rec)]).output();
     assert_ne!(replay.code, 0, "{}", replay.stderr);
 }
 
 #[test]
 fn a_thread_without_socket_io_is_recorded_and_replayed() {
-    let (_tmp, recorded) = record_and_replay(
-        Path::new(DDBX),
-        &progs().join("threads_io"),
-        &["quiet-thread"],
-        5,
-        3,
-    );
+    let (_tmp, recorded) =
+        DDBX.record_and_replay(&progs().join("threads_io"), &["quiet-thread"], 5, 3);
     assert_eq!(
         recorded.stdout,
         "thread computed 500000500000\ngot: hello\\n\n"

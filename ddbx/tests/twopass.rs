@@ -10,28 +10,12 @@
 //! A disagreement names the recording (a copy kept in the temporary directory) and prints
 //! both answers.
 
-use ddbx_tests::{Run, TempDir, figure1, progs};
+use ddbx_tests::{Ddbx, Seeds, TempDir, forked_child, path_str, progs};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap_or_default()
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
-        Err(_) => default,
-    }
-}
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 /// One actor's locally-first race, as either method describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +26,21 @@ struct FirstRace {
     messages: BTreeSet<(String, String, u64)>,
     unaffected: bool,
     affecters: BTreeSet<String>,
+}
+
+impl FirstRace {
+    /// A race as either method's JSON describes it, with its affecters (which the methods
+    /// give differently); paired with its actor.
+    fn from_json(r: &Value, affecters: BTreeSet<String>) -> (String, FirstRace) {
+        let race = FirstRace {
+            event: r["event"].as_u64().unwrap_or(0),
+            kind: str_of(&r["kind"]),
+            messages: messages(r),
+            unaffected: r["unaffected"] == true,
+            affecters,
+        };
+        (str_of(&r["actor"]), race)
+    }
 }
 
 /// What a method says about a recording: each actor's first race.
@@ -70,14 +69,11 @@ fn messages(race: &Value) -> BTreeSet<(String, String, u64)> {
 }
 
 fn races_json(rec: &Path, two_pass: bool) -> Value {
-    let mut args = vec!["races", "--json", s(rec)];
+    let mut args = vec!["races", "--json", path_str(rec)];
     if two_pass {
         args.extend(["--method", "two-pass"]);
     }
-    let out = Run::new(DDBX).args(&args).output();
-    assert_eq!(out.code, 0, "ddbx {args:?}: {}", out.stderr);
-    serde_json::from_str(out.stdout.trim())
-        .unwrap_or_else(|e| panic!("ddbx {args:?}: not JSON ({e}):\n{}", out.stdout))
+    DDBX.json(&args)
 }
 
 /// The exact method's locally-first races.
@@ -95,16 +91,7 @@ fn exact(v: &Value) -> Answer {
                 .iter()
                 .filter_map(|id| actor_of.get(&id.as_u64().unwrap_or(0)).cloned())
                 .collect();
-            (
-                str_of(&r["actor"]),
-                FirstRace {
-                    event: r["event"].as_u64().unwrap_or(0),
-                    kind: str_of(&r["kind"]),
-                    messages: messages(r),
-                    unaffected: r["unaffected"] == true,
-                    affecters,
-                },
-            )
+            FirstRace::from_json(r, affecters)
         })
         .collect()
 }
@@ -117,16 +104,7 @@ fn two_pass(v: &Value) -> Answer {
         .iter()
         .map(|r| {
             assert_eq!(r["locally_first"], true, "{r}");
-            (
-                str_of(&r["actor"]),
-                FirstRace {
-                    event: r["event"].as_u64().unwrap_or(0),
-                    kind: str_of(&r["kind"]),
-                    messages: messages(r),
-                    unaffected: r["unaffected"] == true,
-                    affecters: list(&r["affecters"]).iter().map(str_of).collect(),
-                },
-            )
+            FirstRace::from_json(r, list(&r["affecters"]).iter().map(str_of).collect())
         })
         .collect();
     let edges: BTreeSet<(String, String)> = list(&v["actor_edges"])
@@ -202,12 +180,9 @@ fn compare(what: &str, rec: &Path) -> Result<Answer, String> {
 /// Records `program args` into `tmp/rec` with jitter.
 fn record(tmp: &TempDir, program: &Path, args: &[&str], jitter: &str) -> PathBuf {
     let rec = tmp.join("rec");
-    let out = Run::new(DDBX)
-        .args(["record", "-o", s(&rec), "--", s(program)])
-        .args(args)
+    DDBX.record(&rec, program, args)
         .env("DDBX_JITTER", jitter)
-        .output();
-    assert_eq!(out.code, 0, "record {}: {}", program.display(), out.stderr);
+        .success();
     rec
 }
 
@@ -221,17 +196,8 @@ fn paper_004_figure_1_two_pass_finds_three_first_races_and_one_unaffected() {
     let tmp = TempDir::new("twopass-fig004");
     let rec = record(&tmp, &progs().join("race_fig004"), &[], "5");
     // P1, P2, P3 are the root's children 1, 2, 3, whatever ids the record gave them.
-    let ps = Run::new(DDBX).args(["ps", "--json", s(&rec)]).output();
-    assert_eq!(ps.code, 0, "ps: {}", ps.stderr);
-    let ps: Value = serde_json::from_str(ps.stdout.trim()).unwrap_or_default();
-    let child = |i: u32| -> String {
-        let origin = format!("Fork{{parent: p1, index: {i}}}");
-        list(&ps["actors"])
-            .iter()
-            .find(|a| a["origin"] == origin.as_str())
-            .map(|a| str_of(&a["id"]))
-            .unwrap_or_else(|| panic!("no actor with origin {origin}: {ps}"))
-    };
+    let ps = DDBX.json(["ps", "--json", path_str(&rec)]);
+    let child = |i| forked_child(&ps, "p1", i);
     let (p1, p2, p3) = (child(1), child(2), child(3));
     let answer = agree("race_fig004", &rec);
     let v = races_json(&rec, true);
@@ -254,10 +220,9 @@ fn paper_004_figure_1_two_pass_finds_three_first_races_and_one_unaffected() {
     edges.sort_by_key(|[_, b]| b[1..].parse::<u32>().unwrap_or(0));
     assert_eq!(v["actor_edges"], serde_json::json!(edges), "{v}");
     // The text output shows pass 1 and the races.
-    let text = Run::new(DDBX)
-        .args(["races", s(&rec), "--method", "two-pass"])
-        .output();
-    assert_eq!(text.code, 0, "{}", text.stderr);
+    let text = DDBX
+        .run(["races", path_str(&rec), "--method", "two-pass"])
+        .success();
     assert!(
         text.stdout.starts_with("pass 1 (cutoffs"),
         "{}",
@@ -297,14 +262,8 @@ fn the_methods_agree_on_the_hand_made_race_programs_and_figure_1() {
     );
     // Paper 003's Figure 1 (the README's example).
     let tmp = TempDir::new("twopass-fig1");
-    let (run, bin) = figure1();
     let rec = tmp.join("rec");
-    let out = Run::new(DDBX)
-        .args(["record", "-o", s(&rec), "--", s(&run)])
-        .env("DDBX_JITTER", "20")
-        .env("FIG1_BIN", s(&bin))
-        .output();
-    assert_eq!(out.code, 0, "record figure 1: {}", out.stderr);
+    DDBX.record_figure1(&rec);
     let answer = agree("figure 1", &rec);
     assert!(
         answer.values().any(|r| r.unaffected) && answer.values().any(|r| !r.unaffected),
@@ -312,55 +271,43 @@ fn the_methods_agree_on_the_hand_made_race_programs_and_figure_1() {
     );
 }
 
+/// What one random program's first races are like (for the summary and the check that the
+/// comparison had something to compare).
+#[derive(Debug)]
+struct RaceCounts {
+    #[expect(dead_code, reason = "shown (through Debug) in the failure message")]
+    seed: u64,
+    first_races: usize,
+    unaffected: usize,
+    affects_edges: usize,
+}
+
 #[test]
 fn the_methods_agree_on_random_programs() {
-    let seeds = env_number("DDBX_PROPTEST_CASES", 50);
-    let threads = env_number("DDBX_PROPTEST_THREADS", 8).max(1);
+    let seeds = Seeds::from_env();
     let program = progs().join("randprog");
-    let next = AtomicU64::new(1);
-    let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    // (seed, first races, unaffected ones, affects edges)
-    let found: Mutex<Vec<(u64, usize, usize, usize)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed > seeds {
-                        break;
-                    }
-                    let outcome = std::panic::catch_unwind(|| {
-                        let tmp = TempDir::new("twopass-rand");
-                        let rec = record(&tmp, &program, &[&seed.to_string()], "2");
-                        compare(&format!("randprog {seed}"), &rec)
-                    });
-                    let outcome = outcome.unwrap_or_else(|e| {
-                        Err(format!(
-                            "randprog {seed}: {}",
-                            e.downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_else(|| "panic".into())
-                        ))
-                    });
-                    match outcome {
-                        Ok(a) => found.lock().unwrap_or_else(|p| p.into_inner()).push((
-                            seed,
-                            a.len(),
-                            a.values().filter(|r| r.unaffected).count(),
-                            a.values().map(|r| r.affecters.len()).sum(),
-                        )),
-                        Err(why) => failures.lock().unwrap_or_else(|p| p.into_inner()).push(why),
-                    }
-                }
-            });
-        }
+    let outcomes = seeds.run(|seed| {
+        let tmp = TempDir::new("twopass-rand");
+        let rec = record(&tmp, &program, &[&seed.to_string()], "2");
+        compare(&format!("randprog {seed}"), &rec)
     });
-    let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
-    let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    let races: usize = found.iter().map(|f| f.1).sum();
-    let unaffected: usize = found.iter().map(|f| f.2).sum();
-    let edges: usize = found.iter().map(|f| f.3).sum();
+    let mut failures: Vec<String> = Vec::new();
+    let mut found: Vec<RaceCounts> = Vec::new();
+    for outcome in outcomes {
+        match outcome.result {
+            Ok(Ok(a)) => found.push(RaceCounts {
+                seed: outcome.seed,
+                first_races: a.len(),
+                unaffected: a.values().filter(|r| r.unaffected).count(),
+                affects_edges: a.values().map(|r| r.affecters.len()).sum(),
+            }),
+            Ok(Err(why)) => failures.push(why),
+            Err(panic) => failures.push(format!("randprog {}: {panic}", outcome.seed)),
+        }
+    }
+    let races: usize = found.iter().map(|f| f.first_races).sum();
+    let unaffected: usize = found.iter().map(|f| f.unaffected).sum();
+    let edges: usize = found.iter().map(|f| f.affects_edges).sum();
     eprintln!(
         "two-pass vs exact: {} random programs agree, {} disagree; {races} first races, {unaffected} unaffected, {edges} affects edges between first races",
         found.len(),
@@ -368,11 +315,12 @@ fn the_methods_agree_on_random_programs() {
     );
     assert!(
         failures.is_empty(),
-        "{} of {seeds} random programs:\n{}",
+        "{} of {} random programs:\n{}",
         failures.len(),
+        seeds.count,
         failures.join("\n\n")
     );
-    assert_eq!(found.len() as u64, seeds);
+    assert_eq!(found.len() as u64, seeds.count);
     // The comparison means something only if the programs have races both ways.
     assert!(
         unaffected > 0 && edges > 0,

@@ -3,11 +3,11 @@
 //! natively, then that three replays of one recording print what the record printed and write
 //! the same histories.
 
-use ddbx_tests::{Run, histories, native_outputs, progs, race, record_and_replay_with};
+use ddbx_tests::{Ddbx, Run, histories, native_outputs, progs};
 use ddbx_wire::Record;
 use std::path::Path;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 /// Every `Connect` and `Accept` address in a recording.
 fn addresses(rec: &Path) -> Vec<String> {
@@ -40,6 +40,13 @@ fn blank_temp_dir(r: &mut Record) {
     }
 }
 
+/// The output of unix_race and ipv6_race: the accept order, then reads until all 3
+/// connections reached their end.
+fn assert_accepted_then_read_to_eof(stdout: &str) {
+    assert!(stdout.starts_with("accepted: "), "{stdout}");
+    assert_eq!(stdout.matches("eof on conn").count(), 3, "{stdout}");
+}
+
 #[test]
 fn unix_socket_accept_race_and_select() {
     let program = progs().join("unix_race");
@@ -49,14 +56,9 @@ fn unix_socket_accept_race_and_select() {
         "30 native runs all printed:\n{}",
         outputs[0]
     );
-    let (tmp, recorded) =
-        record_and_replay_with(Path::new(DDBX), &program, &[], 5, 3, &blank_temp_dir);
-    assert!(
-        recorded.stdout.starts_with("accepted: "),
-        "{}",
-        recorded.stdout
-    );
-    assert_eq!(recorded.stdout.matches("eof on conn").count(), 3);
+    let jitter = [("DDBX_JITTER", "5")];
+    let (tmp, recorded) = DDBX.record_and_replay_with(&program, &[], &jitter, 3, &blank_temp_dir);
+    assert_accepted_then_read_to_eof(&recorded.stdout);
     // It really went over Unix sockets: 3 connects and 3 accepts, with unix: addresses.
     let h = histories(&tmp.join("rec"));
     let all: Vec<&Record> = h.values().flatten().collect();
@@ -96,13 +98,8 @@ fn ipv6_accept_race_and_poll() {
         );
         return;
     }
-    let (tmp, recorded) = race(Path::new(DDBX), &progs().join("ipv6_race"), &[], 5);
-    assert!(
-        recorded.stdout.starts_with("accepted: "),
-        "{}",
-        recorded.stdout
-    );
-    assert_eq!(recorded.stdout.matches("eof on conn").count(), 3);
+    let (tmp, recorded) = DDBX.race(&progs().join("ipv6_race"), &[], 5);
+    assert_accepted_then_read_to_eof(&recorded.stdout);
     let addrs = addresses(&tmp.join("rec"));
     assert_eq!(
         addrs.len(),

@@ -6,30 +6,18 @@
 //! leaves it out). The ShiViz log must follow ShiViz's clock rule and the Perfetto JSON must
 //! parse, with every flow bound exactly twice (out, then in).
 
-use ddbx_tests::{Run, TempDir, figure1};
+use ddbx_tests::{Ddbx, Output, Run, TempDir};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
-const DDBX: &str = env!("CARGO_BIN_EXE_ddbx");
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// Records Figure 1 into `tmp/rec`.
 fn record_figure1(tmp: &TempDir) -> std::path::PathBuf {
-    let (run, bin) = figure1();
     let rec = tmp.join("rec");
-    let recorded = Run::new(DDBX)
-        .args([
-            "record",
-            "-o",
-            rec.to_str().unwrap_or_default(),
-            "--",
-            run.to_str().unwrap_or_default(),
-        ])
-        .env("DDBX_JITTER", "20")
-        .env("FIG1_BIN", bin.to_str().unwrap_or_default())
-        .output();
-    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    DDBX.record_figure1(&rec);
     rec
 }
 
@@ -45,13 +33,12 @@ fn view(rec: &Path, out: &Path, format: Option<&str>) {
         args.push("--format".into());
         args.push(f.into());
     }
-    let o = Run::new(DDBX).args(&args).output();
-    assert_eq!(o.code, 0, "ddbx {args:?}: {}", o.stderr);
+    DDBX.run(&args).success();
     assert!(out.is_file(), "ddbx {args:?} wrote nothing");
 }
 
 /// Headless Chromium on `url` with `extra` arguments and a fresh profile directory.
-fn chromium(tmp: &TempDir, profile: &str, extra: &[String], url: &str) -> ddbx_tests::Output {
+fn chromium(tmp: &TempDir, profile: &str, extra: &[String], url: &str) -> Output {
     let profile = tmp.join(profile);
     let mut args: Vec<String> = [
         "--headless",

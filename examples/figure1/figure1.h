@@ -136,6 +136,19 @@ static UNUSED void write_str(int fd, const char *s)
     write_all(fd, s, strlen(s));
 }
 
+/* read(2), again when a signal interrupted it; dies on any other error. Returns what read()
+ * returned (0 at EOF). */
+static UNUSED ssize_t read_retry(int fd, void *buf, size_t len)
+{
+    for (;;) {
+        ssize_t n = read(fd, buf, len);
+        if (n >= 0)
+            return n;
+        if (errno != EINTR)
+            die("read");
+    }
+}
+
 /* Read until a '\n' has been received (or EOF, which is an error here).
  * The result is NUL-terminated; returns its length. */
 static UNUSED size_t read_line(int fd, char *buf, size_t cap)
@@ -146,12 +159,7 @@ static UNUSED size_t read_line(int fd, char *buf, size_t cap)
         ssize_t n;
         if (got + 1 >= cap)
             fail("read_line: line too long");
-        n = read(fd, buf + got, cap - 1 - got);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("read");
-        }
+        n = read_retry(fd, buf + got, cap - 1 - got);
         if (n == 0)
             fail("read_line: unexpected EOF");
         got += (size_t)n;
@@ -168,12 +176,7 @@ static UNUSED size_t read_to_eof(int fd, char *buf, size_t cap)
 
     for (;;) {
         char tmp[4096];
-        ssize_t n = read(fd, tmp, sizeof tmp);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("read");
-        }
+        ssize_t n = read_retry(fd, tmp, sizeof tmp);
         if (n == 0)
             break;
         if (got + (size_t)n < cap)
@@ -217,8 +220,8 @@ static UNUSED pid_t fork_or_die(void)
     return pid;
 }
 
-/* waitpid; returns the exit status; dies if the child was killed by a signal. */
-static UNUSED int wait_status(pid_t pid)
+/* waitpid, again when a signal interrupted it; returns the raw wait status. */
+static UNUSED int wait_raw(pid_t pid)
 {
     int st;
 
@@ -226,6 +229,14 @@ static UNUSED int wait_status(pid_t pid)
         if (errno != EINTR)
             die("waitpid");
     }
+    return st;
+}
+
+/* waitpid; returns the exit status; dies if the child was killed by a signal. */
+static UNUSED int wait_status(pid_t pid)
+{
+    int st = wait_raw(pid);
+
     if (!WIFEXITED(st)) {
         fprintf(stderr, "[pid %d] child %d killed by signal %d\n",
                 (int)getpid(), (int)pid, WTERMSIG(st));

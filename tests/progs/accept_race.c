@@ -9,85 +9,35 @@
  *     accepted: 2 1
  * Race: the accept order (varies natively with DDBX_JITTER=5).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 #define MAX_CLIENTS 64
 
-static void client(int port, int id)
-{
-    char msg[64], reply[64];
-    int fd;
-
-    jitter_init();
-    jitter();
-    fd = connect_to(port);
-    snprintf(msg, sizeof msg, "client %d\n", id);
-    write_str(fd, msg);
-    read_line(fd, reply, sizeof reply);
-    if (strcmp(reply, "ok\n") != 0)
-        fail("client: unexpected reply");
-    if (close(fd) < 0)
-        die("close");
-    exit(0);
-}
-
 int main(int argc, char **argv)
 {
-    int n = 2, port, lfd, i;
+    int n = 2, port, lfd, i, fd;
     int order[MAX_CLIENTS];
     pid_t pids[MAX_CLIENTS];
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 1) {
         n = atoi(argv[1]);
         if (n < 1 || n > MAX_CLIENTS)
             fail("usage: accept_race [N (1..64)]");
     }
-    jitter_init();
+    program_start();
     lfd = bind_any(&port, 1);
-    for (i = 0; i < n; i++) {
-        pids[i] = fork_or_die();
-        if (pids[i] == 0) {
-            if (close(lfd) < 0)
-                die("close");
-            client(port, i + 1);
-        }
+    i = fork_clients(lfd, n, pids);
+    if (i > 0) {
+        client_start();
+        fd = connect_to(port);
+        client_hello(fd, i);
+        close_or_die(fd);
+        exit(0);
     }
-    for (i = 0; i < n; i++) {
-        char buf[64];
-        int fd = accept_one(lfd), id;
-
-        read_line(fd, buf, sizeof buf);
-        if (sscanf(buf, "client %d", &id) != 1 || id < 1 || id > n)
-            fail("server: bad message");
-        order[i] = id;
-        write_str(fd, "ok\n");
-        if (close(fd) < 0)
-            die("close");
-    }
-    if (close(lfd) < 0)
-        die("close");
     for (i = 0; i < n; i++)
-        wait_ok(pids[i]);
-    printf("accepted:");
-    for (i = 0; i < n; i++)
-        printf(" %d", order[i]);
-    printf("\n");
+        close_or_die(accept_hello(lfd, n, &order[i]));
+    close_or_die(lfd);
+    wait_all_ok(pids, n);
+    print_order("accepted:", order, n);
     return 0;
 }

@@ -12,22 +12,6 @@
  *     child was refused 4 times
  * Race: N (>= 0; varies natively with DDBX_JITTER=20).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 #define MAX_TRIES 5000
@@ -35,7 +19,7 @@
 static void client(int port)
 {
     struct sockaddr_in a;
-    char msg[64], rest[16];
+    char msg[64];
     int fd = -1, refused = 0;
 
     jitter_init();
@@ -48,20 +32,14 @@ static void client(int port)
             break;
         if (errno != ECONNREFUSED)
             die("connect");
-        if (close(fd) < 0)
-            die("close");
+        close_or_die(fd);
         if (++refused >= MAX_TRIES)
             fail("refused too often");
         if (usleep(1000) < 0)
             die("usleep");
     }
     snprintf(msg, sizeof msg, "refused %d times\n", refused);
-    write_str(fd, msg);
-    if (read_to_eof(fd, rest, sizeof rest) != 0)
-        fail("client: unexpected data");
-    if (close(fd) < 0)
-        die("close");
-    exit(0);
+    send_line_and_exit(fd, msg);
 }
 
 int main(void)
@@ -70,26 +48,18 @@ int main(void)
     char buf[64];
     pid_t pid;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
+    program_start();
     lfd = bind_any(&port, 0); /* bound, not listening: connects are refused */
-    pid = fork_or_die();
-    if (pid == 0) {
-        if (close(lfd) < 0)
-            die("close");
+    if (fork_clients(lfd, 1, &pid))
         client(port);
-    }
     jitter();
     if (listen(lfd, 16) < 0)
         die("listen");
-    fd = accept_one(lfd);
-    if (close(lfd) < 0)
-        die("close");
+    fd = accept_last(lfd);
     read_line(fd, buf, sizeof buf);
     if (sscanf(buf, "refused %d times", &n) != 1 || n < 0)
         fail("bad message");
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     wait_ok(pid);
     printf("child was refused %d times\n", n);
     return 0;

@@ -14,22 +14,6 @@
  *     read: a\nb\n                    (or "read: a\n" + "read: b\n")
  *     child got 0 bytes               (VARIANT 1; "6 bytes" in VARIANT 2)
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 #ifndef VARIANT
@@ -45,57 +29,37 @@ static void client(int port)
     size_t n;
     int fd;
 
-    jitter_init();
-    jitter();
+    client_start();
     fd = connect_to(port);
     write_str(fd, "a\n");
     jitter();
     write_str(fd, "b\n");
     n = read_to_eof(fd, buf, sizeof buf);
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     exit(n > 255 ? 255 : (int)n);
 }
 
 int main(void)
 {
-    int port, lfd, fd, nreads = 0, i, st;
-    char got[5], reads[4][5];
+    int fd, nreads = 0, i, st;
+    char reads[4][5];
     size_t total = 0;
     pid_t pid;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    pid = fork_or_die();
-    if (pid == 0) {
-        if (close(lfd) < 0)
-            die("close");
-        client(port);
-    }
-    fd = accept_one(lfd);
-    if (close(lfd) < 0)
-        die("close");
+    program_start();
+    fd = accept_child(client, &pid);
 #if VARIANT == 2
     write_str(fd, "extra\n");
 #endif
     while (total < 4) {
-        ssize_t n = read(fd, got, 4 - total);
+        ssize_t n = read_retry(fd, reads[nreads], 4 - total);
 
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("read");
-        }
         if (n == 0)
             fail("unexpected EOF");
-        memcpy(reads[nreads], got, (size_t)n);
-        reads[nreads][n] = '\0';
-        nreads++;
+        reads[nreads++][n] = '\0';
         total += (size_t)n;
     }
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     st = wait_status(pid);
     for (i = 0; i < nreads; i++) {
         char esc[4 * 4 + 1];

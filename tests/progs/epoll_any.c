@@ -17,163 +17,74 @@
  *     eof on conn2
  * Race: accept order, readiness order, and how bytes are split into reads.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
-#include <sys/epoll.h>
 
 #define NCLIENTS 3
-#define NMSGS 3
-#define MAXLINES 256
 
-static char *lines[MAXLINES];
-static int nlines;
-
-/* Remember the output line a + b (printed at the end). */
-static void add_line(const char *a, const char *b)
+/* Registers conn[0..NCLIENTS-1] with a new epoll instance (edge-triggered and non-blocking
+ * with et), data = the connection's index; returns the instance. */
+static int watch(const int *conn, int et)
 {
-    char *l;
+    int epfd = epoll_create1(0), i;
 
-    if (nlines >= MAXLINES)
-        fail("too many reads");
-    l = malloc(strlen(a) + strlen(b) + 1);
-    if (!l)
-        fail("out of memory");
-    strcpy(l, a);
-    strcat(l, b);
-    lines[nlines++] = l;
-}
-
-static void client(int port, int id)
-{
-    int fd, j;
-
-    jitter_init();
-    jitter();
-    fd = connect_to(port);
-    for (j = 0; j < NMSGS; j++) {
-        char msg[32];
-        jitter();
-        snprintf(msg, sizeof msg, "c%d m%d\n", id, j);
-        write_str(fd, msg);
-    }
-    if (close(fd) < 0)
-        die("close");
-    exit(0);
-}
-
-int main(int argc, char **argv)
-{
-    int port, lfd, i, open_count = NCLIENTS, et = 0, epfd;
-    int conn[NCLIENTS];
-    pid_t pids[NCLIENTS];
-
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc > 1) {
-        if (strcmp(argv[1], "et") != 0)
-            fail("usage: epoll_any [et]");
-        et = 1;
-    }
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    for (i = 0; i < NCLIENTS; i++) {
-        pids[i] = fork_or_die();
-        if (pids[i] == 0) {
-            if (close(lfd) < 0)
-                die("close");
-            client(port, i + 1);
-        }
-    }
-    for (i = 0; i < NCLIENTS; i++) {
-        conn[i] = accept_one(lfd);
-    }
-    if (close(lfd) < 0)
-        die("close");
-
-    epfd = epoll_create1(0);
     if (epfd < 0)
         die("epoll_create1");
     for (i = 0; i < NCLIENTS; i++) {
         struct epoll_event ev;
 
-        if (et) {
-            int fl = fcntl(conn[i], F_GETFL);
-            if (fl < 0 || fcntl(conn[i], F_SETFL, fl | O_NONBLOCK) < 0)
-                die("fcntl");
-        }
+        if (et)
+            set_nonblock(conn[i]);
         memset(&ev, 0, sizeof ev);
         ev.events = EPOLLIN | (et ? EPOLLET : 0);
         ev.data.u32 = (uint32_t)i;
         if (epoll_ctl(epfd, EPOLL_CTL_ADD, conn[i], &ev) < 0)
             die("epoll_ctl ADD");
     }
+    return epfd;
+}
 
+int main(int argc, char **argv)
+{
+    int i, open_count = NCLIENTS, et = 0, epfd;
+    int conn[NCLIENTS];
+    pid_t pids[NCLIENTS];
+
+    if (argc > 1) {
+        if (strcmp(argv[1], "et") != 0)
+            fail("usage: epoll_any [et]");
+        et = 1;
+    }
+    program_start();
+    accept_numbered_clients(conn, pids, NCLIENTS);
+    epfd = watch(conn, et);
+
+    /* Reads in the order epoll_wait reports (not in connection order, as read_any_until_eof). */
     while (open_count > 0) {
         struct epoll_event evs[NCLIENTS];
-        int r, k;
+        int r = wait_epoll(epfd, evs, NCLIENTS), k;
 
-        r = epoll_wait(epfd, evs, NCLIENTS, -1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            die("epoll_wait");
-        }
         for (k = 0; k < r; k++) {
             i = (int)evs[k].data.u32;
             if (i < 0 || i >= NCLIENTS || conn[i] < 0)
                 fail("epoll_wait: unexpected event");
             /* level-triggered: one read; edge-triggered: until EAGAIN/EOF */
             for (;;) {
-                char buf[4096], esc[4096 * 4 + 1], head[32];
-                ssize_t n = read(conn[i], buf, sizeof buf);
+                ssize_t n = log_read(conn[i], i + 1);
 
-                if (n < 0 && et && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                    snprintf(head, sizeof head, "EAGAIN on conn%d", i + 1);
-                    add_line(head, "");
-                    break;
-                }
-                if (n < 0)
-                    die("read");
                 if (n == 0) {
-                    snprintf(head, sizeof head, "eof on conn%d", i + 1);
-                    add_line(head, "");
                     if (epoll_ctl(epfd, EPOLL_CTL_DEL, conn[i], NULL) < 0)
                         die("epoll_ctl DEL");
-                    if (close(conn[i]) < 0)
-                        die("close");
+                    close_or_die(conn[i]);
                     conn[i] = -1;
                     open_count--;
-                    break;
                 }
-                escape(buf, (size_t)n, esc);
-                snprintf(head, sizeof head, "read from conn%d: ", i + 1);
-                add_line(head, esc);
-                if (!et)
+                if (n <= 0 || !et)
                     break;
             }
         }
     }
-    if (close(epfd) < 0)
-        die("close");
-    for (i = 0; i < NCLIENTS; i++)
-        wait_ok(pids[i]);
-    for (i = 0; i < nlines; i++)
-        printf("%s\n", lines[i]);
-    for (i = 0; i < nlines; i++)
-        free(lines[i]);
+    close_or_die(epfd);
+    wait_all_ok(pids, NCLIENTS);
+    print_log();
     return 0;
 }

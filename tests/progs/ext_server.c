@@ -7,26 +7,11 @@
  * line instead of "you are number" (a test changes it between record and replay: a changed
  * reply to an outside peer must be a divergence). Exit status 0.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-static void die(const char *what)
-{
-    fprintf(stderr, "ext_server: %s: %s\n", what, strerror(errno));
-    exit(1);
-}
+#include "common.h" /* the helpers every test program shares */
 
 int main(int argc, char **argv)
 {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int n = argc > 1 ? atoi(argv[1]) : 3, k, lfd;
+    int n = argc > 1 ? atoi(argv[1]) : 3, k, lfd, port;
     char wording[64] = "you are number";
 
     if (argc > 2) {
@@ -39,28 +24,16 @@ int main(int argc, char **argv)
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     alarm(60);
-    lfd = socket(AF_INET, SOCK_STREAM, 0);
-    if (lfd < 0)
-        die("socket");
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 16) < 0)
-        die("bind/listen");
-    if (getsockname(lfd, (struct sockaddr *)&a, &len) < 0)
-        die("getsockname");
-    printf("port %d\n", ntohs(a.sin_port));
+    lfd = bind_any(&port, 1);
+    printf("port %d\n", port);
     for (k = 1; k <= n; k++) {
         char line[256], reply[128];
         size_t got = 0;
-        int fd = accept(lfd, NULL, NULL);
+        int fd = accept_one(lfd);
 
-        if (fd < 0)
-            die("accept");
+        /* One line, or what came before EOF. */
         while (got < sizeof line - 1) {
-            ssize_t r = read(fd, line + got, sizeof line - 1 - got);
-            if (r < 0)
-                die("read");
+            ssize_t r = read_retry(fd, line + got, sizeof line - 1 - got);
             if (r == 0)
                 break;
             got += (size_t)r;
@@ -72,10 +45,9 @@ int main(int argc, char **argv)
             line[got - 1] = '\0';
         printf("request %d: %s\n", k, line);
         snprintf(reply, sizeof reply, "%s %d\n", wording, k);
-        if (write(fd, reply, strlen(reply)) != (ssize_t)strlen(reply))
-            die("write");
-        close(fd);
+        write_str(fd, reply);
+        close_or_die(fd);
     }
-    close(lfd);
+    close_or_die(lfd);
     return 0;
 }

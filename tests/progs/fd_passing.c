@@ -16,70 +16,56 @@
  * DDBX_JITTER=2).  A replay that did not know the passed descriptor as a
  * connection would let them come out as they please.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
-static void send_fd(int via, int fd)
-{
-    char byte = 'f';
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+/* The message that carries the descriptor: one byte, and room for one SCM_RIGHTS descriptor. */
+struct fd_message {
+    char byte;
+    struct iovec iov;
     union {
         struct cmsghdr h;
         char space[CMSG_SPACE(sizeof(int))];
     } control;
     struct msghdr msg;
+};
+
+static void fd_message_init(struct fd_message *m)
+{
+    memset(m, 0, sizeof *m);
+    m->byte = 'f';
+    m->iov.iov_base = &m->byte;
+    m->iov.iov_len = 1;
+    m->msg.msg_iov = &m->iov;
+    m->msg.msg_iovlen = 1;
+    m->msg.msg_control = m->control.space;
+    m->msg.msg_controllen = sizeof m->control.space;
+}
+
+static void send_fd(int via, int fd)
+{
+    struct fd_message m;
     struct cmsghdr *c;
 
-    memset(&msg, 0, sizeof msg);
-    memset(&control, 0, sizeof control);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.space;
-    msg.msg_controllen = sizeof control.space;
-    c = CMSG_FIRSTHDR(&msg);
+    fd_message_init(&m);
+    c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    if (sendmsg(via, &msg, 0) != 1)
+    if (sendmsg(via, &m.msg, 0) != 1)
         die("sendmsg");
 }
 
 static int recv_fd(int via)
 {
-    char byte;
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    union {
-        struct cmsghdr h;
-        char space[CMSG_SPACE(sizeof(int))];
-    } control;
-    struct msghdr msg;
+    struct fd_message m;
     struct cmsghdr *c;
     int fd;
 
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.space;
-    msg.msg_controllen = sizeof control.space;
-    if (recvmsg(via, &msg, 0) != 1)
+    fd_message_init(&m);
+    if (recvmsg(via, &m.msg, 0) != 1)
         die("recvmsg");
-    c = CMSG_FIRSTHDR(&msg);
+    c = CMSG_FIRSTHDR(&m.msg);
     if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
         fail("no descriptor came with the message");
     memcpy(&fd, CMSG_DATA(c), sizeof fd);
@@ -103,22 +89,17 @@ int main(void)
     int port, lfd, fd, pair[2];
     pid_t w, c;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
+    program_start();
     lfd = bind_any(&port, 1);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) < 0)
         die("socketpair");
-    w = fork_or_die();
-    if (w == 0) {
-        close(lfd);
-        close(pair[0]);
+    if (fork_clients(lfd, 1, &w)) {
+        close_or_die(pair[0]);
         worker(pair[1]);
     }
-    close(pair[1]);
-    c = fork_or_die();
-    if (c == 0) {
-        close(lfd);
-        close(pair[0]);
+    close_or_die(pair[1]);
+    if (fork_clients(lfd, 1, &c)) {
+        close_or_die(pair[0]);
         chunk_client(port);
     }
     fd = accept_one(lfd);

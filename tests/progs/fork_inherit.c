@@ -19,22 +19,6 @@
  *     client exit status 14
  * No race in the output: it is always the same (jitter only moves timing).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 static const char MSG[] = "from grandchild\n";
@@ -49,8 +33,7 @@ static void grandchild(int fd)
     jitter();
     write_str(fd, MSG);
     n = read_to_eof(fd, buf, sizeof buf);
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     exit(n > 255 ? 255 : (int)n);
 }
 
@@ -59,14 +42,12 @@ static void client_child(int port)
     int fd;
     pid_t g;
 
-    jitter_init();
-    jitter();
+    client_start();
     fd = connect_to(port);
     g = fork_or_die();
     if (g == 0)
         grandchild(fd);
-    if (close(fd) < 0) /* only the grandchild uses the connection */
-        die("close");
+    close_or_die(fd); /* only the grandchild uses the connection */
     exit(wait_status(g));
 }
 
@@ -79,33 +60,21 @@ static void handler(int fd)
     n = read_line(fd, buf, sizeof buf);
     jitter();
     write_str(fd, REPLY);
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     exit(n > 255 ? 255 : (int)n);
 }
 
 int main(void)
 {
-    int port, lfd, fd, hst, cst;
+    int fd, hst, cst;
     pid_t c, h;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    c = fork_or_die();
-    if (c == 0) {
-        if (close(lfd) < 0)
-            die("close");
-        client_child(port);
-    }
-    fd = accept_one(lfd);
-    if (close(lfd) < 0)
-        die("close");
+    program_start();
+    fd = accept_child(client_child, &c);
     h = fork_or_die();
     if (h == 0)
         handler(fd);
-    if (close(fd) < 0) /* only the handler uses the connection */
-        die("close");
+    close_or_die(fd); /* only the handler uses the connection */
     hst = wait_status(h);
     cst = wait_status(c);
     printf("handler exit status %d\n", hst);

@@ -10,22 +10,6 @@
  *     got: hello
  * Race: the EAGAIN count (varies natively with DDBX_JITTER=5).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 #define MAX_TRIES 50000 /* 50000 * 200us = 10 s at least: give up then */
@@ -42,65 +26,57 @@ static void client(int port)
     read_line(fd, reply, sizeof reply);
     if (strcmp(reply, "ok\n") != 0)
         fail("client: unexpected reply");
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     exit(0);
 }
 
-int main(void)
+/* recv() on the non-blocking fd until a whole line is in buf (NUL-terminated), usleep(200)
+ * after each EAGAIN; returns how many EAGAINs there were. */
+static long recv_line_counting_eagain(int fd, char *buf, size_t cap)
 {
-    int port, lfd, fd, fl, tries;
     long eagain = 0;
-    char buf[64];
     size_t got = 0;
-    pid_t pid;
+    int tries;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    pid = fork_or_die();
-    if (pid == 0) {
-        if (close(lfd) < 0)
-            die("close");
-        client(port);
-    }
-    fd = accept_one(lfd);
-    if (close(lfd) < 0)
-        die("close");
-    fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-        die("fcntl");
-    for (tries = 0;; tries++) {
+    for (tries = 0; !memchr(buf, '\n', got); tries++) {
         ssize_t n;
 
         if (tries >= MAX_TRIES)
             fail("no data after MAX_TRIES attempts");
-        n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (got + 1 >= cap)
+            fail("message too long");
+        n = recv(fd, buf + got, cap - 1 - got, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             eagain++;
             if (usleep(200) < 0)
                 die("usleep");
-            continue;
-        }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
+        } else if (n < 0 && errno != EINTR) {
             die("recv");
-        }
-        if (n == 0)
+        } else if (n == 0) {
             fail("unexpected EOF");
-        got += (size_t)n;
-        buf[got] = '\0';
-        if (memchr(buf, '\n', got))
-            break;
-        if (got + 1 >= sizeof buf)
-            fail("message too long");
+        } else if (n > 0) {
+            got += (size_t)n;
+            buf[got] = '\0';
+        }
     }
+    return eagain;
+}
+
+int main(void)
+{
+    int fd;
+    long eagain;
+    char buf[64];
+    pid_t pid;
+
+    program_start();
+    fd = accept_child(client, &pid);
+    set_nonblock(fd);
+    eagain = recv_line_counting_eagain(fd, buf, sizeof buf);
     if (strcmp(buf, "hello\n") != 0)
         fail("unexpected message");
     write_str(fd, "ok\n"); /* tiny: fits the empty send buffer, no EAGAIN */
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     wait_ok(pid);
     printf("eagain count: %ld\n", eagain);
     printf("got: hello\n");

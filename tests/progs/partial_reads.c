@@ -14,45 +14,18 @@
  *     total 200
  * Race: the read sizes (vary natively with DDBX_JITTER=1 or 2).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 int main(void)
 {
-    int port, lfd, fd, nreads;
+    int fd, nreads;
     size_t sizes[MAXREADS];
     pid_t pid;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    pid = fork_or_die();
-    if (pid == 0) {
-        if (close(lfd) < 0)
-            die("close");
-        chunk_client(port);
-    }
-    fd = accept_one(lfd);
-    if (close(lfd) < 0)
-        die("close");
+    program_start();
+    fd = accept_child(chunk_client, &pid);
     nreads = read_chunks(fd, sizes);
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     wait_ok(pid);
     report_chunks(sizes, nreads);
     return 0;

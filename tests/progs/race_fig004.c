@@ -23,24 +23,7 @@
  *     y: y1 y3
  * (the names of the messages each select reported).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
-#include <sys/select.h>
 
 #define MSG 2
 
@@ -57,11 +40,9 @@ static void send_msg(int fd, const char *m)
 static void recv_msg(int fd, const char *want)
 {
     char buf[MSG + 1];
-    ssize_t n = recv(fd, buf, MSG, MSG_WAITALL);
+    size_t n = recv_waitall(fd, buf, MSG);
 
-    if (n < 0)
-        die("recv");
-    buf[n > 0 ? n : 0] = '\0';
+    buf[n] = '\0';
     if (n != MSG || memcmp(buf, want, MSG) != 0) {
         fprintf(stderr, "[pid %d] expected %s, got '%s'\n", (int)getpid(),
                 want, buf);
@@ -73,23 +54,12 @@ static void recv_msg(int fd, const char *want)
  * in order; returns the bit mask of the reported ones. */
 static int race(const int *fds, const char *const *msgs, int n)
 {
-    fd_set rfds;
-    int i, maxfd = -1, mask = 0;
+    int ready[3], i, mask = 0;
 
-    FD_ZERO(&rfds);
+    while (!wait_select(fds, n, ready))
+        ;
     for (i = 0; i < n; i++) {
-        if (fds[i] >= FD_SETSIZE)
-            fail("fd too large for select");
-        FD_SET(fds[i], &rfds);
-        if (fds[i] > maxfd)
-            maxfd = fds[i];
-    }
-    while (select(maxfd + 1, &rfds, NULL, NULL, NULL) < 0) {
-        if (errno != EINTR)
-            die("select");
-    }
-    for (i = 0; i < n; i++) {
-        if (FD_ISSET(fds[i], &rfds)) {
+        if (ready[i]) {
             recv_msg(fds[i], msgs[i]);
             mask |= 1 << i;
         }
@@ -105,10 +75,8 @@ static void close_all(const int *fds, int n)
 {
     int i;
 
-    for (i = 0; i < n; i++) {
-        if (close(fds[i]) < 0)
-            die("close");
-    }
+    for (i = 0; i < n; i++)
+        close_or_die(fds[i]);
 }
 
 static void p1(void)
@@ -184,12 +152,10 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (i = 0; i < NCHAN; i++)
         lfd[i] = bind_any(&port[i], 1);
-    for (i = 0; i < 3; i++) {
-        pid[i] = fork_or_die();
-        if (pid[i] == 0) {
-            jitter_init();
-            body[i]();
-        }
+    i = fork_clients(-1, 3, pid); /* -1: the children keep the listeners open */
+    if (i > 0) {
+        jitter_init();
+        body[i - 1]();
     }
     jitter_init();
     c01 = connect_to(port[C01]);

@@ -15,24 +15,7 @@
  * select reports.  It is the receiver's first (locally-first) race and no
  * other race affects it (unaffected).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
-#include <sys/select.h>
 
 #define N 3
 #define MSG 3
@@ -54,57 +37,38 @@ static void child(int port, int id)
 
 static void recv_msg(int fd, char *buf)
 {
-    ssize_t n = recv(fd, buf, MSG, MSG_WAITALL);
-
-    if (n < 0)
-        die("recv");
-    if (n != MSG)
+    if (recv_waitall(fd, buf, MSG) != MSG)
         fail("short message");
     buf[MSG - 1] = '\0';
 }
 
 int main(void)
 {
-    int lfd[N], port[N], conn[N], done[N] = {0}, i, maxfd = -1;
+    int lfd[N], port[N], conn[N], ready[N], i;
     pid_t pids[N];
     char got[N][MSG + 1], order[64] = "", reported[64] = "";
-    fd_set rfds;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
+    program_start();
     for (i = 0; i < N; i++)
         lfd[i] = bind_any(&port[i], 1);
-    for (i = 0; i < N; i++) {
-        pids[i] = fork_or_die();
-        if (pids[i] == 0)
-            child(port[i], i + 1);
-    }
-    for (i = 0; i < N; i++) {
-        conn[i] = accept_one(lfd[i]);
-        if (conn[i] >= FD_SETSIZE)
-            fail("fd too large for select");
-        if (conn[i] > maxfd)
-            maxfd = conn[i];
-    }
-    FD_ZERO(&rfds);
+    i = fork_clients(-1, N, pids); /* -1: the children keep the listeners open */
+    if (i > 0)
+        child(port[i - 1], i);
     for (i = 0; i < N; i++)
-        FD_SET(conn[i], &rfds);
-    while (select(maxfd + 1, &rfds, NULL, NULL, NULL) < 0) {
-        if (errno != EINTR)
-            die("select");
-    }
+        conn[i] = accept_one(lfd[i]);
+    while (!wait_select(conn, N, ready))
+        ;
     for (i = 0; i < N; i++) {
-        if (!FD_ISSET(conn[i], &rfds))
+        if (!ready[i])
             continue;
         recv_msg(conn[i], got[i]);
-        done[i] = 1;
         strcat(reported, " ");
         strcat(reported, got[i]);
         strcat(order, " ");
         strcat(order, got[i]);
     }
     for (i = 0; i < N; i++) {
-        if (done[i])
+        if (ready[i])
             continue;
         recv_msg(conn[i], got[i]);
         strcat(order, " ");
@@ -114,8 +78,7 @@ int main(void)
         if (close(conn[i]) < 0 || close(lfd[i]) < 0)
             die("close");
     }
-    for (i = 0; i < N; i++)
-        wait_ok(pids[i]);
+    wait_all_ok(pids, N);
     printf("reported:%s\n", reported);
     printf("order:%s\n", order);
     return 0;

@@ -38,27 +38,8 @@
  * them start, which depends on timing; `ddbx show` of the root maps its Fork
  * events to ids.)  alarm(20) in every process is a safety net.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
-#include <poll.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
-#include <sys/select.h>
 #include "ddbx.h"
 
 #define MAXA 64       /* actors with `randprog SEED ACTORS` */
@@ -197,16 +178,7 @@ static void send_msg(int fd, const char *text)
 /* One 16-byte message into buf (at least MSG bytes; NUL-terminated inside). */
 static void recv_msg(int fd, char *buf)
 {
-    ssize_t n;
-
-    for (;;) {
-        n = recv(fd, buf, MSG, MSG_WAITALL);
-        if (n >= 0 || errno != EINTR)
-            break;
-    }
-    if (n < 0)
-        die("recv");
-    if (n != MSG)
+    if (recv_waitall(fd, buf, MSG) != MSG)
         fail("short message");
     buf[MSG - 1] = '\0';
 }
@@ -215,72 +187,25 @@ static void recv_msg(int fd, char *buf)
  * peers that still owe messages (owed[b] > 0). */
 static int wait_ready(int me, const int *owed, int epfd)
 {
-    int b;
+    int fds[MAXA], ready[MAXA], b;
 
+    for (b = 0; b < nact; b++)
+        fds[b] = owed[b] > 0 ? peer[b] : -1;
     for (;;) {
-        if (mux[me] == MUX_POLL) {
-            struct pollfd pfd[MAXA];
-            int who[MAXA], np = 0, k, r;
-
-            for (b = 0; b < nact; b++) {
-                if (owed[b] > 0) {
-                    pfd[np].fd = peer[b];
-                    pfd[np].events = POLLIN;
-                    pfd[np].revents = 0;
-                    who[np++] = b;
-                }
-            }
-            r = poll(pfd, (nfds_t)np, -1);
-            if (r < 0) {
-                if (errno == EINTR)
-                    continue;
-                die("poll");
-            }
-            for (k = 0; k < np; k++) {
-                if (pfd[k].revents & POLLNVAL)
-                    fail("poll: POLLNVAL");
-                if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
-                    return who[k];
-            }
-        } else if (mux[me] == MUX_SELECT) {
-            fd_set rfds;
-            int maxfd = -1, r;
-
-            FD_ZERO(&rfds);
-            for (b = 0; b < nact; b++) {
-                if (owed[b] > 0) {
-                    if (peer[b] >= FD_SETSIZE)
-                        fail("fd too large for select");
-                    FD_SET(peer[b], &rfds);
-                    if (peer[b] > maxfd)
-                        maxfd = peer[b];
-                }
-            }
-            r = select(maxfd + 1, &rfds, NULL, NULL, NULL);
-            if (r < 0) {
-                if (errno == EINTR)
-                    continue;
-                die("select");
-            }
-            for (b = 0; b < nact; b++) {
-                if (owed[b] > 0 && FD_ISSET(peer[b], &rfds))
-                    return b;
-            }
-        } else {
+        if (mux[me] == MUX_EPOLL) {
             struct epoll_event evs[MAXA];
-            int r, k;
+            int r = wait_epoll(epfd, evs, MAXA), k;
 
-            r = epoll_wait(epfd, evs, MAXA, -1);
-            if (r < 0) {
-                if (errno == EINTR)
-                    continue;
-                die("epoll_wait");
-            }
             for (k = 0; k < r; k++) {
                 for (b = 0; b < nact; b++) {
                     if (owed[b] > 0 && peer[b] == evs[k].data.fd)
                         return b;
                 }
+            }
+        } else if ((mux[me] == MUX_POLL ? wait_poll : wait_select)(fds, nact, ready)) {
+            for (b = 0; b < nact; b++) {
+                if (ready[b])
+                    return b;
             }
         }
     }

@@ -12,137 +12,29 @@
  *     read from conn2: c3 m0\nc3 m1\n
  *     eof on conn2
  * Race: accept order, readiness order, and how bytes are split into reads.
+ *
+ * poll_any.c is this program with poll() instead of select() (it defines
+ * WAIT_WITH_POLL and includes this file).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
-#include <sys/select.h>
+
+#ifdef WAIT_WITH_POLL
+#define WAIT_READABLE wait_poll
+#else
+#define WAIT_READABLE wait_select
+#endif
 
 #define NCLIENTS 3
-#define NMSGS 3
-#define MAXLINES 256
-
-static char *lines[MAXLINES];
-static int nlines;
-
-/* Remember the output line a + b (printed at the end). */
-static void add_line(const char *a, const char *b)
-{
-    char *l;
-
-    if (nlines >= MAXLINES)
-        fail("too many reads");
-    l = malloc(strlen(a) + strlen(b) + 1);
-    if (!l)
-        fail("out of memory");
-    strcpy(l, a);
-    strcat(l, b);
-    lines[nlines++] = l;
-}
-
-static void client(int port, int id)
-{
-    int fd, j;
-
-    jitter_init();
-    jitter();
-    fd = connect_to(port);
-    for (j = 0; j < NMSGS; j++) {
-        char msg[32];
-        jitter();
-        snprintf(msg, sizeof msg, "c%d m%d\n", id, j);
-        write_str(fd, msg);
-    }
-    if (close(fd) < 0)
-        die("close");
-    exit(0);
-}
 
 int main(void)
 {
-    int port, lfd, i, open_count = NCLIENTS;
     int conn[NCLIENTS];
     pid_t pids[NCLIENTS];
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    for (i = 0; i < NCLIENTS; i++) {
-        pids[i] = fork_or_die();
-        if (pids[i] == 0) {
-            if (close(lfd) < 0)
-                die("close");
-            client(port, i + 1);
-        }
-    }
-    for (i = 0; i < NCLIENTS; i++) {
-        conn[i] = accept_one(lfd);
-        if (conn[i] >= FD_SETSIZE)
-            fail("fd too large for select");
-    }
-    if (close(lfd) < 0)
-        die("close");
-
-    while (open_count > 0) {
-        fd_set rfds;
-        int maxfd = -1, r;
-
-        FD_ZERO(&rfds);
-        for (i = 0; i < NCLIENTS; i++) {
-            if (conn[i] >= 0) {
-                FD_SET(conn[i], &rfds);
-                if (conn[i] > maxfd)
-                    maxfd = conn[i];
-            }
-        }
-        r = select(maxfd + 1, &rfds, NULL, NULL, NULL);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            die("select");
-        }
-        for (i = 0; i < NCLIENTS; i++) {
-            char buf[4096], esc[4096 * 4 + 1], head[32];
-            ssize_t n;
-
-            if (conn[i] < 0 || !FD_ISSET(conn[i], &rfds))
-                continue;
-            n = read(conn[i], buf, sizeof buf);
-            if (n < 0)
-                die("read");
-            if (n == 0) {
-                snprintf(head, sizeof head, "eof on conn%d", i + 1);
-                add_line(head, "");
-                if (close(conn[i]) < 0)
-                    die("close");
-                conn[i] = -1;
-                open_count--;
-                continue;
-            }
-            escape(buf, (size_t)n, esc);
-            snprintf(head, sizeof head, "read from conn%d: ", i + 1);
-            add_line(head, esc);
-        }
-    }
-    for (i = 0; i < NCLIENTS; i++)
-        wait_ok(pids[i]);
-    for (i = 0; i < nlines; i++)
-        printf("%s\n", lines[i]);
-    for (i = 0; i < nlines; i++)
-        free(lines[i]);
+    program_start();
+    accept_numbered_clients(conn, pids, NCLIENTS);
+    read_any_until_eof(conn, NCLIENTS, WAIT_READABLE);
+    wait_all_ok(pids, NCLIENTS);
+    print_log();
     return 0;
 }

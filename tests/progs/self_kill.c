@@ -12,24 +12,8 @@
  * and exits 0.  No race in the output: this checks that an actor killed by a
  * signal is recorded (its history ends at its last event) and replayed.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
+#include <signal.h>
 
 static void child(int port)
 {
@@ -52,31 +36,16 @@ static void child(int port)
 
 int main(void)
 {
-    int port, lfd, fd, st, msgs = 0, acked = 0;
+    int fd, st, msgs = 0, acked = 0;
     size_t bytes = 0;
     pid_t pid;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
-    lfd = bind_any(&port, 1);
-    pid = fork_or_die();
-    if (pid == 0) {
-        if (close(lfd) < 0)
-            die("close");
-        child(port);
-    }
-    fd = accept_one(lfd);
-    if (close(lfd) < 0)
-        die("close");
+    program_start();
+    fd = accept_child(child, &pid);
     for (;;) {
         char buf[256];
-        ssize_t n = read(fd, buf, sizeof buf), i;
+        ssize_t n = read_retry(fd, buf, sizeof buf), i;
 
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("read");
-        }
         if (n == 0)
             break;
         bytes += (size_t)n;
@@ -87,12 +56,8 @@ int main(void)
             acked = 1;
         }
     }
-    if (close(fd) < 0)
-        die("close");
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            die("waitpid");
-    }
+    close_or_die(fd);
+    st = wait_raw(pid);
     printf("received %d messages, %zu bytes\n", msgs, bytes);
     if (WIFSIGNALED(st))
         printf("child killed by signal %d\n", WTERMSIG(st));

@@ -21,44 +21,21 @@
  *     fork: exit 0, posix_spawn: exit 0, system: exit 0, popen: exit 0
  * Race: the accept order (varies natively with DDBX_JITTER=5).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
+#include "common.h" /* the helpers every test program shares */
 #include <spawn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 
 extern char **environ;
-
-#define UNUSED __attribute__((unused))
-
-#include "common.h" /* the helpers every test program shares */
 
 #define NCLIENTS 4
 
 static int client(int id, int port, int report)
 {
-    char msg[64], reply[64];
     int fd;
 
-    jitter_init();
-    jitter();
+    client_start();
     fd = connect_to(port);
-    snprintf(msg, sizeof msg, "client %d\n", id);
-    write_str(fd, msg);
-    read_line(fd, reply, sizeof reply);
-    if (strcmp(reply, "ok\n") != 0)
-        fail("client: unexpected reply");
-    if (close(fd) < 0)
-        die("close");
+    client_hello(fd, id);
+    close_or_die(fd);
     if (report)
         printf("client %d got ok\n", id);
     return 0;
@@ -83,17 +60,6 @@ static void describe(int st, char *out, size_t cap)
         snprintf(out, cap, "signal %d", WTERMSIG(st));
     else
         snprintf(out, cap, "status 0x%x", st);
-}
-
-static int wait_raw(pid_t pid)
-{
-    int st;
-
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            die("waitpid");
-    }
-    return st;
 }
 
 int main(int argc, char **argv)
@@ -125,8 +91,7 @@ int main(int argc, char **argv)
     /* 1: fork */
     forked = fork_or_die();
     if (forked == 0) {
-        if (close(lfd) < 0)
-            die("close");
+        close_or_die(lfd);
         exit(client(1, port, 0));
     }
     /* 2: posix_spawn */
@@ -145,8 +110,7 @@ int main(int argc, char **argv)
     launcher = fork_or_die();
     if (launcher == 0) {
         int s;
-        if (close(lfd) < 0)
-            die("close");
+        close_or_die(lfd);
         client_command(cmd, sizeof cmd, self, 3, port, "");
         s = system(cmd);
         if (s == -1)
@@ -159,20 +123,9 @@ int main(int argc, char **argv)
     if (!p)
         die("popen");
 
-    for (i = 0; i < NCLIENTS; i++) {
-        char buf[64];
-        int fd = accept_one(lfd), id;
-
-        read_line(fd, buf, sizeof buf);
-        if (sscanf(buf, "client %d", &id) != 1 || id < 1 || id > NCLIENTS)
-            fail("server: bad message");
-        order[i] = id;
-        write_str(fd, "ok\n");
-        if (close(fd) < 0)
-            die("close");
-    }
-    if (close(lfd) < 0)
-        die("close");
+    for (i = 0; i < NCLIENTS; i++)
+        close_or_die(accept_hello(lfd, NCLIENTS, &order[i]));
+    close_or_die(lfd);
 
     n = fread(popen_out, 1, sizeof popen_out - 1, p);
     if (ferror(p))
@@ -189,10 +142,7 @@ int main(int argc, char **argv)
     for (i = 0; i < NCLIENTS; i++)
         describe(st[i], what[i], sizeof what[i]);
 
-    printf("accepted:");
-    for (i = 0; i < NCLIENTS; i++)
-        printf(" %d", order[i]);
-    printf("\n");
+    print_order("accepted:", order, NCLIENTS);
     printf("popen output: %s\n", popen_out);
     printf("fork: %s, posix_spawn: %s, system: %s, popen: %s\n", what[0], what[1], what[2],
            what[3]);

@@ -13,21 +13,6 @@
  * Race: the accept order (varies natively with DDBX_JITTER=5). glibc's stdio reads and
  * writes the socket with internal calls, which only the preload's fdopen stream records.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
 
 #define CLIENTS 3
@@ -36,12 +21,9 @@ static void client(int port, int me)
 {
     char reply[64];
     FILE *f;
-    int fd;
 
-    jitter_init();
-    jitter();
-    fd = connect_to(port);
-    f = fdopen(fd, "r+");
+    client_start();
+    f = fdopen(connect_to(port), "r+");
     if (f == NULL)
         die("fdopen");
     if (fprintf(f, "client %d\n", me) < 0 || fflush(f) != 0)
@@ -58,17 +40,11 @@ int main(void)
     pid_t pids[CLIENTS];
     int port, lfd, i;
 
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
+    program_start();
     lfd = bind_any(&port, CLIENTS);
-    for (i = 0; i < CLIENTS; i++) {
-        pids[i] = fork_or_die();
-        if (pids[i] == 0) {
-            if (close(lfd) < 0)
-                die("close");
-            client(port, i + 1);
-        }
-    }
+    i = fork_clients(lfd, CLIENTS, pids);
+    if (i > 0)
+        client(port, i);
     for (i = 1; i <= CLIENTS; i++) {
         char line[64], reply[16];
         int fd = accept_one(lfd);
@@ -76,11 +52,9 @@ int main(void)
         read_line(fd, line, sizeof line);
         snprintf(reply, sizeof reply, "%d\n", i);
         write_str(fd, reply);
-        if (close(fd) < 0)
-            die("close");
+        close_or_die(fd);
     }
-    if (close(lfd) < 0)
-        die("close");
+    close_or_die(lfd);
     for (i = 0; i < CLIENTS; i++)
         printf("client %d: %d\n", i + 1, wait_status(pids[i]));
     return 0;

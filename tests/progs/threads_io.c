@@ -18,24 +18,8 @@
  * No race in the output: this checks that threads without socket I/O are
  * recorded and replayed.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define UNUSED __attribute__((unused))
-
 #include "common.h" /* the helpers every test program shares */
+#include <pthread.h>
 
 static int port;
 static long long sum;
@@ -48,8 +32,7 @@ static void *io_thread(void *arg)
     jitter();
     fd = connect_to(port);
     write_str(fd, "hello\n");
-    if (close(fd) < 0)
-        die("close");
+    close_or_die(fd);
     return NULL;
 }
 
@@ -74,8 +57,7 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !quiet)
         fail("usage: threads_io [quiet-thread]");
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    jitter_init();
+    program_start();
     lfd = bind_any(&port, 1);
     e = pthread_create(&th, NULL, quiet ? quiet_thread : io_thread, NULL);
     if (e != 0) {
@@ -86,8 +68,7 @@ int main(int argc, char **argv)
         child = fork_or_die();
         if (child == 0) {
             jitter_init();
-            if (close(lfd) < 0)
-                die("close");
+            close_or_die(lfd);
             io_thread(NULL);
             exit(0);
         }

@@ -7,11 +7,8 @@
 # its own file; the script prints them in client order once all are done.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d /tmp/ddbx-bash.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-mkfifo "$dir/port"
-/usr/bin/python3 "$here/tiny_server.py" 3 >"$dir/port" &
-read -r port <"$dir/port"
+clients=3 tmp_prefix=ddbx-bash
+. "$here/tiny_server.sh"
 jitter=${DDBX_JITTER:-20}
 for i in 1 2 3; do
     (

@@ -20,13 +20,10 @@ import tempfile
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # importing collector must leave no __pycache__ in the tree
+from collector import Collector, free_port  # noqa: E402 (after the line above on purpose)
+
 N = 4
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def reporter(i, port, cport):
@@ -63,25 +60,15 @@ def main():
                 f.write(f"contents of file {i}\n")
         port = free_port()
         httpd = subprocess.Popen(["busybox", "httpd", "-f", "-p", f"127.0.0.1:{port}", "-h", root])
-        collector = socket.socket()
-        collector.bind(("127.0.0.1", 0))
-        collector.listen(N)
-        cport = collector.getsockname()[1]
+        collector = Collector(N)
         clients = [
             subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), "reporter", str(i), str(port), str(cport)]
+                [sys.executable, os.path.abspath(__file__), "reporter", str(i), str(port),
+                 str(collector.port)]
             )
             for i in range(1, N + 1)
         ]
-        bodies = []
-        for _ in range(N):
-            conn, _ = collector.accept()
-            with conn:
-                data = b""
-                while chunk := conn.recv(100):
-                    data += chunk
-            bodies.append(data.decode().strip())
-        collector.close()
+        bodies = collector.reports()
         failed = [c.returncode for c in clients if c.wait() != 0]
         httpd.send_signal(signal.SIGKILL if "kill" in sys.argv[1:] else signal.SIGTERM)
         httpd.wait()

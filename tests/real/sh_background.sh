@@ -4,11 +4,8 @@
 # Each background client writes its reply to its own file; only the script prints.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d /tmp/ddbx-sh.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-mkfifo "$dir/port"
-/usr/bin/python3 "$here/tiny_server.py" 3 >"$dir/port" &
-read -r port <"$dir/port"
+clients=3 tmp_prefix=ddbx-sh
+. "$here/tiny_server.sh"
 for i in 1 2 3; do
     /usr/bin/python3 "$here/tiny_client.py" "$port" "$i" >"$dir/out$i" &
 done

@@ -5,11 +5,8 @@
 # must let client 1 finish first (ddbx/tests/halting_waits.rs).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d /tmp/ddbx-fg.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-mkfifo "$dir/port"
-/usr/bin/python3 "$here/tiny_server.py" 2 >"$dir/port" &
-read -r port <"$dir/port"
+clients=2 tmp_prefix=ddbx-fg
+. "$here/tiny_server.sh"
 /usr/bin/python3 "$here/tiny_client.py" "$port" 1
 /usr/bin/python3 "$here/tiny_client.py" "$port" 2 &
 wait

@@ -18,18 +18,14 @@ suite.
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # importing collector must leave no __pycache__ in the tree
+from collector import Collector, free_port  # noqa: E402 (after the line above on purpose)
+
 N = 4
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -43,28 +39,17 @@ def main():
             "EXEC:/bin/cat" if "exec" in sys.argv[1:] else "PIPE",
         ]
     )
-    collector = socket.socket()
-    collector.bind(("127.0.0.1", 0))
-    collector.listen(N)
-    cport = collector.getsockname()[1]
+    collector = Collector(N)
     clients = []
     for i in range(1, N + 1):
         delay = random.uniform(0, max_ms) / 1000.0
         script = (
             f"sleep {delay:.3f}; echo client {i} | "
             f"socat -t 5 - TCP:127.0.0.1:{port},retry=200,interval=0.01 | "
-            f"socat -u - TCP:127.0.0.1:{cport}"
+            f"socat -u - TCP:127.0.0.1:{collector.port}"
         )
         clients.append(subprocess.Popen(["sh", "-c", script]))
-    reports = []
-    for _ in range(N):
-        conn, _ = collector.accept()
-        with conn:
-            data = b""
-            while chunk := conn.recv(100):
-                data += chunk
-        reports.append(data.decode().strip())
-    collector.close()
+    reports = collector.reports()
     for c in clients:
         if c.wait() != 0:
             sys.exit(f"a client failed: {c.returncode}")

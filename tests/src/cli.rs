@@ -1,0 +1,162 @@
+//! The `ddbx` binary under test, driven the way a user drives it: record, replay, read.
+
+use crate::histories::{Histories, assert_same_histories, histories};
+use crate::json::parse_json;
+use crate::progs::figure1;
+use crate::run::{Output, Run, native_outputs};
+use crate::{TempDir, path_str};
+use ddbx_wire::Record;
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::Path;
+
+/// The `ddbx` binary under test: `const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));` in an
+/// integration test of the `ddbx` package.
+#[derive(Clone, Copy, Debug)]
+pub struct Ddbx(pub &'static str);
+
+impl Ddbx {
+    /// The binary's path.
+    pub fn path(&self) -> &Path {
+        Path::new(self.0)
+    }
+
+    /// `ddbx ARGS…`, ready to run.
+    pub fn run<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Run::new(self.0).args(args)
+    }
+
+    /// `ddbx ARGS…`, which must exit 0, its stdout as one JSON value.
+    pub fn json<I, S>(&self, args: I) -> Value
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let run = self.run(args);
+        let out = run.success();
+        parse_json(&out.stdout, "ddbx's JSON output")
+    }
+
+    /// `ddbx record -o REC -- PROGRAM ARGS…`, ready to run (add its environment with
+    /// [`Run::env`]).
+    pub fn record(&self, rec: &Path, program: &Path, args: &[&str]) -> Run {
+        self.record_with(&[], rec, program, args)
+    }
+
+    /// [`Ddbx::record`] with record options (`--trace optimal`, …) before `-o`.
+    pub fn record_with(&self, options: &[&str], rec: &Path, program: &Path, args: &[&str]) -> Run {
+        self.run(["record"])
+            .args(options)
+            .args(["-o", path_str(rec), "--", path_str(program)])
+            .args(args)
+    }
+
+    /// Records the Figure 1 example (`examples/figure1/run`, `DDBX_JITTER=20`) into `rec`; the
+    /// record must succeed.
+    pub fn record_figure1(&self, rec: &Path) -> Output {
+        let (run, bin) = figure1();
+        self.record(rec, &run, &[])
+            .env("DDBX_JITTER", "20")
+            .env("FIG1_BIN", &bin)
+            .success()
+    }
+
+    /// Replays the recording `rec` `replays` times, replay *i* writing its histories
+    /// (`--history-out`) next to `rec` as `replay<i>`, and checks each against the record: the
+    /// exit code and output of `recorded`, and histories: `observed(replay dir)` must equal
+    /// `expected`.
+    pub fn assert_replays(
+        &self,
+        rec: &Path,
+        recorded: &Output,
+        replays: usize,
+        expected: &Histories,
+        observed: &dyn Fn(&Path) -> Histories,
+    ) {
+        for i in 1..=replays {
+            let out_dir = rec.with_file_name(format!("replay{i}"));
+            let replayed = self
+                .run(["replay", "--history-out", path_str(&out_dir), path_str(rec)])
+                .output();
+            assert_eq!(
+                replayed.code, recorded.code,
+                "replay {i} exit code differs from the record's; stderr:\n{}",
+                replayed.stderr
+            );
+            assert_eq!(
+                replayed.stdout, recorded.stdout,
+                "replay {i} printed something else than the record"
+            );
+            assert_same_histories(
+                expected,
+                &observed(&out_dir),
+                &format!("record vs replay {i}"),
+            );
+        }
+    }
+
+    /// Records `program args` with `DDBX_JITTER=jitter`, then replays the recording `replays`
+    /// times and checks each replay ([`Ddbx::assert_replays`]: same exit code and output as the
+    /// record, same histories, pids and ports aside). Returns the temporary directory (the
+    /// recording is `rec` in it, replay *i* wrote `replay<i>`) and the record's output.
+    pub fn record_and_replay(
+        &self,
+        program: &Path,
+        args: &[&str],
+        jitter: u32,
+        replays: usize,
+    ) -> (TempDir, Output) {
+        let jitter = jitter.to_string();
+        self.record_and_replay_with(program, args, &[("DDBX_JITTER", &jitter)], replays, &|_| {})
+    }
+
+    /// [`Ddbx::record_and_replay`] with the record's whole environment given (`DDBX_JITTER`
+    /// included), and `blank` applied to every record (after [`Record::without_run_details`])
+    /// before histories are compared: for run details that only the program knows, such as a
+    /// `mkdtemp` name in a Unix socket path.
+    pub fn record_and_replay_with(
+        &self,
+        program: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        replays: usize,
+        blank: &dyn Fn(&mut Record),
+    ) -> (TempDir, Output) {
+        let blanked = |dir: &Path| {
+            let mut h = histories(dir);
+            h.values_mut().flatten().for_each(blank);
+            h
+        };
+        let tmp = TempDir::new("rr");
+        let rec = tmp.join("rec");
+        let mut record = self.record(&rec, program, args);
+        for (key, value) in env {
+            record = record.env(key, value);
+        }
+        let recorded = record.output();
+        assert_eq!(recorded.code, 0, "record failed:\n{}", recorded.stderr);
+        assert!(
+            !recorded.stdout.is_empty(),
+            "the program printed nothing under record"
+        );
+        self.assert_replays(&rec, &recorded, replays, &blanked(&rec), &blanked);
+        (tmp, recorded)
+    }
+
+    /// Shows the race of `program args` natively (at least two different outputs in up to 30
+    /// runs with `DDBX_JITTER=jitter`), then [`Ddbx::record_and_replay`]s it 3 times.
+    pub fn race(&self, program: &Path, args: &[&str], jitter: u32) -> (TempDir, Output) {
+        let outputs = native_outputs(program, args, jitter, 2, 30);
+        assert!(
+            outputs.len() >= 2,
+            "{}: 30 native runs all printed the same output, so this test would show nothing:\n{}",
+            program.display(),
+            outputs[0]
+        );
+        self.record_and_replay(program, args, jitter, 3)
+    }
+}

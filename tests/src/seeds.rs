@@ -1,0 +1,65 @@
+//! Property tests over many generated programs: seeds 1..=N, run on several threads, every seed
+//! to its end even when some fail, so that a report lists all the failures at once.
+
+use crate::{env_number, panic_message};
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The seeds of a property test and the threads that run them.
+#[derive(Debug, Clone, Copy)]
+pub struct Seeds {
+    /// Seeds 1..=count are run.
+    pub count: u64,
+    /// How many at once (the cases mostly wait for their programs).
+    pub threads: u64,
+}
+
+/// What one seed gave: its case's value, or the message of the panic that ended it.
+#[derive(Debug)]
+pub struct SeedOutcome<T> {
+    /// The seed.
+    pub seed: u64,
+    /// The case's value, or why it panicked.
+    pub result: Result<T, String>,
+}
+
+impl Seeds {
+    /// `DDBX_PROPTEST_CASES` seeds (default 50) on `DDBX_PROPTEST_THREADS` threads (default 8).
+    pub fn from_env() -> Seeds {
+        Seeds {
+            count: env_number("DDBX_PROPTEST_CASES", 50),
+            threads: env_number("DDBX_PROPTEST_THREADS", 8).max(1),
+        }
+    }
+
+    /// Runs `case(seed)` for every seed; a panic in one case is that seed's outcome and does not
+    /// stop the others. The outcomes, by seed.
+    pub fn run<T: Send>(&self, case: impl Fn(u64) -> T + Sync) -> Vec<SeedOutcome<T>> {
+        let next = AtomicU64::new(1);
+        let outcomes = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..self.threads {
+                scope.spawn(|| {
+                    loop {
+                        let seed = next.fetch_add(1, Ordering::Relaxed);
+                        if seed > self.count {
+                            break;
+                        }
+                        // A panicking case shares nothing the next one reads.
+                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| case(seed)))
+                            .map_err(|e| panic_message(&*e));
+                        let outcome = SeedOutcome { seed, result };
+                        outcomes
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(outcome);
+                    }
+                });
+            }
+        });
+        let mut outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
+        outcomes.sort_by_key(|o| o.seed);
+        outcomes
+    }
+}
