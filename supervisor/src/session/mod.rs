@@ -318,7 +318,10 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         },
     ));
 
-    let old_mask = handle_signals.then(procs::block_stop_signals);
+    let old_mask = handle_signals
+        .then(procs::block_stop_signals)
+        .transpose()
+        .map_err(|e| Error::io("cannot block SIGINT and SIGTERM", e))?;
     procs::become_subreaper().map_err(|e| Error::io("cannot become a child subreaper", e))?;
 
     // The root.
@@ -352,11 +355,12 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     // The program starts with the signal mask ddbx itself was started with, not with the
     // SIGINT/SIGTERM that ddbx blocks for its own signal thread.
     let program_mask = old_mask;
-    // SAFETY: only async-signal-safe calls (pthread_sigmask) between fork and exec.
+    // SAFETY: the closure runs between fork and exec and makes one async-signal-safe call
+    // (pthread_sigmask, through nix, which neither allocates nor locks).
     unsafe {
         command.pre_exec(move || {
             if let Some(mask) = &program_mask {
-                libc::pthread_sigmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
+                let _ = mask.thread_set_mask();
             }
             Ok(())
         });
@@ -407,12 +411,14 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     let signal_thread = if handle_signals {
         let tx = events_tx.clone();
         let stop = Arc::clone(&stop_signals);
+        let signals = procs::StopSignalReader::open()
+            .map_err(|e| Error::io("cannot read SIGINT and SIGTERM", e))?;
         Some(
             std::thread::Builder::new()
                 .name("ddbx-signals".into())
                 .spawn(move || {
                     while !*stop.lock().unwrap_or_else(|p| p.into_inner()) {
-                        if let Some(sig) = procs::wait_signal(Duration::from_millis(100)) {
+                        if let Some(sig) = signals.wait(Duration::from_millis(100)) {
                             let _ = tx.send(MainEvent::Signal(sig));
                         }
                     }
