@@ -1,7 +1,9 @@
-//! Starting the root process: the user's command with the preload in `LD_PRELOAD`, the GD's
-//! socket in `DDBX_GD`, the root's claim in `DDBX_SPAWN`, and the signal mask ddbx itself was
-//! started with.
+//! Starting the root process: ddbx becomes a child subreaper (and, when it handles them,
+//! blocks SIGINT and SIGTERM for its signal thread), then starts the user's command with the
+//! preload in `LD_PRELOAD`, the GD's socket in `DDBX_GD`, the root's claim in `DDBX_SPAWN`,
+//! and the signal mask ddbx itself was started with.
 
+use super::procs;
 use crate::error::{Error, Result, shown};
 use nix::sys::signal::SigSet;
 use std::os::unix::process::CommandExt;
@@ -26,16 +28,56 @@ pub(super) struct Root<'a> {
     pub(super) ddbx_pid: i32,
     /// Whether this is a record (optimal tracing is chosen for a record only).
     pub(super) record: bool,
-    /// The signal mask to start it with (`None`: ddbx's own, unchanged).
-    pub(super) mask: Option<SigSet>,
+    /// Whether ddbx handles SIGINT and SIGTERM (then they are blocked in ddbx's threads).
+    pub(super) handle_signals: bool,
 }
 
-/// Starts the root; returns its pid. The reaper owns waiting for it.
-pub(super) fn start_root(root: &Root<'_>) -> Result<i32> {
+/// The root, started.
+pub(super) struct Launched {
+    /// Its pid. The reaper owns waiting for it.
+    pub(super) root_pid: i32,
+    /// The signal mask ddbx had before it blocked SIGINT and SIGTERM (`None`: not blocked).
+    old_mask: Option<SigSet>,
+}
+
+impl Launched {
+    /// Gives ddbx back the signal mask it had (once the signal thread is gone).
+    pub(super) fn restore_mask(&self) {
+        if let Some(mask) = &self.old_mask {
+            procs::restore_mask(mask);
+        }
+    }
+}
+
+/// Prepares ddbx (signals, subreaper) and starts the root.
+pub(super) fn start(root: &Root<'_>) -> Result<Launched> {
+    let old_mask = root
+        .handle_signals
+        .then(procs::block_stop_signals)
+        .transpose()
+        .map_err(|e| Error::io("cannot block SIGINT and SIGTERM", e))?;
+    procs::become_subreaper().map_err(|e| Error::io("cannot become a child subreaper", e))?;
+    let launched = Launched {
+        root_pid: 0,
+        old_mask,
+    };
+    match start_root(root, old_mask) {
+        Ok(root_pid) => Ok(Launched {
+            root_pid,
+            ..launched
+        }),
+        Err(e) => {
+            launched.restore_mask();
+            Err(e)
+        }
+    }
+}
+
+/// Starts the root with `program_mask` (`None`: ddbx's own); returns its pid.
+fn start_root(root: &Root<'_>, program_mask: Option<SigSet>) -> Result<i32> {
     let mut command = command(root);
     // The program starts with the signal mask ddbx itself was started with, not with the
     // SIGINT/SIGTERM that ddbx blocks for its own signal thread.
-    let program_mask = root.mask;
     // SAFETY: the closure runs between fork and exec and makes one async-signal-safe call
     // (pthread_sigmask, through nix, which neither allocates nor locks).
     unsafe {

@@ -4,6 +4,12 @@
 //! environment), answers every LD's `Hello` (see [`crate::actors`]), collects their notes,
 //! answers `WhoIs` in replay, and reaps processes.
 //!
+//! **Its steps, one module each.** Before the root starts: the first manifest (`manifest`),
+//! the replay plans (`plans`), the halting state machine ([`halting`]) and the state the
+//! threads share (`gd_state`). Then the root (`launch`), the reaper, acceptor and signal
+//! threads (`threads`, `connections`), the main loop (`main_loop`), and, once every process
+//! is gone, the end, the last manifest and the [`Outcome`] (`finish`, `strip`).
+//!
 //! **When a session ends.** ddbx makes itself a child subreaper before starting the root, so
 //! every orphaned descendant is re-parented to it. The session ends when the root has exited
 //! *and* `waitpid(-1)` reports `ECHILD`: no descendant is left. A divergence, an unsupported
@@ -184,11 +190,6 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     let (events_tx, events_rx) = mpsc::channel::<MainEvent>();
     let (gd, listener) = start_gd(&mode, &runtime, &facts, ddbx_pid, &manifest_dir, &events_tx)?;
 
-    let old_mask = handle_signals
-        .then(procs::block_stop_signals)
-        .transpose()
-        .map_err(|e| Error::io("cannot block SIGINT and SIGTERM", e))?;
-    procs::become_subreaper().map_err(|e| Error::io("cannot become a child subreaper", e))?;
     let root = launch::Root {
         program: &program,
         argv: &argv,
@@ -198,22 +199,19 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         socket: &runtime.socket(),
         ddbx_pid,
         record: mode.recording().is_none(),
-        mask: old_mask,
+        handle_signals,
     };
-    let root_pid = launch::start_root(&root).inspect_err(|_| {
-        if let Some(mask) = &old_mask {
-            procs::restore_mask(mask);
-        }
-    })?;
+    let launched = launch::start(&root)?;
     let threads = threads::Threads::start(&events_tx, listener, &gd, handle_signals)?;
     drop(events_tx);
 
+    let hold = mode.hold();
     let main_loop = MainLoop::new(
         &gd,
         events_rx,
-        root_pid,
+        launched.root_pid,
         on_halt,
-        mode.hold(),
+        hold,
         &mut transcript,
     );
     let LoopEnd {
@@ -225,9 +223,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     // Every process is gone: let the handlers read what is left, then stop listening.
     gd.finish(&runtime.socket(), LINGER);
     threads.join();
-    if let Some(mask) = &old_mask {
-        procs::restore_mask(mask);
-    }
+    launched.restore_mask();
     if let Some(e) = reap_error {
         return Err(Error::io("waiting for the program's processes failed", e));
     }

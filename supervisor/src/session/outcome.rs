@@ -61,7 +61,7 @@ pub struct Outcome {
     pub passthrough: Vec<String>,
     /// Every human-readable line the session produced, in order.
     pub messages: Vec<String>,
-    /// Replay: the observed globals' values (see [`SessionMode::Replay`]'s `observe`).
+    /// Replay: the observed globals' values (see [`super::SessionMode::Replay`]'s `observe`).
     pub observed: Vec<Observation>,
 }
 

@@ -1,4 +1,4 @@
-//! Halting at Inf(P): the GD's part of the paper's algorithm (003 §4, Fig. 5; DESIGN §4).
+//! Halting at Inf(P): the GD's part of the paper's halting algorithm (its Fig. 5).
 //!
 //! The GD sees every control message, which makes it the termination detector. Each actor is
 //! *not created*, *running* (active, or between its last note and its next), *passive* (waiting
