@@ -4,6 +4,12 @@
 //! environment), answers every LD's `Hello` (see [`crate::actors`]), collects their notes,
 //! answers `WhoIs` in replay, and reaps processes.
 //!
+//! **Its steps, one module each.** Before the root starts: the first manifest (`manifest`),
+//! the replay plans (`plans`), the halting state machine ([`halting`]) and the state the
+//! threads share (`gd_state`). Then the root (`launch`), the reaper, acceptor and signal
+//! threads (`threads`, `connections`), the main loop (`main_loop`), and, once every process
+//! is gone, the end, the last manifest and the [`Outcome`] (`finish`, `strip`).
+//!
 //! **When a session ends.** ddbx makes itself a child subreaper before starting the root, so
 //! every orphaned descendant is re-parented to it. The session ends when the root has exited
 //! *and* `waitpid(-1)` reports `ECHILD`: no descendant is left. A divergence, an unsupported
@@ -15,28 +21,42 @@
 //! of its own that it expects to wait for while a session runs.
 
 mod connections;
+pub mod control_count;
+mod events;
+mod finish;
+mod gd_state;
+mod halted;
 pub mod halting;
+mod launch;
+mod ld_writer;
+mod main_loop;
+mod manifest;
 pub mod matcher;
+mod outcome;
+mod plans;
 pub mod procs;
 pub mod runtime_dir;
+mod strip;
+mod threads;
+mod transcript;
 
-pub use halting::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation, Resume};
+pub use halted::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation, Resume};
+pub use outcome::{Divergence, End, Outcome};
 pub use runtime_dir::RuntimeDir;
 
 use crate::actors::Registry;
-use crate::analysis::channels::{Channel, accepts_of, match_channels};
-use crate::error::{Error, Result, shown};
+use crate::error::{Error, Result};
 use crate::recording::Recording;
-use connections::Shared;
-use ddbx_wire::history::Record;
-use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest, SessionState};
-use ddbx_wire::{ActorId, FORMAT_VERSION};
+use ddbx_wire::pred::VarRef;
+use events::MainEvent;
+use gd_state::{GdState, Tables};
+use halting::Halting;
+use main_loop::{LoopEnd, MainLoop};
 use std::os::unix::net::UnixListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
+use transcript::Transcript;
 
 /// Record or replay, with what each needs.
 #[derive(Debug)]
@@ -91,85 +111,43 @@ pub struct SessionConfig {
 /// The halt callback of [`SessionConfig::on_halt`].
 pub type OnHalt = Box<dyn FnMut(&HaltedState) -> HaltAction + Send>;
 
-/// A replay that did not follow its recording.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Divergence {
-    /// The actor, when one is to blame.
-    pub actor: Option<ActorId>,
-    /// Its event number, when known.
-    pub event: Option<u64>,
-    /// What the recording expected.
-    pub expected: String,
-    /// What happened.
-    pub found: String,
-    /// The whole message, as printed.
-    pub message: String,
-}
+impl SessionMode {
+    /// The recording a replay follows.
+    fn recording(&self) -> Option<&Recording> {
+        match self {
+            SessionMode::Record { .. } => None,
+            SessionMode::Replay { recording, .. } => Some(recording),
+        }
+    }
 
-/// How a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum End {
-    /// Record: the whole tree exited.
-    Complete,
-    /// Replay: the replay reached the recorded end.
-    ReachedEnd,
-    /// Replay: it did not follow the recording.
-    Diverged(Divergence),
-    /// The program did something ddbx cannot handle.
-    Unsupported {
-        /// The actor, when known.
-        actor: Option<ActorId>,
-        /// What.
-        what: String,
-    },
-    /// Replay: halted at the first consistent global state where the predicate holds.
-    Halted(Box<HaltedState>),
-    /// ddbx got SIGINT or SIGTERM.
-    Interrupted {
-        /// The signal.
-        signal: i32,
-    },
-}
+    /// Where this run's histories and manifest go, if anywhere.
+    fn manifest_dir(&self) -> Option<&Path> {
+        match self {
+            SessionMode::Record { out_dir } => Some(out_dir),
+            SessionMode::Replay { history_out, .. } => history_out.as_deref(),
+        }
+    }
 
-/// What a session did.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// How it ended.
-    pub end: End,
-    /// The root process's status, if it was reaped.
-    pub root_status: Option<ExitStatus>,
-    /// The recorded root status (replay only).
-    pub recorded_root_status: Option<ExitStatus>,
-    /// The actors of this run (ids, this run's pids, exit statuses).
-    pub actors: Vec<ActorInfo>,
-    /// Replay: the recorded events; record: events the actors reported at exit.
-    pub events: u64,
-    /// Kinds of I/O that were not recorded, with the actors that did them.
-    pub passthrough: Vec<String>,
-    /// Every human-readable line the session produced, in order.
-    pub messages: Vec<String>,
-    /// Replay: the observed globals' values (see [`SessionMode::Replay`]'s `observe`).
-    pub observed: Vec<Observation>,
-}
+    /// The globals a replay reads from the processes' memory.
+    fn observe(&self) -> &[VarRef] {
+        match self {
+            SessionMode::Record { .. } => &[],
+            SessionMode::Replay { observe, .. } => observe,
+        }
+    }
 
-/// Events for the session's main loop.
-pub(crate) enum MainEvent {
-    /// A child was reaped.
-    Reaped { pid: i32, status: ExitStatus },
-    /// No descendant is left.
-    AllGone,
-    /// waitpid failed in an unexpected way.
-    ReapFailed(std::io::Error),
-    /// SIGINT / SIGTERM.
-    Signal(i32),
-    /// Stop everything: divergence or unsupported.
-    Stop(End),
-    /// A line to show.
-    Note(String),
-    /// Halting: every actor is passive.
-    Halted,
-    /// Replay: every live process waits at the end of a history that ends without `Exit`.
-    AllAtEnd,
+    /// A replay's halt request.
+    fn halt_request(&self) -> Option<&HaltRequest> {
+        match self {
+            SessionMode::Record { .. } => None,
+            SessionMode::Replay { halt, .. } => halt.as_ref(),
+        }
+    }
+
+    /// Whether to hold the processes at a halt when there is no halt callback.
+    fn hold(&self) -> bool {
+        matches!(self, SessionMode::Replay { hold: true, .. })
+    }
 }
 
 /// Environment variables that are ddbx's own and are never stored in a manifest.
@@ -182,6 +160,9 @@ pub const DDBX_VARIABLES: &[&str] = &[
     "DDBX_PRELOAD",
 ];
 
+/// How long the connection threads may go on reading once every process is gone.
+const LINGER: Duration = Duration::from_secs(2);
+
 /// Runs one session to its end (see the module doc).
 pub fn run(config: SessionConfig) -> Result<Outcome> {
     let SessionConfig {
@@ -193,615 +174,105 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         preload,
         runtime,
         handle_signals,
-        mut on_message,
-        mut on_halt,
+        on_message,
+        on_halt,
     } = config;
     let ddbx_pid = std::process::id() as i32;
     let host = procs::host_name();
-    let mut messages: Vec<String> = Vec::new();
-    let mut say = |line: String, messages: &mut Vec<String>| {
-        on_message(&line);
-        messages.push(line);
+    let mut transcript = Transcript::new(on_message);
+    let manifest_dir = mode.manifest_dir().map(absolute).transpose()?;
+    let facts = manifest::RunFacts {
+        argv: &argv,
+        cwd: &cwd,
+        env: &env,
+        host: &host,
     };
-
-    // What the LDs are told, and where the record goes.
-    let (registry, manifest_dir, recording) = match &mode {
-        SessionMode::Record { out_dir } => (
-            Registry::for_record(ddbx_pid, &host),
-            Some(absolute(out_dir)?),
-            None,
-        ),
-        SessionMode::Replay {
-            recording,
-            history_out,
-            ..
-        } => (
-            Registry::for_replay(ddbx_pid, &host, recording.manifest.actors.clone()),
-            history_out.as_deref().map(absolute).transpose()?,
-            Some(recording.as_ref()),
-        ),
-    };
-    let observe: Vec<ddbx_wire::pred::VarRef> = match &mode {
-        SessionMode::Replay { observe, .. } => observe.clone(),
-        SessionMode::Record { .. } => Vec::new(),
-    };
-    let (halt_request, hold) = match &mode {
-        SessionMode::Replay { halt, hold, .. } => (halt.clone(), *hold),
-        SessionMode::Record { .. } => (None, false),
-    };
-    if let Some(dir) = &manifest_dir {
-        let history = dir.join("history");
-        std::fs::create_dir_all(&history)
-            .map_err(|e| Error::io_at("cannot create", &history, e))?;
-    }
-    let manifest = Manifest {
-        format: FORMAT_VERSION,
-        ddbx_version: env!("CARGO_PKG_VERSION").to_string(),
-        command: argv.clone(),
-        cwd: cwd.clone(),
-        env: env.clone(),
-        host: host.clone(),
-        state: SessionState::Recording,
-        actors: Vec::new(),
-        passthrough: Vec::new(),
-        problem: None,
-    };
-    if let Some(dir) = &manifest_dir {
-        manifest
-            .store(dir)
-            .map_err(|e| Error::io_at("cannot write the manifest in", dir, e))?;
-    }
-    let plans = recording.map(|r| {
-        let channels = match_channels(&r.histories);
-        r.manifest
-            .actors
-            .iter()
-            .map(|a| {
-                let history = r.history(a.id);
-                let ended_by_exit = matches!(
-                    history.and_then(|h| h.records.last()),
-                    Some(Record::Exit { .. })
-                );
-                let torn = history.is_some_and(|h| h.truncated);
-                // Killed by a signal that another recorded process sent: that process's replay
-                // sends it again at the same point of its own history, so this one waits for it
-                // (ending it where its history ends could be too early: socat's handler kills
-                // its EXEC child only after it has read the child's last bytes).
-                let by_an_actor = |sig| a.signalled_by.iter().any(|(_, s)| *s == sig);
-                let killed_by = match a.exit {
-                    Some(ExitStatus::Signaled(sig)) if !ended_by_exit && !by_an_actor(sig) => {
-                        Some(sig)
-                    }
-                    Some(ExitStatus::Signaled(_)) if !ended_by_exit => None,
-                    // A record torn in the middle: the process died while writing it.
-                    _ if torn && !ended_by_exit => Some(libc::SIGKILL),
-                    _ => None,
-                };
-                (
-                    a.id,
-                    ddbx_wire::proto::ReplayPlan {
-                        // Absolute: the program may chdir before its LD opens it (busybox
-                        // httpd -h DIR does).
-                        history: std::path::absolute(Manifest::history_path(&r.dir, a.id))
-                            .unwrap_or_else(|_| Manifest::history_path(&r.dir, a.id))
-                            .to_string_lossy()
-                            .into_owned(),
-                        accepts: accepts_of(&channels, a.id),
-                        killed_by,
-                        external_connects: external_connects(r, &channels, a.id),
-                        observe: observe
-                            .iter()
-                            .filter(|v| v.actor_id() == Some(a.id))
-                            .map(|v| (v.name.clone(), v.ty))
-                            .collect(),
-                    },
-                )
-            })
-            .collect()
-    });
-
-    let socket = runtime.socket();
-    let listener =
-        UnixListener::bind(&socket).map_err(|e| Error::io_at("cannot listen on", &socket, e))?;
     let (events_tx, events_rx) = mpsc::channel::<MainEvent>();
-    let shared = Arc::new(Shared::new(
-        registry,
-        plans,
-        manifest_dir.clone(),
-        manifest,
-        runtime.state_dir(),
-        events_tx.clone(),
-        match (&halt_request, recording) {
-            (Some(request), Some(r)) => {
-                Some(halting::Halting::new(r, request, runtime.state_dir()))
-            }
-            _ => None,
-        },
-    ));
+    let (gd, listener) = start_gd(&mode, &runtime, &facts, ddbx_pid, &manifest_dir, &events_tx)?;
 
-    let old_mask = handle_signals.then(procs::block_stop_signals);
-    procs::become_subreaper().map_err(|e| Error::io("cannot become a child subreaper", e))?;
-
-    // The root.
-    let mut command = std::process::Command::new(&program);
-    command
-        .arg0(argv.first().map(String::as_str).unwrap_or_default())
-        .args(argv.iter().skip(1))
-        .current_dir(&cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)));
-    let preload_text = preload.to_string_lossy().into_owned();
-    let ld_preload = match env.iter().find(|(k, _)| k == "LD_PRELOAD") {
-        Some((_, existing)) if !existing.is_empty() => format!("{preload_text}:{existing}"),
-        _ => preload_text,
+    let root = launch::Root {
+        program: &program,
+        argv: &argv,
+        cwd: &cwd,
+        env: &env,
+        preload: &preload,
+        socket: &runtime.socket(),
+        ddbx_pid,
+        record: mode.recording().is_none(),
+        handle_signals,
     };
-    command
-        .env("LD_PRELOAD", ld_preload)
-        .env(ddbx_wire::env::GD_SOCKET, &socket)
-        .env(ddbx_wire::env::SPAWN, format!("{ddbx_pid}:p0:1"));
-    if let Some(log) = std::env::var_os(ddbx_wire::env::LD_LOG) {
-        command.env(ddbx_wire::env::LD_LOG, log);
-    }
-    // Optimal tracing is chosen by `ddbx record --trace optimal` (a record only).
-    if matches!(mode, SessionMode::Record { .. }) {
-        for var in [ddbx_wire::env::TRACE, ddbx_wire::env::TRACE_CHECK] {
-            if let Some(value) = std::env::var_os(var) {
-                command.env(var, value);
-            }
-        }
-    }
-    // The program starts with the signal mask ddbx itself was started with, not with the
-    // SIGINT/SIGTERM that ddbx blocks for its own signal thread.
-    let program_mask = old_mask;
-    // SAFETY: only async-signal-safe calls (pthread_sigmask) between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            if let Some(mask) = &program_mask {
-                libc::pthread_sigmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
-            }
-            Ok(())
-        });
-    }
-    let root = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            if let Some(mask) = &old_mask {
-                procs::restore_mask(mask);
-            }
-            return Err(Error::BadCommand(format!(
-                "cannot start `{}` ({}): {e}",
-                argv.join(" "),
-                shown(&program)
-            )));
-        }
-    };
-    let root_pid = root.id() as i32;
-    // The reaper owns waiting; the Child handle is not waited on.
-    drop(root);
-
-    let reaper = {
-        let tx = events_tx.clone();
-        std::thread::Builder::new()
-            .name("ddbx-reaper".into())
-            .spawn(move || {
-                loop {
-                    match procs::wait_any() {
-                        Ok(procs::Reaped::Child { pid, status }) => {
-                            let _ = tx.send(MainEvent::Reaped { pid, status });
-                        }
-                        Ok(procs::Reaped::NoChildren) => {
-                            let _ = tx.send(MainEvent::AllGone);
-                            return;
-                        }
-                        Err(e) => {
-                            let _ = tx.send(MainEvent::ReapFailed(e));
-                            return;
-                        }
-                    }
-                }
-            })
-            .map_err(|e| Error::io("cannot start a thread", e))?
-    };
-    let acceptor = connections::start_acceptor(listener, Arc::clone(&shared))
-        .map_err(|e| Error::io("cannot start a thread", e))?;
-    let stop_signals = Arc::new(Mutex::new(false));
-    let signal_thread = if handle_signals {
-        let tx = events_tx.clone();
-        let stop = Arc::clone(&stop_signals);
-        Some(
-            std::thread::Builder::new()
-                .name("ddbx-signals".into())
-                .spawn(move || {
-                    while !*stop.lock().unwrap_or_else(|p| p.into_inner()) {
-                        if let Some(sig) = procs::wait_signal(Duration::from_millis(100)) {
-                            let _ = tx.send(MainEvent::Signal(sig));
-                        }
-                    }
-                })
-                .map_err(|e| Error::io("cannot start a thread", e))?,
-        )
-    } else {
-        None
-    };
+    let launched = launch::start(&root)?;
+    let threads = threads::Threads::start(&events_tx, listener, &gd, handle_signals)?;
     drop(events_tx);
 
-    // The main loop: until every descendant is gone.
-    let mut stop: Option<End> = None;
-    let mut halted_hold: Option<HaltedState> = None;
-    let mut root_status = None;
-    let mut reap_error = None;
-    loop {
-        let event = if stop.is_some() {
-            match events_rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(event) => event,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    // Processes forked while we were killing: kill again.
-                    procs::kill_descendants();
-                    continue;
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        } else {
-            match events_rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(event) => event,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    // A halting replay where nothing moved for a second: repeat what was asked.
-                    if shared.halting_tick() {
-                        MainEvent::Halted
-                    } else {
-                        continue;
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        };
-        match event {
-            MainEvent::Reaped { pid, status } => {
-                if pid == root_pid {
-                    root_status = Some(status);
-                }
-                shared.reaped(pid, status);
-            }
-            MainEvent::AllGone => break,
-            MainEvent::ReapFailed(e) => {
-                reap_error = Some(e);
-                break;
-            }
-            MainEvent::Signal(signal) => {
-                if let Some(state) = halted_hold.take() {
-                    stop = Some(End::Halted(Box::new(state)));
-                } else if stop.is_none() {
-                    say(
-                        format!("ddbx: interrupted by signal {signal}: stopping every process"),
-                        &mut messages,
-                    );
-                    stop = Some(End::Interrupted { signal });
-                }
-                procs::kill_descendants();
-            }
-            MainEvent::Stop(end) => {
-                if stop.is_none() {
-                    let line = match &end {
-                        End::Diverged(d) => d.message.clone(),
-                        End::Unsupported {
-                            actor: Some(actor),
-                            what,
-                        } => format!("ddbx: {actor}: {what}"),
-                        End::Unsupported { actor: None, what } => format!("ddbx: {what}"),
-                        _ => String::new(),
-                    };
-                    say(line, &mut messages);
-                    stop = Some(end);
-                }
-                procs::kill_descendants();
-            }
-            MainEvent::Note(line) => say(line, &mut messages),
-            MainEvent::AllAtEnd => {
-                // They were killed there in the record: end them the same way.
-                procs::kill_descendants();
-            }
-            MainEvent::Halted => {
-                if stop.is_some() {
-                    continue;
-                }
-                let Some((state, holds)) = shared.collect_halted_state(Duration::from_secs(10))
-                else {
-                    continue;
-                };
-                if !holds {
-                    say(
-                        format!(
-                            "ddbx: `{}` never holds in this run: replaying to the end",
-                            state.predicate
-                        ),
-                        &mut messages,
-                    );
-                    shared.release();
-                    continue;
-                }
-                let action = match on_halt.as_mut() {
-                    Some(callback) => callback(&state),
-                    None if hold => HaltAction::Hold,
-                    None => HaltAction::Kill,
-                };
-                if let HaltAction::Resume(resume) = &action {
-                    shared.resume(resume);
-                    continue;
-                }
-                if action == HaltAction::Hold {
-                    let pids: Vec<String> = state
-                        .actors
-                        .iter()
-                        .filter_map(|a| {
-                            shared
-                                .halted_pid(a.actor)
-                                .map(|pid| format!("{} pid {pid}", a.actor))
-                        })
-                        .collect();
-                    say(
-                        format!(
-                            "ddbx: halted; holding the processes ({}); interrupt ddbx (Ctrl-C) to end them",
-                            pids.join(", ")
-                        ),
-                        &mut messages,
-                    );
-                    halted_hold = Some(state);
-                    continue;
-                }
-                stop = Some(End::Halted(Box::new(state)));
-                procs::kill_descendants();
-            }
-        }
-    }
+    let hold = mode.hold();
+    let main_loop = MainLoop::new(
+        &gd,
+        events_rx,
+        launched.root_pid,
+        on_halt,
+        hold,
+        &mut transcript,
+    );
+    let LoopEnd {
+        stop,
+        root_status,
+        reap_error,
+    } = main_loop.run();
 
     // Every process is gone: let the handlers read what is left, then stop listening.
-    shared.finish(&socket, Duration::from_secs(2));
-    let _ = acceptor.join();
-    let _ = reaper.join();
-    *stop_signals.lock().unwrap_or_else(|p| p.into_inner()) = true;
-    if let Some(thread) = signal_thread {
-        let _ = thread.join();
-    }
-    if let Some(mask) = &old_mask {
-        procs::restore_mask(mask);
-    }
+    gd.finish(&runtime.socket(), LINGER);
+    threads.join();
+    launched.restore_mask();
     if let Some(e) = reap_error {
         return Err(Error::io("waiting for the program's processes failed", e));
     }
-    for note in shared.take_notes() {
-        say(note, &mut messages);
-    }
-
-    let (actors, passthrough, _) = shared.results();
-    // Events as the histories hold them (a killed process never reports its count).
-    let recorded_events: u64 = match &manifest_dir {
-        Some(dir) if recording.is_none() => actors
-            .iter()
-            .filter_map(|a| ddbx_wire::History::load(&Manifest::history_path(dir, a.id)).ok())
-            .map(|h| h.records.len() as u64)
-            .sum(),
-        _ => 0,
-    };
-    let recorded_root_status = recording
-        .and_then(|r| r.manifest.actor(ActorId::ROOT))
-        .and_then(|a| a.exit);
-    let end = match (stop, recording) {
-        (Some(end), _) => end,
-        (None, None) => End::Complete,
-        (None, Some(r)) => match shared.final_halt() {
-            // Every process exited right at the halt: that is where the predicate held.
-            Some(state) => End::Halted(Box::new(state)),
-            None => replay_end_check(r, &actors, root_status),
-        },
-    };
-    if let End::Diverged(d) = &end
-        && !messages.contains(&d.message)
-    {
-        say(d.message.clone(), &mut messages);
-    }
-
-    // The manifest of this run (the recording, or the replay's own under --history-out).
-    if let Some(dir) = &manifest_dir {
-        let mut manifest = shared.manifest_snapshot();
-        manifest.actors = actors.clone();
-        manifest.passthrough = passthrough.clone();
-        match &end {
-            End::Complete | End::ReachedEnd => manifest.state = SessionState::Complete,
-            other => {
-                manifest.state = SessionState::Interrupted;
-                manifest.problem = Some(describe_end(other));
-            }
-        }
-        manifest
-            .store(dir)
-            .map_err(|e| Error::io_at("cannot write the manifest in", dir, e))?;
-        if recording.is_none()
-            && let Err(e) = strip_managed_data(dir)
-        {
-            say(
-                format!("ddbx: the bytes between recorded processes were kept: {e}"),
-                &mut messages,
-            );
-        }
-    }
-    if recording.is_none() {
-        for line in &passthrough {
-            say(format!("ddbx: not recorded: {line}"), &mut messages);
-        }
-        if let (End::Complete, Some(dir)) = (&end, &manifest_dir) {
-            say(
-                format!(
-                    "ddbx: recorded {} actors, {recorded_events} events in {}",
-                    actors.len(),
-                    dir.display()
-                ),
-                &mut messages,
-            );
-        }
-    }
-    let events = match recording {
-        Some(r) => r.event_count(),
-        None => recorded_events,
-    };
-    drop(runtime);
-    Ok(Outcome {
-        end,
+    let ended = finish::Ended {
+        recording: mode.recording(),
+        manifest_dir: manifest_dir.as_deref(),
+        stop,
         root_status,
-        recorded_root_status,
-        actors,
-        events,
-        passthrough,
-        messages,
-        observed: shared.observed(),
-    })
-}
-
-/// Replay reached the end without a reported divergence: did it really follow the record?
-fn replay_end_check(
-    recording: &Recording,
-    actors: &[ActorInfo],
-    root_status: Option<ExitStatus>,
-) -> End {
-    for recorded in &recording.manifest.actors {
-        if !actors.iter().any(|a| a.id == recorded.id) {
-            let expected = format!(
-                "{} created as {}",
-                recorded.id,
-                crate::actors::describe(recorded.origin)
-            );
-            return End::Diverged(Divergence {
-                actor: Some(recorded.id),
-                event: None,
-                expected: expected.clone(),
-                found: "no such process by the end".into(),
-                message: format!(
-                    "ddbx: replay diverged: {} was never created (the record had it as {}, `{}`)",
-                    recorded.id,
-                    crate::actors::describe(recorded.origin),
-                    recorded.argv.join(" ")
-                ),
-            });
-        }
-    }
-    let recorded = recording.manifest.actor(ActorId::ROOT).and_then(|a| a.exit);
-    if let (Some(recorded), Some(now)) = (recorded, root_status)
-        && recorded != now
-    {
-        return End::Diverged(Divergence {
-            actor: Some(ActorId::ROOT),
-            event: None,
-            expected: recorded.to_string(),
-            found: now.to_string(),
-            message: format!(
-                "ddbx: replay diverged: p1 ended with {now}, the record with {recorded}"
-            ),
-        });
-    }
-    End::ReachedEnd
-}
-
-/// An actor's connects that succeeded (or were under way) but no recorded actor accepted:
-/// their peer was outside the session.
-fn external_connects(recording: &Recording, channels: &[Channel], actor: ActorId) -> Vec<u64> {
-    let Some(history) = recording.history(actor) else {
-        return Vec::new();
     };
-    history
-        .records
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            matches!(r, Record::Connect { err, .. }
-                if err.is_none() || *err == Some(ddbx_wire::Errno::EINPROGRESS))
-        })
-        .map(|(i, _)| i as u64 + 1)
-        .filter(|event| {
-            !channels
-                .iter()
-                .any(|c| c.connector.actor == actor && c.connector.event == *event)
-        })
-        .collect()
+    let outcome = finish::outcome(&gd, ended, transcript)?;
+    drop(runtime);
+    Ok(outcome)
 }
 
-/// At the end of a record: drops the bytes of receives and sends on channels whose both ends
-/// were recorded (replay regenerates them); the bytes exchanged with outside peers stay.
-fn strip_managed_data(dir: &Path) -> Result<()> {
-    let recording = Recording::open(dir)?;
-    let deps = crate::analysis::deps::Deps::from_recording(&recording);
-    for history in &recording.histories {
-        let actor = history.actor;
-        let path = Manifest::history_path(dir, actor);
-        if ddbx_wire::history::trace_of(&path) == ddbx_wire::history::Trace::Optimal {
-            continue; // its logged bytes are only ever input from outside peers
-        }
-        let mut changed = false;
-        let records: Vec<Record> = history
-            .records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let managed = deps.data_range(actor, i as u64 + 1).is_some();
-                match r {
-                    Record::Recv {
-                        fd,
-                        n,
-                        data: Some(_),
-                    } if managed => {
-                        changed = true;
-                        Record::Recv {
-                            fd: *fd,
-                            n: *n,
-                            data: None,
-                        }
-                    }
-                    Record::Send {
-                        fd,
-                        n,
-                        data: Some(_),
-                    } if managed => {
-                        changed = true;
-                        Record::Send {
-                            fd: *fd,
-                            n: *n,
-                            data: None,
-                        }
-                    }
-                    other => other.clone(),
-                }
-            })
-            .collect();
-        if !changed {
-            continue;
-        }
-        let mut text = ddbx_wire::history::header_line(actor);
-        for r in &records {
-            text.push_str(&r.to_line());
-            text.push('\n');
-        }
-        let tmp = path.with_extension("ron.tmp");
-        std::fs::write(&tmp, text).map_err(|e| Error::io_at("cannot write", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io_at("cannot replace", &path, e))?;
+/// The GD before the root starts: the registry, the first manifest, the replay plans, the
+/// halting state machine, and the socket the LDs will connect to.
+fn start_gd(
+    mode: &SessionMode,
+    runtime: &RuntimeDir,
+    facts: &manifest::RunFacts<'_>,
+    ddbx_pid: i32,
+    manifest_dir: &Option<PathBuf>,
+    events: &mpsc::Sender<MainEvent>,
+) -> Result<(Arc<GdState>, UnixListener)> {
+    let recording = mode.recording();
+    let registry = match recording {
+        None => Registry::for_record(ddbx_pid, facts.host),
+        Some(r) => Registry::for_replay(ddbx_pid, facts.host, r.manifest.actors.clone()),
+    };
+    let first_manifest = manifest::first_manifest(facts);
+    if let Some(dir) = manifest_dir {
+        manifest::start_in(dir, &first_manifest)?;
     }
-    Ok(())
-}
-
-/// One line for the manifest's `problem`.
-fn describe_end(end: &End) -> String {
-    match end {
-        End::Complete | End::ReachedEnd => String::new(),
-        End::Diverged(d) => d
-            .message
-            .strip_prefix("ddbx: ")
-            .unwrap_or(&d.message)
-            .to_string(),
-        End::Unsupported {
-            actor: Some(actor),
-            what,
-        } => format!("unsupported in {actor}: {what}"),
-        End::Unsupported { actor: None, what } => format!("unsupported: {what}"),
-        End::Interrupted { signal } => format!("ddbx was interrupted by signal {signal}"),
-        End::Halted(state) => format!("halted at `{}`", state.predicate),
-    }
+    let plans = recording.map(|r| plans::replay_plans(r, mode.observe()));
+    let socket = runtime.socket();
+    let listener =
+        UnixListener::bind(&socket).map_err(|e| Error::io_at("cannot listen on", &socket, e))?;
+    let halting = match (mode.halt_request(), recording) {
+        (Some(request), Some(r)) => Some(Halting::new(r, request, runtime.state_dir())),
+        _ => None,
+    };
+    let gd = GdState::new(
+        Tables::new(registry, first_manifest, halting),
+        plans,
+        manifest_dir.clone(),
+        runtime.state_dir(),
+        events.clone(),
+    );
+    Ok((Arc::new(gd), listener))
 }
 
 /// `path` made absolute (the debuggees may change directory).

@@ -1,18 +1,20 @@
 //! The process tree: subreaping, reaping, killing, and facts read from `/proc`.
 
 use ddbx_wire::manifest::ExitStatus;
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use nix::unistd::Pid;
 use std::collections::HashMap;
+use std::os::fd::AsFd;
+use std::time::Duration;
 
 /// Makes this process a child subreaper: orphaned descendants are re-parented to it, so that
 /// it can reap them and knows when the whole tree has gone.
 pub fn become_subreaper() -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument and touches no memory.
-    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)
 }
 
 /// What one blocking wait for any child gave.
@@ -30,6 +32,10 @@ pub enum Reaped {
 }
 
 /// Waits for any child to end and reaps it.
+///
+/// This is the one raw `waitpid` of the supervisor: nix's `waitpid` decodes the status into its
+/// `Signal` enum, which has no real-time signals, so a child killed by `SIGRTMIN+n` would be
+/// reaped and reported as `EINVAL`, its pid and status lost.
 pub fn wait_any() -> std::io::Result<Reaped> {
     loop {
         let mut status: libc::c_int = 0;
@@ -43,11 +49,10 @@ pub fn wait_any() -> std::io::Result<Reaped> {
             };
             return Ok(Reaped::Child { pid, status });
         }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::ECHILD) => return Ok(Reaped::NoChildren),
-            _ => return Err(err),
+        match Errno::last() {
+            Errno::EINTR => continue,
+            Errno::ECHILD => return Ok(Reaped::NoChildren),
+            errno => return Err(errno.into()),
         }
     }
 }
@@ -90,10 +95,8 @@ pub fn kill_descendants() -> usize {
     let me = std::process::id() as i32;
     let pids = descendants(me);
     for pid in &pids {
-        // SAFETY: kill takes two integers and touches no memory.
-        unsafe {
-            libc::kill(*pid, libc::SIGKILL);
-        }
+        // Gone since /proc was read: nothing to kill.
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
     pids.len()
 }
@@ -115,76 +118,67 @@ fn stat_field(pid: i32, n: usize) -> Option<String> {
 
 /// This machine's host name.
 pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".to_string();
+    match nix::unistd::gethostname() {
+        Ok(name) => name.to_string_lossy().into_owned(),
+        Err(_) => "localhost".to_string(),
     }
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// The pid of the process at the other end of a Unix stream socket.
 pub fn peer_pid(stream: &std::os::unix::net::UnixStream) -> Option<i32> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: SO_PEERCRED writes a ucred of at most `len` bytes into `cred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(cred.pid)
+    getsockopt(stream, PeerCredentials)
+        .ok()
+        .map(|cred| cred.pid())
+}
+
+/// SIGINT and SIGTERM, the signals that stop a session.
+fn stop_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set
 }
 
 /// Blocks SIGINT and SIGTERM in the calling thread (and the threads it starts from now on), so
-/// that only [`wait_signal`] receives them. Returns the previous mask, for [`restore_mask`].
-pub fn block_stop_signals() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; the libc calls only write into the sets we pass.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        old
-    }
+/// that only a [`StopSignalReader`] receives them. Returns the previous mask, for
+/// [`restore_mask`].
+pub fn block_stop_signals() -> std::io::Result<SigSet> {
+    stop_signals()
+        .thread_swap_mask(SigmaskHow::SIG_BLOCK)
+        .map_err(std::io::Error::from)
 }
 
 /// Restores a signal mask saved by [`block_stop_signals`].
-pub fn restore_mask(old: &libc::sigset_t) {
-    // SAFETY: `old` is a valid sigset_t.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut());
-    }
+pub fn restore_mask(old: &SigSet) {
+    // Only an invalid `how` makes this fail.
+    let _ = old.thread_set_mask();
 }
 
-/// Waits up to `timeout` for a (blocked) SIGINT or SIGTERM; returns it if one came.
-pub fn wait_signal(timeout: std::time::Duration) -> Option<i32> {
-    // SAFETY: plain-data sets and timespec; sigtimedwait only reads them and writes nothing
-    // we did not pass (the info pointer is null).
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        let sig = libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
-        (sig > 0).then_some(sig)
+/// Reads the (blocked) SIGINT and SIGTERM sent to this process, from a signalfd.
+#[derive(Debug)]
+pub struct StopSignalReader {
+    fd: SignalFd,
+}
+
+impl StopSignalReader {
+    /// Opens the reader; the signals must be blocked in every thread ([`block_stop_signals`]
+    /// before any thread starts), or one of them may take the signal instead.
+    pub fn open() -> std::io::Result<StopSignalReader> {
+        let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
+        let fd = SignalFd::with_flags(&stop_signals(), flags).map_err(std::io::Error::from)?;
+        Ok(StopSignalReader { fd })
+    }
+
+    /// Waits up to `timeout` for SIGINT or SIGTERM; returns it if one came.
+    pub fn wait(&self, timeout: Duration) -> Option<i32> {
+        let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            Ok(n) if n > 0 => {}
+            _ => return None,
+        }
+        let info = self.fd.read_signal().ok()??;
+        Some(info.ssi_signo as i32)
     }
 }
 

@@ -1,6 +1,9 @@
 //! The session's private runtime directory: `gd.sock` and `state/`, removed at the end.
 
 use crate::error::{Error, Result};
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,8 +17,7 @@ fn remove_stale(tmp: &Path) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };
-    // SAFETY: getuid has no preconditions.
-    let me = unsafe { libc::getuid() };
+    let me = nix::unistd::getuid().as_raw();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ddbx-")) else {
@@ -32,9 +34,8 @@ fn remove_stale(tmp: &Path) {
         };
         use std::os::unix::fs::MetadataExt;
         let owned = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
-        // SAFETY: kill with signal 0 only checks that the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        // Signal 0 only checks that the process exists (EPERM: it does, and is not ours).
+        let alive = matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM));
         if owned && !alive {
             let _ = std::fs::remove_dir_all(entry.path());
         }

@@ -1,0 +1,155 @@
+//! Actor resolution: which logical actor a new process image is, decided from its `Hello`.
+//!
+//! This is a pure state machine (no sockets, no processes) so that the rules can be tested as
+//! tables. The rules, in order:
+//!
+//! 1. `pid` belongs to a known actor whose process has not exited (and, when both are known,
+//!    has the same process start time): the image is an **exec** of that actor.
+//! 2. `Claim::Spawn{parent: p0, index: 1}` with `ppid` == ddbx's pid: the **root**.
+//! 3. `Claim::Fork{parent, index}` / `Claim::Spawn{parent, index}`: that origin.
+//! 4. `Claim::Unknown`: **unhooked** child of the actor whose live pid is `ppid` (`p0` when
+//!    none), numbered 1, 2, … per parent in the order the GD sees them.
+//!
+//! Recording gives a new origin the next id (`p1` is reserved for the root; the others get
+//! `p2`, `p3`, … in arrival order). Replay looks the origin up in the recorded manifest and
+//! refuses a process the record did not have.
+
+mod resolve;
+
+pub use resolve::{HelloFacts, Resolution, describe};
+
+use ddbx_wire::ActorId;
+use ddbx_wire::manifest::{ActorInfo, ExitStatus, Reap};
+use std::collections::HashMap;
+
+/// Whether the registry hands out new ids or follows a recording.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Record: the next id to hand out.
+    Record { next_id: u32 },
+    /// Replay: the recorded actors, looked up by origin.
+    Replay { recorded: Vec<ActorInfo> },
+}
+
+/// A process the registry has seen.
+#[derive(Debug, Clone)]
+struct Proc {
+    actor: ActorId,
+    start_time: Option<u64>,
+    exited: bool,
+}
+
+/// The GD's table of actors and of the processes that are (or were) them.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    mode: Mode,
+    ddbx_pid: i32,
+    host: String,
+    procs: HashMap<i32, Proc>,
+    actors: Vec<ActorInfo>,
+    /// Unhooked children numbered so far, per parent.
+    unhooked: HashMap<ActorId, u32>,
+}
+
+impl Registry {
+    /// A registry for recording; `ddbx_pid` is the supervisor's own pid, `host` the host name
+    /// stored in each new [`ActorInfo`].
+    pub fn for_record(ddbx_pid: i32, host: &str) -> Registry {
+        Registry::new(Mode::Record { next_id: 2 }, ddbx_pid, host)
+    }
+
+    /// A registry for replaying the recorded actors `recorded` (the recording's manifest).
+    pub fn for_replay(ddbx_pid: i32, host: &str, recorded: Vec<ActorInfo>) -> Registry {
+        Registry::new(Mode::Replay { recorded }, ddbx_pid, host)
+    }
+
+    fn new(mode: Mode, ddbx_pid: i32, host: &str) -> Registry {
+        Registry {
+            mode,
+            ddbx_pid,
+            host: host.to_string(),
+            procs: HashMap::new(),
+            actors: Vec::new(),
+            unhooked: HashMap::new(),
+        }
+    }
+
+    /// The actors created so far in this run, in creation order. In record they are the
+    /// manifest's actors (with their exit statuses as learnt); in replay, the recorded actors
+    /// that have appeared, with this run's pids.
+    pub fn actors(&self) -> &[ActorInfo] {
+        &self.actors
+    }
+
+    /// The actor whose live process has this pid.
+    pub fn live_actor(&self, pid: i32) -> Option<ActorId> {
+        self.procs.get(&pid).filter(|p| !p.exited).map(|p| p.actor)
+    }
+
+    /// The pids of every process that is an actor and has not exited, as far as the GD knows.
+    pub fn live_pids(&self) -> Vec<i32> {
+        let mut pids: Vec<i32> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| !p.exited)
+            .map(|(pid, _)| *pid)
+            .collect();
+        pids.sort_unstable();
+        pids
+    }
+
+    /// The process `pid` has exited (its `Exiting` arrived, or ddbx reaped it); `status`, when
+    /// known, becomes its actor's exit status (a status from `waitpid` should be passed last:
+    /// the latest call wins).
+    pub fn exited(&mut self, pid: i32, status: Option<ExitStatus>) {
+        let Some(proc) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        proc.exited = true;
+        let actor = proc.actor;
+        if let Some(status) = status
+            && let Some(info) = self.info_mut(actor)
+        {
+            info.exit = Some(status);
+        }
+    }
+
+    /// Record: the process `pid` reaped its child `child_pid` after `events` events.
+    pub fn reaped(&mut self, pid: i32, events: u64, child_pid: i32) {
+        let (Some(parent), Some(child)) = (self.procs.get(&pid), self.procs.get(&child_pid)) else {
+            return;
+        };
+        let (parent, child) = (parent.actor, child.actor);
+        if let Some(info) = self.info_mut(parent) {
+            info.reaps.push(Reap {
+                after: events,
+                child,
+            });
+        }
+    }
+
+    /// Actor `by` sent signal `sig` to process `pid` (kill(2)); remembered on the receiving
+    /// actor when `pid` is a live actor (signals to other processes are not ours to explain).
+    pub fn signalled(&mut self, pid: i32, by: ActorId, sig: i32) {
+        let Some(target) = self.live_actor(pid) else {
+            return;
+        };
+        if let Some(info) = self.info_mut(target)
+            && !info.signalled_by.contains(&(by, sig))
+        {
+            info.signalled_by.push((by, sig));
+        }
+    }
+
+    /// What the registry knows of `actor`.
+    fn info(&self, actor: ActorId) -> Option<&ActorInfo> {
+        self.actors.iter().find(|a| a.id == actor)
+    }
+
+    fn info_mut(&mut self, actor: ActorId) -> Option<&mut ActorInfo> {
+        self.actors.iter_mut().find(|a| a.id == actor)
+    }
+}
+
+#[cfg(test)]
+mod tests;

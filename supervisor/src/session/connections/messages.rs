@@ -1,0 +1,247 @@
+//! The messages an LD sends after its handshake, handled by kind: replay matching
+//! (`Connected`, `WhoIs`, `AtEnd`), facts about the processes (`Signal`, `Passthrough`,
+//! `Reaped`, `Exiting`, `Observed`), problems that stop the session (`Diverged`,
+//! `Unsupported`), and the halting notes (`Need`, `Passive`, `State`).
+
+use super::note;
+use crate::session::events::MainEvent;
+use crate::session::gd_state::{GdState, Passthrough};
+use crate::session::halted::{HaltedActor, Observation};
+use crate::session::halting::PassiveNote;
+use crate::session::outcome::{Divergence, End};
+use ddbx_wire::ActorId;
+use ddbx_wire::history::Addr;
+use ddbx_wire::manifest::ExitStatus;
+use ddbx_wire::proto::{GdToLd, LdToGd};
+
+/// Who is at the other end of a connection.
+pub(super) struct Connection {
+    /// The actor its `Hello` was welcomed as.
+    pub(super) actor: ActorId,
+    /// Its process.
+    pub(super) pid: i32,
+    /// Its halting incarnation (see `HaltingWelcome`).
+    pub(super) incarnation: u64,
+}
+
+/// Handles one message after the handshake; returns the answer, if it is a request.
+pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option<GdToLd> {
+    match message {
+        LdToGd::Hello { .. } => {
+            let me = from.actor;
+            note(
+                gd,
+                format!("ddbx: internal: {me} said `Hello` twice on one connection"),
+            );
+        }
+        LdToGd::Connected {
+            actor,
+            event,
+            local,
+            remote,
+        } => connected(gd, actor, event, local, remote),
+        LdToGd::WhoIs {
+            local,
+            remote,
+            peer_pid,
+        } => return Some(who_is(gd, &local, &remote, peer_pid)),
+        LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
+        LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
+        LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
+        LdToGd::Reaped {
+            actor: _,
+            events,
+            pid: child,
+        } => reaped(gd, from, events, child),
+        LdToGd::Exiting {
+            actor: _,
+            events,
+            status,
+        } => exiting(gd, from, events, status),
+        LdToGd::Observed {
+            actor,
+            events,
+            name,
+            value,
+        } => gd.lock().observed.push(Observation {
+            actor,
+            after: events,
+            name,
+            value,
+        }),
+        LdToGd::Diverged {
+            actor,
+            event,
+            expected,
+            found,
+        } => diverged(gd, actor, event, expected, found),
+        LdToGd::Unsupported { actor, what } => gd.send(MainEvent::Stop(End::Unsupported {
+            actor: Some(actor),
+            what,
+        })),
+        LdToGd::Need { actor, event } => {
+            if let Some(h) = gd.lock().halting.as_mut() {
+                h.need(actor, event);
+            }
+        }
+        LdToGd::Passive {
+            actor,
+            events,
+            target,
+            at_gate,
+            epoch,
+        } => passive(
+            gd,
+            PassiveNote {
+                actor,
+                incarnation: from.incarnation,
+                events,
+                target,
+                at_gate,
+                epoch,
+            },
+        ),
+        LdToGd::State {
+            actor,
+            events,
+            next,
+            vars,
+            satisfied,
+        } => report(
+            gd,
+            HaltedActor {
+                actor,
+                events,
+                next,
+                vars,
+                satisfied,
+                pid: Some(from.pid),
+                status: "passive".into(),
+            },
+        ),
+    }
+    None
+}
+
+// Replay matching.
+
+/// A connect returned in replay: a `WhoIs` may be waiting for it.
+fn connected(gd: &GdState, actor: ActorId, event: u64, local: Addr, remote: Addr) {
+    let mut tables = gd.lock();
+    tables.connects.connected(actor, event, local, remote);
+    gd.changed.notify_all();
+}
+
+/// Which connect made the connection just accepted: waits until it is reported, or the
+/// session ends (`peer: None`).
+fn who_is(gd: &GdState, local: &str, remote: &str, peer_pid: Option<i32>) -> GdToLd {
+    let mut tables = gd.lock();
+    loop {
+        let peer_actor = peer_pid.and_then(|p| tables.registry.live_actor(p));
+        if let Some(peer) = tables.connects.who_is(local, remote, peer_pid, peer_actor) {
+            return GdToLd::Peer { peer: Some(peer) };
+        }
+        if tables.ending {
+            return GdToLd::Peer { peer: None };
+        }
+        tables = gd.wait(tables);
+    }
+}
+
+/// `actor` waits at the end of a history that ends without `Exit`; when every live process
+/// does, the replay is over.
+fn at_end(gd: &GdState, actor: ActorId) {
+    let mut tables = gd.lock();
+    if !tables.at_end.contains(&actor) {
+        tables.at_end.push(actor);
+    }
+    let all_at_end = tables.registry.live_pids().iter().all(|pid| {
+        tables
+            .registry
+            .live_actor(*pid)
+            .is_some_and(|a| tables.at_end.contains(&a))
+    });
+    if all_at_end {
+        gd.send(MainEvent::AllAtEnd);
+    }
+}
+
+// Facts about the processes.
+
+/// `actor` did I/O that is not recorded (`what`).
+fn passthrough(gd: &GdState, actor: ActorId, what: String) {
+    let mut tables = gd.lock();
+    match tables.passthrough.iter_mut().find(|p| p.what == what) {
+        Some(known) => {
+            if !known.actors.contains(&actor) {
+                known.actors.push(actor);
+            }
+        }
+        None => tables.passthrough.push(Passthrough {
+            what,
+            actors: vec![actor],
+        }),
+    }
+}
+
+/// Record: the process reaped its child `child` after `events` events.
+fn reaped(gd: &GdState, from: &Connection, events: u64, child: i32) {
+    let mut tables = gd.lock();
+    if gd.plans.is_none() {
+        tables.registry.reaped(from.pid, events, child);
+    }
+}
+
+/// The process is exiting with `status` after `events` events.
+fn exiting(gd: &GdState, from: &Connection, events: u64, status: ExitStatus) {
+    let mut tables = gd.lock();
+    // After a reap, waitpid's status stands.
+    if tables.registry.live_actor(from.pid) == Some(from.actor) {
+        tables.registry.exited(from.pid, Some(status));
+    }
+    if let Some(h) = tables.halting.as_mut() {
+        h.exited(from.actor, events);
+        if h.check() {
+            gd.send(MainEvent::Halted);
+        }
+    }
+    gd.changed.notify_all();
+}
+
+// Problems that stop the session.
+
+/// Replay: `actor` did not follow its history at `event`.
+fn diverged(gd: &GdState, actor: ActorId, event: u64, expected: String, found: String) {
+    let message = format!(
+        "ddbx: replay diverged: {actor} at event {event}: expected `{expected}`, found `{found}`"
+    );
+    gd.send(MainEvent::Stop(End::Diverged(Divergence {
+        actor: Some(actor),
+        event: Some(event),
+        expected,
+        found,
+        message,
+    })));
+}
+
+// Halting notes.
+
+/// An actor is passive: the program may have halted.
+fn passive(gd: &GdState, note: PassiveNote) {
+    let mut tables = gd.lock();
+    if let Some(h) = tables.halting.as_mut() {
+        h.passive(note);
+        if h.check() {
+            gd.send(MainEvent::Halted);
+        }
+    }
+}
+
+/// An actor's answer to `Report`: where it stands at the halt.
+fn report(gd: &GdState, actor: HaltedActor) {
+    let mut tables = gd.lock();
+    if let Some(h) = tables.halting.as_mut() {
+        h.state(actor);
+    }
+    gd.changed.notify_all();
+}

@@ -1,0 +1,179 @@
+//! The GD socket: one thread accepts LD connections, one thread per connection serves it.
+//!
+//! Each connection starts with `Hello`, answered with `Welcome` or `Refuse` ([`welcome`]); the
+//! messages that follow ([`messages`]) update the [`GdState`]. A replay `WhoIs` blocks its own
+//! connection's thread on [`GdState::changed`] until the matching `Connected` arrives or the
+//! session ends.
+
+mod messages;
+mod welcome;
+
+use super::events::MainEvent;
+use super::gd_state::GdState;
+use super::ld_writer::LdWriter;
+use super::procs;
+use crate::actors::HelloFacts;
+use ddbx_wire::proto::{self, LdToGd};
+use messages::Connection;
+use std::io::{BufRead, BufReader};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Starts the thread that accepts LD connections until [`GdState::finish`] connects.
+pub(crate) fn start_acceptor(
+    listener: UnixListener,
+    gd: Arc<GdState>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ddbx-gd-accept".into())
+        .spawn(move || accept_all(&listener, &gd))
+}
+
+/// Accepts connections, each served by its own thread, until ddbx itself connects.
+fn accept_all(listener: &UnixListener, gd: &Arc<GdState>) {
+    let me = std::process::id() as i32;
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(_) => {
+                // Out of fds or similar: the LD will see its connect fail.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if procs::peer_pid(&stream) == Some(me) {
+            return;
+        }
+        gd.lock().open += 1;
+        let for_thread = Arc::clone(gd);
+        let spawned = std::thread::Builder::new()
+            .name("ddbx-gd-ld".into())
+            .spawn(move || {
+                serve(&for_thread, stream);
+                let mut tables = for_thread.lock();
+                tables.open -= 1;
+                for_thread.changed.notify_all();
+            });
+        if spawned.is_err() {
+            let mut tables = gd.lock();
+            tables.open -= 1;
+            tables
+                .notes
+                .push("ddbx: internal: cannot start a thread for an LD connection".into());
+        }
+    }
+}
+
+/// Serves one LD connection until it closes.
+fn serve(gd: &GdState, stream: UnixStream) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let Some(hello) = read_hello(gd, &mut reader) else {
+        return;
+    };
+    let writer = LdWriter::new(stream);
+    let greeting = welcome::welcome(gd, &hello);
+    // A refused process is gone from the session's point of view once told so.
+    if writer.send_handshake(&greeting.reply).is_err() {
+        return;
+    }
+    let Some(actor) = greeting.actor else {
+        return;
+    };
+    // Only now may others' requests reach this LD: after its Welcome.
+    if let Some(h) = gd.lock().halting.as_mut() {
+        h.attach(actor, greeting.incarnation, writer.clone());
+    }
+    let from = Connection {
+        actor,
+        pid: hello.pid,
+        incarnation: greeting.incarnation,
+    };
+    while let Some(line) = read_line(&mut reader) {
+        let message = match proto::decode::<LdToGd>(&line) {
+            Ok(message) => message,
+            Err(e) => {
+                note(
+                    gd,
+                    format!(
+                        "ddbx: internal: cannot read a message from {actor}: `{}` ({e})",
+                        clip(&line)
+                    ),
+                );
+                continue;
+            }
+        };
+        if let Some(answer) = messages::handle(gd, &from, message) {
+            writer.send(&answer);
+        }
+    }
+}
+
+/// Reads the connection's first message, which must be `Hello`, with what the GD learns of the
+/// process on its own (its start time).
+fn read_hello(gd: &GdState, reader: &mut BufReader<UnixStream>) -> Option<HelloFacts> {
+    let first = read_line(reader)?;
+    match proto::decode::<LdToGd>(&first) {
+        Ok(LdToGd::Hello {
+            protocol,
+            pid,
+            ppid,
+            claim,
+            argv,
+        }) => Some(HelloFacts {
+            protocol,
+            pid,
+            ppid,
+            claim,
+            argv,
+            start_time: procs::start_time(pid),
+        }),
+        Ok(other) => {
+            note(
+                gd,
+                format!(
+                    "ddbx: internal: an LD connection began with `{other:?}` instead of `Hello`"
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            note(
+                gd,
+                format!(
+                    "ddbx: internal: expected a `Hello` from an LD, found `{}` ({e})",
+                    clip(&first)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A line for the user, shown by the main loop.
+fn note(gd: &GdState, line: String) {
+    gd.send(MainEvent::Note(line));
+}
+
+/// Reads one line without its newline; `None` at the end of the stream or on an error.
+fn read_line(reader: &mut BufReader<UnixStream>) -> Option<String> {
+    let mut buf = Vec::new();
+    match reader.read_until(b'\n', &mut buf) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => {
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+            }
+            Some(String::from_utf8_lossy(&buf).into_owned())
+        }
+    }
+}
+
+/// The start of a line that could not be read, for a message.
+fn clip(s: &str) -> String {
+    s.chars().take(120).collect()
+}

@@ -1,0 +1,140 @@
+//! The handshake: a `Hello` resolved to an actor by the registry, answered with `Welcome`
+//! (what the LD must know: its actor, its mode, its files, its replay and halting plans) or
+//! `Refuse` (and the session stops: a process the session cannot place).
+
+use super::note;
+use crate::actors::{HelloFacts, Resolution};
+use crate::session::events::MainEvent;
+use crate::session::gd_state::{GdState, Tables};
+use crate::session::halting::HaltingWelcome;
+use crate::session::outcome::{Divergence, End};
+use ddbx_wire::ActorId;
+use ddbx_wire::history::Origin;
+use ddbx_wire::manifest::Manifest;
+use ddbx_wire::proto::{GdToLd, HaltPlan, Mode};
+use std::sync::MutexGuard;
+
+/// The answer to a `Hello`.
+pub(super) struct Greeting {
+    /// The actor the process is (`None`: refused).
+    pub(super) actor: Option<ActorId>,
+    /// Its halting incarnation (0 outside a halting replay).
+    pub(super) incarnation: u64,
+    /// What to send.
+    pub(super) reply: GdToLd,
+}
+
+/// Resolves a `Hello` and makes the reply.
+pub(super) fn welcome(gd: &GdState, hello: &HelloFacts) -> Greeting {
+    let mut tables = gd.lock();
+    let resolution = tables.registry.hello(hello);
+    gd.changed.notify_all();
+    match resolution {
+        Resolution::Welcome {
+            actor,
+            origin,
+            exec,
+            new_actor,
+        } => {
+            let (halting, incarnation) = match tables.halting.as_mut() {
+                Some(h) => {
+                    let HaltingWelcome { plan, incarnation } = h.welcomed(actor, hello.pid);
+                    (Some(plan), incarnation)
+                }
+                None => (None, 0),
+            };
+            if new_actor {
+                append_to_manifest(gd, tables, actor);
+            }
+            let reply = welcome_reply(gd, actor, origin, exec, halting);
+            Greeting {
+                actor: Some(actor),
+                incarnation,
+                reply,
+            }
+        }
+        Resolution::Refuse { why, .. } => {
+            drop(tables);
+            refuse(gd, hello, why)
+        }
+    }
+}
+
+/// Record (or replay with `--history-out`): a new actor goes into the manifest at once, so
+/// that a session killed midway leaves a loadable recording.
+fn append_to_manifest(gd: &GdState, tables: MutexGuard<'_, Tables>, actor: ActorId) {
+    let Some(dir) = &gd.manifest_dir else {
+        return;
+    };
+    let Some(info) = tables.registry.actors().iter().find(|a| a.id == actor) else {
+        return;
+    };
+    if let Err(e) = Manifest::append_actor(dir, info) {
+        let line = format!(
+            "ddbx: cannot update {}: {e}",
+            dir.join(Manifest::FILE).display()
+        );
+        drop(tables);
+        note(gd, line);
+    }
+}
+
+/// The `Welcome` of `actor`.
+fn welcome_reply(
+    gd: &GdState,
+    actor: ActorId,
+    origin: Origin,
+    exec: bool,
+    halting: Option<HaltPlan>,
+) -> GdToLd {
+    GdToLd::Welcome {
+        actor,
+        origin,
+        exec,
+        mode: if gd.plans.is_some() {
+            Mode::Replay
+        } else {
+            Mode::Record
+        },
+        history_out: gd.manifest_dir.as_ref().map(|d| {
+            Manifest::history_path(d, actor)
+                .to_string_lossy()
+                .into_owned()
+        }),
+        state_file: gd
+            .state_dir
+            .join(actor.to_string())
+            .to_string_lossy()
+            .into_owned(),
+        replay: gd
+            .plans
+            .as_ref()
+            .map(|plans| plans.get(&actor).cloned().unwrap_or_default()),
+        halting,
+    }
+}
+
+/// Refuses a process: the LD is told first; the session then stops (a replay diverged, or a
+/// record met a process it cannot place).
+fn refuse(gd: &GdState, hello: &HelloFacts, why: String) -> Greeting {
+    let end = if gd.plans.is_some() {
+        End::Diverged(Divergence {
+            actor: None,
+            event: None,
+            expected: "only the processes of the record".into(),
+            found: why.clone(),
+            message: format!("ddbx: replay diverged: {why} (pid {})", hello.pid),
+        })
+    } else {
+        End::Unsupported {
+            actor: None,
+            what: format!("pid {} refused: {why}", hello.pid),
+        }
+    };
+    gd.send(MainEvent::Stop(end));
+    Greeting {
+        actor: None,
+        incarnation: 0,
+        reply: GdToLd::Refuse { why },
+    }
+}

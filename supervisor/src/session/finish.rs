@@ -1,0 +1,168 @@
+//! After the last process is gone: how the session ended, the last manifest, the record's
+//! summary lines, and the [`Outcome`].
+
+use super::gd_state::{GdState, RunResults};
+use super::manifest;
+use super::outcome::{Divergence, End, Outcome};
+use super::strip::strip_managed_data;
+use super::transcript::Transcript;
+use crate::error::Result;
+use crate::recording::Recording;
+use ddbx_wire::ActorId;
+use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
+use std::path::Path;
+
+/// What the session knows once its main loop has ended and its threads are gone.
+pub(super) struct Ended<'a> {
+    /// The replayed recording (`None`: a record).
+    pub(super) recording: Option<&'a Recording>,
+    /// Where this run's manifest goes, if anywhere.
+    pub(super) manifest_dir: Option<&'a Path>,
+    /// Why the session stopped early (`None`: it ran to its end).
+    pub(super) stop: Option<End>,
+    /// The root's status, if it was reaped.
+    pub(super) root_status: Option<ExitStatus>,
+}
+
+/// Decides how the session ended, writes the last manifest, and says what the user must know.
+pub(super) fn outcome(
+    gd: &GdState,
+    ended: Ended<'_>,
+    mut transcript: Transcript,
+) -> Result<Outcome> {
+    let Ended {
+        recording,
+        manifest_dir,
+        stop,
+        root_status,
+    } = ended;
+    for note in gd.take_notes() {
+        transcript.say(note);
+    }
+    let RunResults {
+        actors,
+        passthrough,
+    } = gd.results();
+    // Events as the histories hold them (a killed process never reports its count).
+    let recorded_events = match (manifest_dir, recording) {
+        (Some(dir), None) => events_in_histories(dir, &actors),
+        _ => 0,
+    };
+    let recorded_root_status = recording
+        .and_then(|r| r.manifest.actor(ActorId::ROOT))
+        .and_then(|a| a.exit);
+    let end = match (stop, recording) {
+        (Some(end), _) => end,
+        (None, None) => End::Complete,
+        (None, Some(r)) => match gd.final_halt() {
+            // Every process exited right at the halt: that is where the predicate held.
+            Some(state) => End::Halted(Box::new(state)),
+            None => replay_end_check(r, &actors, root_status),
+        },
+    };
+    if let End::Diverged(d) = &end
+        && !transcript.contains(&d.message)
+    {
+        transcript.say(d.message.clone());
+    }
+    if let Some(dir) = manifest_dir {
+        let kept = gd.manifest_snapshot();
+        manifest::finish_in(dir, kept, &actors, &passthrough, &end)?;
+        if recording.is_none()
+            && let Err(e) = strip_managed_data(dir)
+        {
+            transcript.say(format!(
+                "ddbx: the bytes between recorded processes were kept: {e}"
+            ));
+        }
+    }
+    if recording.is_none() {
+        record_summary(
+            &mut transcript,
+            &end,
+            &actors,
+            &passthrough,
+            manifest_dir,
+            recorded_events,
+        );
+    }
+    Ok(Outcome {
+        end,
+        root_status,
+        recorded_root_status,
+        actors,
+        events: recording.map_or(recorded_events, Recording::event_count),
+        passthrough,
+        messages: transcript.into_lines(),
+        observed: gd.observed(),
+    })
+}
+
+/// The events the record's histories in `dir` hold.
+fn events_in_histories(dir: &Path, actors: &[ActorInfo]) -> u64 {
+    actors
+        .iter()
+        .filter_map(|a| ddbx_wire::History::load(&Manifest::history_path(dir, a.id)).ok())
+        .map(|h| h.records.len() as u64)
+        .sum()
+}
+
+/// A record's last lines: what was not recorded, and what was.
+fn record_summary(
+    transcript: &mut Transcript,
+    end: &End,
+    actors: &[ActorInfo],
+    passthrough: &[String],
+    dir: Option<&Path>,
+    events: u64,
+) {
+    for line in passthrough {
+        transcript.say(format!("ddbx: not recorded: {line}"));
+    }
+    if let (End::Complete, Some(dir)) = (end, dir) {
+        transcript.say(format!(
+            "ddbx: recorded {} actors, {events} events in {}",
+            actors.len(),
+            dir.display()
+        ));
+    }
+}
+
+/// Replay reached the end without a reported divergence: did it really follow the record?
+fn replay_end_check(
+    recording: &Recording,
+    actors: &[ActorInfo],
+    root_status: Option<ExitStatus>,
+) -> End {
+    for recorded in &recording.manifest.actors {
+        if !actors.iter().any(|a| a.id == recorded.id) {
+            let origin = crate::actors::describe(recorded.origin);
+            return End::Diverged(Divergence {
+                actor: Some(recorded.id),
+                event: None,
+                expected: format!("{} created as {origin}", recorded.id),
+                found: "no such process by the end".into(),
+                message: format!(
+                    "ddbx: replay diverged: {} was never created (the record had it as {origin}, `{}`)",
+                    recorded.id,
+                    recorded.argv.join(" ")
+                ),
+            });
+        }
+    }
+    let recorded = recording.manifest.actor(ActorId::ROOT).and_then(|a| a.exit);
+    if let (Some(recorded), Some(now)) = (recorded, root_status)
+        && recorded != now
+    {
+        return End::Diverged(Divergence {
+            actor: Some(ActorId::ROOT),
+            event: None,
+            expected: recorded.to_string(),
+            found: now.to_string(),
+            message: format!(
+                "ddbx: replay diverged: p1 ended with {now}, the record with {recorded}"
+            ),
+        });
+    }
+    End::ReachedEnd
+}

@@ -1,0 +1,284 @@
+//! The GD's state, shared by the session's threads: the actor registry, the replay's connect
+//! table, the halting state machine, and what the session reports at the end. One mutex guards
+//! it ([`Tables`]); one condition variable ([`GdState::changed`]) wakes whoever waits on it
+//! (a `WhoIs` waiting for its `Connected`, the main loop waiting for halting reports or for
+//! the last connections to close).
+
+use super::events::MainEvent;
+use super::halted::{HaltedState, Observation, Resume};
+use super::halting::Halting;
+use super::matcher::ConnectTable;
+use crate::actors::Registry;
+use ddbx_wire::ActorId;
+use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
+use ddbx_wire::proto::ReplayPlan;
+use std::collections::HashMap;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, mpsc};
+use std::time::{Duration, Instant};
+
+/// A kind of I/O that was not recorded, and the actors that did it.
+pub(super) struct Passthrough {
+    /// The kind, as the LD described it.
+    pub(super) what: String,
+    /// The actors, in the order first seen.
+    pub(super) actors: Vec<ActorId>,
+}
+
+/// What the connection threads and the main loop share, behind one mutex.
+pub(super) struct Tables {
+    pub(super) registry: Registry,
+    pub(super) connects: ConnectTable,
+    /// The session is ending: pending `WhoIs` get `Peer{peer: None}`.
+    pub(super) ending: bool,
+    /// Connections being served.
+    pub(super) open: usize,
+    /// Distinct passthrough kinds, in the order first seen.
+    pub(super) passthrough: Vec<Passthrough>,
+    /// The record's manifest (or the replay's own, for `--history-out`).
+    pub(super) manifest: Manifest,
+    /// Lines for the user that came up after the main loop stopped listening.
+    pub(super) notes: Vec<String>,
+    /// Halting replay (`stop if`) state.
+    pub(super) halting: Option<Halting>,
+    /// Replay: actors waiting at the end of a history that ends without `Exit`.
+    pub(super) at_end: Vec<ActorId>,
+    /// Replay: observed globals, in the order the notes came.
+    pub(super) observed: Vec<Observation>,
+}
+
+/// The state shared by the session's threads (see the module doc).
+pub(crate) struct GdState {
+    tables: Mutex<Tables>,
+    /// Notified whenever the tables change in a way someone may wait for.
+    pub(super) changed: Condvar,
+    /// Replay: each recorded actor's plan (`None` in record).
+    pub(super) plans: Option<HashMap<ActorId, ReplayPlan>>,
+    /// Where this run's histories and manifest go, if anywhere.
+    pub(super) manifest_dir: Option<PathBuf>,
+    /// Where the LDs keep their state files.
+    pub(super) state_dir: PathBuf,
+    events: mpsc::Sender<MainEvent>,
+}
+
+/// What the session learnt about its processes, for the outcome and the manifest.
+pub(crate) struct RunResults {
+    /// The actors of this run.
+    pub(crate) actors: Vec<ActorInfo>,
+    /// The kinds of I/O not recorded, each as `what (p3, p5)`.
+    pub(crate) passthrough: Vec<String>,
+}
+
+/// The halted global state the main loop collected, and whether the predicate holds there.
+pub(crate) struct CollectedHalt {
+    /// The state.
+    pub(crate) state: HaltedState,
+    /// Whether the predicate holds there (else it never held in this run).
+    pub(crate) holds: bool,
+}
+
+impl GdState {
+    /// New shared state; `plans` is `Some` in replay.
+    pub(crate) fn new(
+        tables: Tables,
+        plans: Option<HashMap<ActorId, ReplayPlan>>,
+        manifest_dir: Option<PathBuf>,
+        state_dir: PathBuf,
+        events: mpsc::Sender<MainEvent>,
+    ) -> GdState {
+        GdState {
+            tables: Mutex::new(tables),
+            changed: Condvar::new(),
+            plans,
+            manifest_dir,
+            state_dir,
+            events,
+        }
+    }
+
+    /// The tables, locked.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Tables> {
+        // A handler that panicked cannot leave the tables half-updated in a way that matters
+        // more than losing the session: keep going with what is there.
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits on [`GdState::changed`] with the tables locked.
+    pub(super) fn wait<'a>(&self, tables: MutexGuard<'a, Tables>) -> MutexGuard<'a, Tables> {
+        self.changed.wait(tables).unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits on [`GdState::changed`] until `deadline` at the latest: `Ok` after a wait (the
+    /// tables may have changed), `Err` when the deadline has passed.
+    fn wait_until<'a>(
+        &self,
+        tables: MutexGuard<'a, Tables>,
+        deadline: Instant,
+    ) -> Result<MutexGuard<'a, Tables>, MutexGuard<'a, Tables>> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(tables);
+        }
+        let (tables, _) = self
+            .changed
+            .wait_timeout(tables, left)
+            .unwrap_or_else(|p| p.into_inner());
+        Ok(tables)
+    }
+
+    /// Tells the main loop; a line that comes after it stopped listening is kept for the end.
+    pub(super) fn send(&self, event: MainEvent) {
+        if let Err(mpsc::SendError(MainEvent::Note(line))) = self.events.send(event) {
+            self.lock().notes.push(line);
+        }
+    }
+
+    /// ddbx reaped process `pid`: its status is authoritative.
+    pub(crate) fn reaped(&self, pid: i32, status: ExitStatus) {
+        let mut tables = self.lock();
+        tables.registry.exited(pid, Some(status));
+        self.changed.notify_all();
+    }
+
+    /// The session is ending: release every waiting `WhoIs`, wake the acceptor, and give the
+    /// connection threads up to `linger` to read what the dead processes left in their sockets.
+    pub(crate) fn finish(&self, socket: &Path, linger: Duration) {
+        {
+            let mut tables = self.lock();
+            tables.ending = true;
+            self.changed.notify_all();
+        }
+        // Our own connection tells the acceptor to stop, after the ones queued before it.
+        let _ = UnixStream::connect(socket);
+        let deadline = Instant::now() + linger;
+        let mut tables = self.lock();
+        while tables.open > 0 {
+            match self.wait_until(tables, deadline) {
+                Ok(later) => tables = later,
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Lines that came up late.
+    pub(crate) fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().notes)
+    }
+
+    /// The actors and the passthrough lines.
+    pub(crate) fn results(&self) -> RunResults {
+        let tables = self.lock();
+        let passthrough = tables
+            .passthrough
+            .iter()
+            .map(|p| {
+                let ids: Vec<String> = p.actors.iter().map(ToString::to_string).collect();
+                format!("{} ({})", p.what, ids.join(", "))
+            })
+            .collect();
+        RunResults {
+            actors: tables.registry.actors().to_vec(),
+            passthrough,
+        }
+    }
+
+    /// The manifest as it stands.
+    pub(crate) fn manifest_snapshot(&self) -> Manifest {
+        self.lock().manifest.clone()
+    }
+
+    /// Halting: asks every passive actor where it stands and waits (up to `limit`) for the
+    /// answers; then the halted global state and whether the predicate holds there.
+    pub(crate) fn collect_halted_state(&self, limit: Duration) -> Option<CollectedHalt> {
+        let mut tables = self.lock();
+        let asked = tables.halting.as_mut()?.request_reports();
+        let deadline = Instant::now() + limit;
+        while tables.halting.as_ref().map_or(0, Halting::reports_received) < asked {
+            match self.wait_until(tables, deadline) {
+                Ok(later) => tables = later,
+                Err(unchanged) => {
+                    tables = unchanged;
+                    break;
+                }
+            }
+        }
+        let halting = tables.halting.as_ref()?;
+        let mut state = halting.halted_state();
+        state.observed = tables.observed.clone();
+        Some(CollectedHalt {
+            state,
+            holds: halting.satisfied(),
+        })
+    }
+
+    /// Replay: the observed globals' values so far.
+    pub(crate) fn observed(&self) -> Vec<Observation> {
+        self.lock().observed.clone()
+    }
+
+    /// Halting, when every process is gone: the halted state, if the program halted with the
+    /// predicate holding (its last actors may have exited right there) and was not released.
+    pub(crate) fn final_halt(&self) -> Option<HaltedState> {
+        let mut tables = self.lock();
+        let h = tables.halting.as_mut()?;
+        if h.released() {
+            return None;
+        }
+        let halted = h.is_halted() || h.check();
+        let observed = tables.observed.clone();
+        let h = tables.halting.as_ref()?;
+        (halted && h.satisfied()).then(|| HaltedState {
+            observed,
+            ..h.halted_state()
+        })
+    }
+
+    /// Halting, when nothing happened for a while: repeats the requests not yet met; true if
+    /// the program is now found halted.
+    pub(crate) fn halting_tick(&self) -> bool {
+        self.lock().halting.as_mut().is_some_and(Halting::resend)
+    }
+
+    /// Halting: the predicate never held; let everything run to the end.
+    pub(crate) fn release(&self) {
+        if let Some(h) = self.lock().halting.as_mut() {
+            h.release();
+        }
+    }
+
+    /// Halting: continues from a halt (see [`Resume`]); the main loop hears `Halted` again at
+    /// the next halt.
+    pub(crate) fn resume(&self, resume: &Resume) {
+        let mut tables = self.lock();
+        if let Some(h) = tables.halting.as_mut() {
+            h.resume(resume);
+            if h.check() {
+                self.send(MainEvent::Halted);
+            }
+        }
+    }
+
+    /// Halting: an actor's pid (for `--hold`).
+    pub(crate) fn halted_pid(&self, actor: ActorId) -> Option<i32> {
+        self.lock().halting.as_ref().and_then(|h| h.pid(actor))
+    }
+}
+
+impl Tables {
+    /// The tables at the start of a session.
+    pub(crate) fn new(registry: Registry, manifest: Manifest, halting: Option<Halting>) -> Tables {
+        Tables {
+            registry,
+            connects: ConnectTable::default(),
+            ending: false,
+            open: 0,
+            passthrough: Vec::new(),
+            manifest,
+            notes: Vec::new(),
+            halting,
+            at_end: Vec::new(),
+            observed: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The writing half of one LD connection, shared by the connection's own thread (its answers)
+//! and the halting state machine (requests sent from whichever thread decides them).
+
+use super::control_count::count_message;
+use ddbx_wire::proto::{self, GdToLd};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
+
+/// Where the GD writes to one LD; clones write to the same connection, one line at a time.
+#[derive(Debug, Clone)]
+pub(crate) struct LdWriter {
+    stream: Arc<Mutex<UnixStream>>,
+}
+
+impl LdWriter {
+    /// The writer of a connection.
+    pub(crate) fn new(stream: UnixStream) -> LdWriter {
+        LdWriter {
+            stream: Arc::new(Mutex::new(stream)),
+        }
+    }
+
+    /// Sends the handshake's answer (`Welcome` or `Refuse`; not counted as a control message).
+    pub(crate) fn send_handshake(&self, msg: &GdToLd) -> std::io::Result<()> {
+        self.write_line(&proto::encode(msg))
+    }
+
+    /// Sends one control message (ignored if the connection is closed: its LD is gone, and
+    /// the reaper tells the session so).
+    pub(crate) fn send(&self, msg: &GdToLd) {
+        count_message();
+        let _ = self.write_line(&proto::encode(msg));
+    }
+
+    fn write_line(&self, line: &str) -> std::io::Result<()> {
+        // A thread that panicked while writing leaves at worst a torn line, which the LD
+        // reports; go on.
+        let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        stream.write_all(line.as_bytes())
+    }
+}

@@ -1,0 +1,202 @@
+//! The session's main loop: it hears every [`MainEvent`] and decides how the session goes on,
+//! until every descendant is gone. It owns the decision to stop (a divergence, an unsupported
+//! call, a signal, a halt), kills the process tree when it stops, and runs the embedding's
+//! halt callback at each halt.
+
+use super::OnHalt;
+use super::events::MainEvent;
+use super::gd_state::{CollectedHalt, GdState};
+use super::halted::{HaltAction, HaltedState};
+use super::outcome::End;
+use super::procs;
+use super::transcript::Transcript;
+use ddbx_wire::manifest::ExitStatus;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// How long a stopping session waits before killing again (processes forked meanwhile).
+const KILL_AGAIN: Duration = Duration::from_millis(50);
+/// How long a halting replay may stand still before its requests are sent again.
+const HALTING_TICK: Duration = Duration::from_secs(1);
+/// How long the halted actors have to answer `Report`.
+const REPORT_LIMIT: Duration = Duration::from_secs(10);
+
+/// How the main loop ended.
+pub(super) struct LoopEnd {
+    /// Why the session stopped early (`None`: it ran to its end).
+    pub(super) stop: Option<End>,
+    /// The root's status, if it was reaped.
+    pub(super) root_status: Option<ExitStatus>,
+    /// waitpid failed in an unexpected way.
+    pub(super) reap_error: Option<std::io::Error>,
+}
+
+/// What the main loop needs, and what it has decided so far.
+pub(super) struct MainLoop<'a> {
+    gd: &'a GdState,
+    events: Receiver<MainEvent>,
+    root_pid: i32,
+    on_halt: Option<OnHalt>,
+    /// After halting, without a callback: keep the processes alive until interrupted.
+    hold: bool,
+    transcript: &'a mut Transcript,
+    stop: Option<End>,
+    /// Held at a halt (`--hold`) until a signal comes.
+    held: Option<HaltedState>,
+    root_status: Option<ExitStatus>,
+}
+
+impl<'a> MainLoop<'a> {
+    /// A loop over `events` (every sender but the threads' is dropped).
+    pub(super) fn new(
+        gd: &'a GdState,
+        events: Receiver<MainEvent>,
+        root_pid: i32,
+        on_halt: Option<OnHalt>,
+        hold: bool,
+        transcript: &'a mut Transcript,
+    ) -> MainLoop<'a> {
+        MainLoop {
+            gd,
+            events,
+            root_pid,
+            on_halt,
+            hold,
+            transcript,
+            stop: None,
+            held: None,
+            root_status: None,
+        }
+    }
+
+    /// Runs until no descendant is left (or waitpid fails).
+    pub(super) fn run(mut self) -> LoopEnd {
+        let mut reap_error = None;
+        while let Some(event) = self.next_event() {
+            match event {
+                MainEvent::Reaped { pid, status } => {
+                    if pid == self.root_pid {
+                        self.root_status = Some(status);
+                    }
+                    self.gd.reaped(pid, status);
+                }
+                MainEvent::AllGone => break,
+                MainEvent::ReapFailed(e) => {
+                    reap_error = Some(e);
+                    break;
+                }
+                MainEvent::Signal(signal) => self.on_signal(signal),
+                MainEvent::Stop(end) => self.on_stop(end),
+                MainEvent::Note(line) => self.transcript.say(line),
+                // They were killed there in the record: end them the same way.
+                MainEvent::AllAtEnd => {
+                    procs::kill_descendants();
+                }
+                MainEvent::Halted => self.on_halted(),
+            }
+        }
+        LoopEnd {
+            stop: self.stop,
+            root_status: self.root_status,
+            reap_error,
+        }
+    }
+
+    /// The next event; `None` when every sender is gone. While stopping, it kills again every
+    /// little while; in a halting replay where nothing moved for a while, it repeats what was
+    /// asked (and may find the program halted).
+    fn next_event(&self) -> Option<MainEvent> {
+        loop {
+            let wait = if self.stop.is_some() {
+                KILL_AGAIN
+            } else {
+                HALTING_TICK
+            };
+            match self.events.recv_timeout(wait) {
+                Ok(event) => return Some(event),
+                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) if self.stop.is_some() => {
+                    // Processes forked while we were killing: kill again.
+                    procs::kill_descendants();
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.gd.halting_tick() {
+                        return Some(MainEvent::Halted);
+                    }
+                }
+            }
+        }
+    }
+
+    /// SIGINT or SIGTERM: a held halt ends halted; anything else ends interrupted.
+    fn on_signal(&mut self, signal: i32) {
+        if let Some(state) = self.held.take() {
+            self.stop = Some(End::Halted(Box::new(state)));
+        } else if self.stop.is_none() {
+            self.transcript.say(format!(
+                "ddbx: interrupted by signal {signal}: stopping every process"
+            ));
+            self.stop = Some(End::Interrupted { signal });
+        }
+        procs::kill_descendants();
+    }
+
+    /// A divergence or an unsupported call: the first one is the session's end.
+    fn on_stop(&mut self, end: End) {
+        if self.stop.is_none() {
+            self.transcript.say(end.stop_line());
+            self.stop = Some(end);
+        }
+        procs::kill_descendants();
+    }
+
+    /// Every actor is passive: collect the halted state and ask how to go on.
+    fn on_halted(&mut self) {
+        if self.stop.is_some() {
+            return;
+        }
+        let Some(CollectedHalt { state, holds }) = self.gd.collect_halted_state(REPORT_LIMIT)
+        else {
+            return;
+        };
+        if !holds {
+            self.transcript.say(format!(
+                "ddbx: `{}` never holds in this run: replaying to the end",
+                state.predicate
+            ));
+            self.gd.release();
+            return;
+        }
+        let action = match self.on_halt.as_mut() {
+            Some(callback) => callback(&state),
+            None if self.hold => HaltAction::Hold,
+            None => HaltAction::Kill,
+        };
+        match action {
+            HaltAction::Resume(resume) => self.gd.resume(&resume),
+            HaltAction::Hold => self.hold_at(state),
+            HaltAction::Kill => {
+                self.stop = Some(End::Halted(Box::new(state)));
+                procs::kill_descendants();
+            }
+        }
+    }
+
+    /// Keeps the processes at the halt until a signal comes.
+    fn hold_at(&mut self, state: HaltedState) {
+        let pids: Vec<String> = state
+            .actors
+            .iter()
+            .filter_map(|a| {
+                self.gd
+                    .halted_pid(a.actor)
+                    .map(|pid| format!("{} pid {pid}", a.actor))
+            })
+            .collect();
+        self.transcript.say(format!(
+            "ddbx: halted; holding the processes ({}); interrupt ddbx (Ctrl-C) to end them",
+            pids.join(", ")
+        ));
+        self.held = Some(state);
+    }
+}
