@@ -13,7 +13,10 @@ use ddbx_supervisor::analysis::cut::at_or_before;
 use ddbx_supervisor::predicate;
 use ddbx_supervisor::session::{HaltAction, HaltedState};
 use ddbx_supervisor::wire::pred::{self as pred, Value};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::io::{BufRead, IsTerminal, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 /// The commands, for `help`.
 pub const HELP: &str = "\
@@ -366,25 +369,16 @@ fn gdb(state: &HaltedState, rest: &str, out: &mut dyn Write) {
 /// Waits until process `pid` (our child) has ended. The session's reaper owns `waitpid`, so
 /// this watches a pidfd instead: it becomes readable when the process ends.
 fn wait_for(pid: i32) {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    // SAFETY: pidfd_open takes a pid and flags, reads no memory of ours, and returns a new fd
+    // or -1 (nix has no wrapper for it).
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
     if fd < 0 {
         return; // already gone (and reaped)
     }
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut poll, 1, -1) };
-        if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
-    }
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
+    // SAFETY: `fd` was just returned by pidfd_open: it is open, and nothing else owns it.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    while let Err(Errno::EINTR) = poll(&mut fds, PollTimeout::NONE) {}
 }
 
 #[cfg(test)]
