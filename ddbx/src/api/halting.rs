@@ -1,7 +1,7 @@
 //! A halting replay driven by the caller: the replay runs on a thread of its own and waits at
 //! each halt until told how to go on.
 
-use super::replay::{Driver, ReplayOptions, ReplayOutcome, replay_driven};
+use super::replay::{Driver, ReplayOptions, ReplayOutcome, debugger_for, replay_driven};
 use crate::debugger::Debugger;
 use crate::error::Error;
 use crate::halt::Watch;
@@ -39,13 +39,7 @@ impl HaltingReplay {
     pub fn start(options: ReplayOptions) -> Result<HaltingReplay, Error> {
         let recording = Recording::open(&options.dir)?;
         // The predicates are checked here, so that a mistake is an error of `start`.
-        Debugger::new(
-            &recording,
-            &options.stop_if,
-            &options.stop_at,
-            &options.traces,
-            options.primary,
-        )?;
+        debugger_for(&recording, &options)?;
         let (halt_tx, halts) = std::sync::mpsc::channel();
         let (controls, control_rx) = std::sync::mpsc::channel::<Control>();
         let driver: Driver = Box::new(move |state, debugger| {

@@ -87,15 +87,27 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
     replay_driven(options, None)
 }
 
-/// What the recording says about the run to reproduce, kept while the recording itself goes
-/// to the session.
+/// What the recording says about the run to reproduce.
 struct Recorded {
+    /// How to start it again.
+    launch: Launch,
+    /// How it ended.
+    end: RecordedEnd,
+}
+
+/// The root's command as recorded, kept while the recording itself goes to the session.
+struct Launch {
     /// The root's argv, directory and environment.
     argv: Vec<String>,
     cwd: PathBuf,
     env: Vec<(String, String)>,
     /// The program to start (argv[0] resolved in the recorded directory and `PATH`).
     program: PathBuf,
+}
+
+/// What a replay that reaches the recorded end reports of the recording.
+#[derive(Clone, Copy)]
+struct RecordedEnd {
     /// How many actors it has.
     actor_count: usize,
     /// How the root ended, if it did.
@@ -117,13 +129,7 @@ pub fn replay_driven(
     for line in recording_notes(&recording) {
         lines.show(line);
     }
-    let mut debugger = Debugger::new(
-        &recording,
-        &options.stop_if,
-        &options.stop_at,
-        &options.traces,
-        options.primary,
-    )?;
+    let mut debugger = debugger_for(&recording, &options)?;
     let halt = debugger.request();
     let observe = debugger.start_observing();
     if let Some(request) = &halt {
@@ -157,16 +163,33 @@ pub fn replay_driven(
             hold: options.hold,
             observe,
         },
-        argv: recorded.argv,
-        program: recorded.program,
-        cwd: recorded.cwd,
-        env: recorded.env,
+        argv: recorded.launch.argv,
+        program: recorded.launch.program,
+        cwd: recorded.launch.cwd,
+        env: recorded.launch.env,
         preload,
         runtime,
         handle_signals: options.handle_signals,
         on_message,
         on_halt,
     })?;
+    let mut debugger = lock(&debugger);
+    let mut lines = lock(&lines);
+    let mut outcome = replay_outcome(options, recorded.end, outcome, &mut debugger, &mut lines);
+    outcome.messages.splice(0..0, early);
+    Ok(outcome)
+}
+
+/// What a replay did, once its session has ended: the exit code, the halted state, and the
+/// debugger's last lines (the traces and reports not shown yet). The messages are the
+/// session's, then the debugger's, then the end's (the caller puts its own first).
+fn replay_outcome(
+    options: ReplayOptions,
+    recorded: RecordedEnd,
+    outcome: session::Outcome,
+    debugger: &mut Debugger,
+    lines: &mut Lines,
+) -> ReplayOutcome {
     let kind = OutcomeKind::of(&outcome.end);
     let exit_code = match &outcome.end {
         End::Complete | End::ReachedEnd => recorded
@@ -179,20 +202,17 @@ pub fn replay_driven(
         End::Halted(state) => Some((**state).clone()),
         _ => None,
     };
-    let mut debugger = lock(&debugger);
-    let mut lines = lock(&lines);
     // Every process exited right at the halt: the halt callback never ran.
     if let Some(state) = &halted
         && debugger.last.as_ref() != Some(state)
     {
-        show_all(&mut lines, debugger.on_halt(state));
+        show_all(lines, debugger.on_halt(state));
     }
     show_all(
-        &mut lines,
+        lines,
         debugger.at_end(kind == OutcomeKind::ReachedEnd, &outcome.observed),
     );
-    let mut messages = early;
-    messages.extend(outcome.messages);
+    let mut messages = outcome.messages;
     messages.append(&mut lines.kept);
     if kind == OutcomeKind::ReachedEnd {
         messages.push(reached_end_line(
@@ -201,7 +221,7 @@ pub fn replay_driven(
             outcome.events,
         ));
     }
-    Ok(ReplayOutcome {
+    ReplayOutcome {
         dir: options.dir,
         kind,
         end: outcome.end,
@@ -215,8 +235,23 @@ pub fn replay_driven(
         halts: debugger.halts.clone(),
         reports: debugger.reports.clone().unwrap_or_default(),
         traces: debugger.traces.clone(),
-        predicates: render::predicates_json(&debugger),
-    })
+        predicates: render::predicates_json(debugger),
+    }
+}
+
+/// The debugger of the predicates and traces of `options` (a mistake in them is an error
+/// here, before anything runs).
+pub(super) fn debugger_for(
+    recording: &Recording,
+    options: &ReplayOptions,
+) -> Result<Debugger, Error> {
+    Debugger::new(
+        recording,
+        &options.stop_if,
+        &options.stop_at,
+        &options.traces,
+        options.primary,
+    )
 }
 
 /// The run a recording reproduces: its command (resolved as it was, in the recorded
@@ -241,12 +276,16 @@ fn recorded_run(recording: &Recording, dir: &Path) -> Result<Recorded, Error> {
         &manifest.cwd,
     )?;
     Ok(Recorded {
-        argv: manifest.command.clone(),
-        cwd: manifest.cwd.clone(),
-        env: manifest.env.clone(),
-        program,
-        actor_count: manifest.actors.len(),
-        root_exit: manifest.actor(ActorId::ROOT).and_then(|a| a.exit),
+        launch: Launch {
+            argv: manifest.command.clone(),
+            cwd: manifest.cwd.clone(),
+            env: manifest.env.clone(),
+            program,
+        },
+        end: RecordedEnd {
+            actor_count: manifest.actors.len(),
+            root_exit: manifest.actor(ActorId::ROOT).and_then(|a| a.exit),
+        },
     })
 }
 

@@ -27,13 +27,13 @@
 //! `--format perfetto` as Chrome/Perfetto trace JSON (one process per actor, one slice per
 //! event at its logical rank, the arrows as flows).
 //!
-//! The parts: [`layout`] (columns, logical ranks, arrows), [`svg`] (the four views),
-//! [`export`] (ShiViz, Perfetto), and this file (the command and the page around the views,
+//! The parts: `layout.rs` (columns, logical ranks, arrows), `svg.rs` (the four views),
+//! `export.rs` (ShiViz, Perfetto), and this file (the command and the page around the views,
 //! whose style and script are `view.css` and `view.js` beside it).
 
-pub mod export;
-pub mod layout;
-pub mod svg;
+mod export;
+mod layout;
+mod svg;
 
 use super::races::{actor_label, analyze, race_text, record_text, replay_command};
 use crate::error::Error;
@@ -266,7 +266,7 @@ fn script_data(rec: &Recording, races: &Races, dir: &Path) -> String {
         "races": races.races.iter().map(|r| serde_json::json!({
             "id": r.id,
             "text": race_text(rec, dir, r),
-            "replay": replay_command(dir, r),
+            "replay": replay_command(dir, &r.stop_at()),
             "record": record_text(rec, r.receive),
             "messages": r.messages().filter(|m| m.kind != MessageKind::External).count(),
         })).collect::<Vec<_>>(),
