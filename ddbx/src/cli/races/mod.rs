@@ -29,19 +29,20 @@
 //! "p5", "event": 8} | null}` (`event`: the Send or Connect; `received_by`: the receive that
 //! consumed its last byte, or the accept of a connect; null: never received).
 //!
-//! `--method two-pass` runs Park & Jun's two-pass method instead
+//! `--method two-pass` (`two_pass.rs`) runs Park & Jun's two-pass method instead
 //! ([`ddbx_supervisor::analysis::twopass`]): text output starts with pass 1's cutoffs (each
 //! actor's locally-first race receive and first channel), then one block per locally-first
 //! race with the actors whose first race affects it; `--json` adds `"method": "two-pass"`,
 //! `"cutoffs": [{"actor", "event", "first_channel"}]`, and per race `"affecters": [actors]`
 //! and `"first_channel"`; its race ids number the locally-first races only.
 
+mod two_pass;
+
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
 use ddbx_supervisor::analysis::deps::{Deps, Event};
 use ddbx_supervisor::analysis::races::{Component, Message, Race, RaceKind, Races, find_races};
-use ddbx_supervisor::analysis::twopass::{FirstRace, TwoPass, two_pass};
 use ddbx_supervisor::wire::ActorId;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -239,28 +240,6 @@ impl Shown<'_> {
         }
     }
 
-    /// A two-pass race (always locally-first): the races of its affecters affect it.
-    fn two_pass<'a>(r: &'a FirstRace, tp: &TwoPass) -> Shown<'a> {
-        let id_of = |a: ActorId| tp.races.iter().find(|r| r.receive.0 == a).map(|r| r.id);
-        Shown {
-            id: r.id,
-            receive: r.receive,
-            kind: r.kind,
-            got: &r.got,
-            could: &r.could,
-            locally_first: true,
-            unaffected: r.unaffected(),
-            affected_by: r.affecters.iter().filter_map(|q| id_of(*q)).collect(),
-            affects: tp
-                .races
-                .iter()
-                .filter(|o| o.affecters.contains(&r.receive.0))
-                .map(|o| o.id)
-                .collect(),
-            stop_at: r.stop_at(),
-        }
-    }
-
     /// As JSON (see the module docs).
     fn json(&self, rec: &Recording, dir: &Path) -> Value {
         json!({
@@ -381,7 +360,7 @@ pub(crate) fn components_text(races: &Races) -> Vec<String> {
 /// Runs `ddbx races`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     if args.method == Method::TwoPass {
-        return run_two_pass(&args);
+        return two_pass::run(&args);
     }
     let an = analyze(&args.dir)?;
     let (rec, races) = (&an.recording, &an.races);
@@ -429,114 +408,6 @@ pub fn run(args: Args) -> Result<i32, Error> {
     Ok(0)
 }
 
-/// `ddbx races --method two-pass`: Park & Jun's method
-/// ([`ddbx_supervisor::analysis::twopass`]); only the locally-first races.
-fn run_two_pass(args: &Args) -> Result<i32, Error> {
-    let an = analyze_loaded(&args.dir)?;
-    let rec = &an.recording;
-    let tp = two_pass(rec, &an.deps, &an.clocks);
-    let unaffected: Vec<usize> = tp
-        .races
-        .iter()
-        .filter(|r| r.unaffected())
-        .map(|r| r.id)
-        .collect();
-    if args.json {
-        println!("{}", two_pass_json(&an, &tp, &args.dir, &unaffected));
-        return Ok(0);
-    }
-    println!("pass 1 (cutoffs: each actor's locally-first race receive):");
-    for c in &tp.cutoffs {
-        println!(
-            "  {} event {}, first channel: {}",
-            actor_label(rec, c.actor),
-            c.event,
-            c.first_channel
-        );
-    }
-    if tp.cutoffs.is_empty() {
-        println!("  none: no actor has a race");
-    }
-    println!();
-    for r in &tp.races {
-        let flags = if r.unaffected() {
-            "locally-first, unaffected".to_string()
-        } else {
-            format!(
-                "locally-first, affected by the first races of {}",
-                actors_text(&r.affecters)
-            )
-        };
-        let text = Shown::two_pass(r, &tp).text(rec, &args.dir, &flags, false);
-        println!("{text}\n");
-    }
-    // Shaped like the exact method's summary in `run`, worded for what this method finds
-    // (only locally-first races).
-    println!(
-        "two-pass: {} locally-first race{} in {} actors, {} events: {} unaffected ({})",
-        tp.races.len(),
-        plural(tp.races.len()),
-        rec.histories.len(),
-        rec.event_count(),
-        unaffected.len(),
-        race_list(&unaffected),
-    );
-    if !tp.actor_edges.is_empty() {
-        println!(
-            "affects edges: {}",
-            tp.actor_edges
-                .iter()
-                .map(|(q, p)| format!("{q} → {p}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    print_notes(&an.deps);
-    Ok(0)
-}
-
-/// The JSON output of `--method two-pass` (see the module docs).
-fn two_pass_json(an: &Loaded, tp: &TwoPass, dir: &Path, unaffected: &[usize]) -> Value {
-    let rec = &an.recording;
-    let races: Vec<Value> = tp
-        .races
-        .iter()
-        .map(|r| {
-            let mut value = Shown::two_pass(r, tp).json(rec, dir);
-            value["affecters"] = json!(
-                r.affecters
-                    .iter()
-                    .map(ActorId::to_string)
-                    .collect::<Vec<_>>()
-            );
-            value["first_channel"] = json!(r.first_channel);
-            value
-        })
-        .collect();
-    let locally_first: Vec<usize> = tp.races.iter().map(|r| r.id).collect();
-    let found = Found {
-        races,
-        locally_first: &locally_first,
-        unaffected,
-        actor_edges: &tp.actor_edges,
-        components: &tp.components,
-    };
-    let mut value = found.json(rec, &an.deps, dir);
-    value["method"] = json!("two-pass");
-    value["cutoffs"] = tp
-        .cutoffs
-        .iter()
-        .map(|c| {
-            json!({
-                "actor": c.actor.to_string(),
-                "event": c.event,
-                "first_channel": c.first_channel,
-            })
-        })
-        .collect();
-    value
-}
-
 /// What a method found, as its JSON output shows it.
 struct Found<'a> {
     /// Each race as JSON.
@@ -569,15 +440,6 @@ impl Found<'_> {
 /// `s` after a count other than 1.
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-/// `p1, p4`.
-fn actors_text(actors: &[ActorId]) -> String {
-    actors
-        .iter()
-        .map(ActorId::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Where the byte numbering of the recording is a guess, one `note:` line each.
