@@ -15,8 +15,8 @@
 //!   that event needs), ties going to the actors in turn.
 //!
 //! It depends only on the recording ([`Recording`], [`Deps`]) and the predicate language of
-//! [`ddbx_wire::pred`]; the CLI's debugger (`ddbx/src/debugger.rs`) keeps the user's predicates
-//! and drives it.
+//! [`ddbx_wire::pred`]; the CLI's debugger (`ddbx/src/debugger/mod.rs`) keeps the user's
+//! predicates and drives it.
 
 use crate::analysis::deps::Deps;
 use crate::analysis::inf::{Cut, close_online, close_online_raised, inf_online_from};
