@@ -21,8 +21,10 @@
 //!
 //! Environment: `DDBX_BENCH_RUNS` (default 5).
 
-use ddbx::halt::{Debugger, Oracle, Watch};
+use ddbx::debugger::Debugger;
+use ddbx::halt::Watch;
 use ddbx::{HaltingReplay, Messages, RecordOptions, ReplayOptions};
+use ddbx_supervisor::analysis::cut::CutSearch;
 use ddbx_supervisor::session::halting::control_messages;
 use ddbx_supervisor::wire::{ActorId, Record};
 use ddbx_tests::{target_dir, workspace};
@@ -94,9 +96,9 @@ struct Row {
 
 fn scenario(name: &str, rec: &ddbx::Recording, predicate: &str, runs: u64) -> Row {
     let watch = Watch::new(rec, predicate, "bench").unwrap_or_else(|e| fail(&format!("{e}")));
-    let oracle = Oracle::new(rec.clone());
-    let inf = oracle
-        .first(&watch, &oracle.initial())
+    let search = CutSearch::new(rec.clone());
+    let inf = search
+        .first(watch.goal(), &search.initial())
         .unwrap_or_else(|| fail(&format!("{name}: `{predicate}` never holds")));
     // The predicate must be one the replay halts at.
     Debugger::new(rec, &[predicate.to_string()], &[], &[], None)

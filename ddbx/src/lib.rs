@@ -9,6 +9,8 @@
 //!   process alive, and continues (`cont`, a new `stop_if`) or kills on request;
 //! * [`Recording::open`] loads a recording (manifest, histories, channels) for inspection.
 //!
+//! A halting replay's predicates are parsed into a halt request by [`halt`] and kept, with its
+//! traces and reports, by the [`debugger::Debugger`] a [`Driver`] is handed at each halt.
 //! Exit codes are in [`exit`]; the preload library is embedded and found by [`preload`].
 //!
 //! A program that forks a child which sends a line back over a socketpair: record it, replay
@@ -84,6 +86,7 @@
 
 mod api;
 pub mod cli;
+pub mod debugger;
 mod error;
 pub mod exit;
 pub mod halt;

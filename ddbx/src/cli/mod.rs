@@ -21,6 +21,7 @@ pub mod view;
 use crate::error::Error;
 use crate::exit;
 use clap::{Parser, Subcommand};
+use nix::sys::signal::{SigHandler, Signal, signal};
 use std::ffi::OsString;
 
 const AFTER_HELP: &str = "\
@@ -112,8 +113,9 @@ pub fn main() -> i32 {
         // Commands that only print end quietly when their reader goes away (`| head`), like
         // other Unix tools. (record and replay keep ignoring SIGPIPE: the GD writes to LD
         // sockets that a dying process may have closed.)
-        // SAFETY: resetting a signal disposition to its default, before any thread starts.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        // SAFETY: resetting a signal disposition to its default installs no handler, and no
+        // other thread runs yet.
+        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
     }
     main_with(std::env::args_os())
 }

@@ -6,11 +6,17 @@
 //! Commands are read one per line; the prompt and answers go to stdout, ddbx's own `ddbx: …`
 //! lines to the message stream as usual. End of input is `quit`.
 
-use crate::halt::{Debugger, describe};
+use crate::debugger::Debugger;
+use crate::debugger::render::{cut_text, describe};
+use crate::halt::RecordingCatalog;
+use ddbx_supervisor::analysis::cut::at_or_before;
 use ddbx_supervisor::predicate;
 use ddbx_supervisor::session::{HaltAction, HaltedState};
 use ddbx_supervisor::wire::pred::{self as pred, Value};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::io::{BufRead, IsTerminal, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 /// The commands, for `help`.
 pub const HELP: &str = "\
@@ -63,112 +69,136 @@ pub fn session(
             }
             Ok(_) => {}
         }
-        let line = line.trim();
-        let (word, rest) = line
-            .split_once(char::is_whitespace)
-            .map_or((line, ""), |(w, r)| (w, r.trim()));
-        match word {
-            "" => {}
-            "help" | "h" | "?" => {
-                let _ = writeln!(out, "{HELP}");
+        if let Some(action) = command(line.trim(), state, debugger, out) {
+            return action;
+        }
+    }
+}
+
+/// Runs one command line. `Some`: the replay goes on that way, and the prompt closes.
+fn command(
+    line: &str,
+    state: &HaltedState,
+    debugger: &mut Debugger,
+    out: &mut dyn Write,
+) -> Option<HaltAction> {
+    let (word, rest) = line
+        .split_once(char::is_whitespace)
+        .map_or((line, ""), |(w, r)| (w, r.trim()));
+    match word {
+        "" => {}
+        "help" | "h" | "?" => {
+            let _ = writeln!(out, "{HELP}");
+        }
+        "show" => {
+            let _ = write!(out, "{}", describe(state));
+        }
+        "ps" => ps(state, out),
+        "print" | "p" => print(state, debugger, rest, out),
+        "info" => info(debugger, out),
+        "stop" => match rest.strip_prefix("if") {
+            Some(p) if p.starts_with(char::is_whitespace) => stop_if(debugger, p.trim(), out),
+            _ => {
+                let _ = writeln!(out, "expected `stop if P`, found `{line}`");
             }
-            "show" => {
-                let _ = write!(out, "{}", describe(state));
+        },
+        "trace" => match split_trace(rest) {
+            Some((expr, cond)) => trace(state, debugger, expr, cond, out),
+            None => {
+                let _ = writeln!(out, "expected `trace EXPR if P`, found `{line}`");
             }
-            "ps" => ps(state, out),
-            "print" | "p" => print(state, debugger, rest, out),
-            "info" => info(debugger, out),
-            "stop" => match rest.strip_prefix("if") {
-                Some(p) if p.starts_with(char::is_whitespace) => {
-                    match debugger.add_stop_if(p.trim()) {
-                        Ok(n) => {
-                            let primary = debugger.primary == Some(n - 1);
-                            let _ = writeln!(
-                                out,
-                                "stop if {n}: `{}`{}",
-                                p.trim(),
-                                if primary {
-                                    " (the primary: cont halts at it)"
-                                } else {
-                                    " (not conjunctive: reported, not halted at)"
-                                }
-                            );
-                        }
-                        Err(e) => {
-                            let _ = writeln!(out, "{e}");
-                        }
-                    }
-                }
-                _ => {
-                    let _ = writeln!(out, "expected `stop if P`, found `{line}`");
-                }
-            },
-            "trace" => match split_trace(rest) {
-                Some((expr, cond)) => match debugger.add_trace(expr, cond, "trace") {
-                    Ok(()) => {
-                        let t = debugger.traces.last();
-                        let n = t.map_or(0, |t| t.points.len());
-                        let _ = writeln!(
-                            out,
-                            "trace {}: `{expr}` when `{cond}` becomes true ({n} times in this run)",
-                            debugger.traces.len()
-                        );
-                        // What the replay has passed already.
-                        if let Some(t) = t {
-                            for p in t
-                                .points
-                                .iter()
-                                .filter(|p| crate::halt::le(&p.cut, &state.cut))
-                            {
-                                let _ = writeln!(
-                                    out,
-                                    "  {expr} = {}   (became true at {})",
-                                    p.value,
-                                    crate::halt::cut_text(&p.cut)
-                                );
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = writeln!(out, "{e}");
-                    }
-                },
-                None => {
-                    let _ = writeln!(out, "expected `trace EXPR if P`, found `{line}`");
-                }
-            },
-            "switch" => match rest.parse::<usize>() {
-                Ok(n) => match debugger.switch(n) {
-                    Ok(()) => {
-                        let _ = writeln!(
-                            out,
-                            "primary: `{}` (cont halts at its first state from here)",
-                            debugger.stop_ifs[n - 1].text
-                        );
-                    }
-                    Err(e) => {
-                        let _ = writeln!(out, "{e}");
-                    }
-                },
-                Err(_) => {
-                    let _ = writeln!(out, "expected `switch N` (N from `info`), found `{line}`");
-                }
-            },
-            "cont" | "c" | "continue" => match debugger.cont() {
-                Ok(resume) => return HaltAction::Resume(resume),
-                Err(e) => {
-                    let _ = writeln!(out, "{e}");
-                }
-            },
-            "gdb" => gdb(state, rest, out),
-            "kill" => {
-                let _ = writeln!(out, "ending every process");
-                return HaltAction::Kill;
+        },
+        "switch" => match rest.parse::<usize>() {
+            Ok(n) => switch(debugger, n, out),
+            Err(_) => {
+                let _ = writeln!(out, "expected `switch N` (N from `info`), found `{line}`");
             }
-            "quit" | "q" | "exit" => return HaltAction::Kill,
-            other => {
-                let _ = writeln!(out, "unknown command `{other}`; `help` lists them");
+        },
+        "cont" | "c" | "continue" => match debugger.cont() {
+            Ok(resume) => return Some(HaltAction::Resume(resume)),
+            Err(e) => {
+                let _ = writeln!(out, "{e}");
             }
+        },
+        "gdb" => gdb(state, rest, out),
+        "kill" => {
+            let _ = writeln!(out, "ending every process");
+            return Some(HaltAction::Kill);
+        }
+        "quit" | "q" | "exit" => return Some(HaltAction::Kill),
+        other => {
+            let _ = writeln!(out, "unknown command `{other}`; `help` lists them");
+        }
+    }
+    None
+}
+
+/// `stop if P`.
+fn stop_if(debugger: &mut Debugger, predicate: &str, out: &mut dyn Write) {
+    match debugger.add_stop_if(predicate) {
+        Ok(n) => {
+            let primary = debugger.primary == Some(n - 1);
+            let _ = writeln!(
+                out,
+                "stop if {n}: `{predicate}`{}",
+                if primary {
+                    " (the primary: cont halts at it)"
+                } else {
+                    " (not conjunctive: reported, not halted at)"
+                }
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "{e}");
+        }
+    }
+}
+
+/// `trace EXPR if P`: adds it, and shows the points the replay has passed already.
+fn trace(
+    state: &HaltedState,
+    debugger: &mut Debugger,
+    expr: &str,
+    cond: &str,
+    out: &mut dyn Write,
+) {
+    if let Err(e) = debugger.add_trace(expr, cond, "trace") {
+        let _ = writeln!(out, "{e}");
+        return;
+    }
+    let t = debugger.traces.last();
+    let n = t.map_or(0, |t| t.points.len());
+    let _ = writeln!(
+        out,
+        "trace {}: `{expr}` when `{cond}` becomes true ({n} times in this run)",
+        debugger.traces.len()
+    );
+    let passed = t
+        .into_iter()
+        .flat_map(|t| &t.points)
+        .filter(|p| at_or_before(&p.cut, &state.cut));
+    for p in passed {
+        let _ = writeln!(
+            out,
+            "  {expr} = {}   (became true at {})",
+            p.value,
+            cut_text(&p.cut)
+        );
+    }
+}
+
+/// `switch N`.
+fn switch(debugger: &mut Debugger, n: usize, out: &mut dyn Write) {
+    match debugger.switch(n) {
+        Ok(()) => {
+            let _ = writeln!(
+                out,
+                "primary: `{}` (cont halts at its first state from here)",
+                debugger.stop_ifs[n - 1].text
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "{e}");
         }
     }
 }
@@ -200,7 +230,7 @@ fn print(state: &HaltedState, debugger: &Debugger, text: &str, out: &mut dyn Wri
         let _ = writeln!(out, "expected `print EXPR`, e.g. `print p4.x`");
         return;
     }
-    let catalog = crate::halt::RecordingCatalog(debugger.oracle().recording());
+    let catalog = RecordingCatalog(debugger.recording());
     let expr = match predicate::parse(text) {
         Ok(e) => e,
         Err(e) => {
@@ -339,25 +369,16 @@ fn gdb(state: &HaltedState, rest: &str, out: &mut dyn Write) {
 /// Waits until process `pid` (our child) has ended. The session's reaper owns `waitpid`, so
 /// this watches a pidfd instead: it becomes readable when the process ends.
 fn wait_for(pid: i32) {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    // SAFETY: pidfd_open takes a pid and flags, reads no memory of ours, and returns a new fd
+    // or -1 (nix has no wrapper for it).
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
     if fd < 0 {
         return; // already gone (and reaped)
     }
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut poll, 1, -1) };
-        if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
-    }
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
+    // SAFETY: `fd` was just returned by pidfd_open: it is open, and nothing else owns it.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    while let Err(Errno::EINTR) = poll(&mut fds, PollTimeout::NONE) {}
 }
 
 #[cfg(test)]

@@ -19,8 +19,10 @@
 
 use crate::error::Error;
 use ddbx_supervisor::Recording;
-use ddbx_supervisor::analysis::channels::{channel_at, match_channels};
+use ddbx_supervisor::analysis::channels::{Channel, channel_at, match_channels};
+use ddbx_supervisor::wire::History;
 use ddbx_supervisor::wire::history::Record;
+use ddbx_supervisor::wire::manifest::ActorInfo;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -37,7 +39,8 @@ images, when only one actor ran it. Connects and accepts show their peer
 \"truncated\", \"events\": [{\"n\", \"kind\", \"record\", \"peer\": null|{\"actor\",
 \"event\", \"channel\"}, \"child\": null|\"pN\"}]}.";
 
-/// Arguments of `ddbx show`.
+/// Arguments of `ddbx show` (`--json` and DIR are declared as in `ps`: each subcommand's
+/// file lists all of its arguments, in the order its help shows them).
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
@@ -56,11 +59,28 @@ pub struct Args {
 struct Line {
     n: u64,
     record: Record,
-    /// (arrow, peer actor, peer event, channel id)
-    peer: Option<(&'static str, String, u64, u32)>,
+    /// The other end of the connection a connect or accept made.
+    peer: Option<Peer>,
+    /// The actor a fork or spawn created.
     child: Option<String>,
-    /// A connection to a peer outside the session: its address, bytes in, bytes out.
-    outside: Option<(String, u64, u64)>,
+    /// A connection to a peer outside the session.
+    outside: Option<OutsidePeer>,
+}
+
+/// The other end of a connection inside the session.
+struct Peer {
+    /// `→` for a connect, `←` for an accept.
+    arrow: &'static str,
+    actor: String,
+    event: u64,
+    channel: u32,
+}
+
+/// A connection to a peer outside the session: its address, and the bytes exchanged.
+struct OutsidePeer {
+    address: String,
+    bytes_in: u64,
+    bytes_out: u64,
 }
 
 /// The bytes received from and sent to an outside peer over the connection that event `n`
@@ -90,7 +110,6 @@ fn outside_bytes(records: &[Record], n: u64, fd: i32) -> (u64, u64) {
 /// Runs `ddbx show`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     let recording = Recording::open(&args.dir)?;
-    let channels = match_channels(&recording.histories);
     let id = recording.find_actor(&args.actor).map_err(Error::Usage)?;
     let info = recording
         .actor(id)
@@ -98,111 +117,143 @@ pub fn run(args: Args) -> Result<i32, Error> {
     let history = recording
         .history(id)
         .ok_or_else(|| Error::BadRecording(format!("no history for {id}")))?;
+    let channels = match_channels(&recording.histories);
     let lines: Vec<Line> = history
         .records
         .iter()
         .enumerate()
-        .map(|(i, record)| {
-            let n = i as u64 + 1;
-            let peer = match record {
-                Record::Connect { .. } | Record::Accept { .. } => {
-                    channel_at(&channels, id, n).map(|c| {
-                        if c.connector.actor == id && c.connector.event == n {
-                            ("→", c.acceptor.actor.to_string(), c.acceptor.event, c.id)
-                        } else {
-                            ("←", c.connector.actor.to_string(), c.connector.event, c.id)
-                        }
-                    })
+        .map(|(i, record)| line(&recording, &channels, history, i as u64 + 1, record))
+        .collect();
+    if args.json {
+        println!("{}", listing_json(info, history, &lines));
+    } else {
+        println!(
+            "{id}  {}  (parent {}, pid {}, host {})",
+            recording.command(id).join(" "),
+            info.origin.parent(),
+            info.pid,
+            info.host
+        );
+        print_lines(&lines);
+        if history.truncated {
+            println!("(the history ends inside a record: the process was killed while writing it)");
+        }
+    }
+    Ok(0)
+}
+
+/// Event `n` of `history`, with what it connects to.
+fn line(
+    recording: &Recording,
+    channels: &[Channel],
+    history: &History,
+    n: u64,
+    record: &Record,
+) -> Line {
+    let id = history.actor;
+    let peer = match record {
+        Record::Connect { .. } | Record::Accept { .. } => channel_at(channels, id, n).map(|c| {
+            if c.connector.actor == id && c.connector.event == n {
+                Peer {
+                    arrow: "→",
+                    actor: c.acceptor.actor.to_string(),
+                    event: c.acceptor.event,
+                    channel: c.id,
                 }
-                _ => None,
-            };
-            let child = match record {
-                Record::Fork { index } | Record::Spawn { index } => {
-                    recording.child(id, *index).map(|c| c.to_string())
+            } else {
+                Peer {
+                    arrow: "←",
+                    actor: c.connector.actor.to_string(),
+                    event: c.connector.event,
+                    channel: c.id,
                 }
-                _ => None,
-            };
-            let outside = match record {
-                Record::Accept {
-                    new_fd: fd, remote, ..
-                }
-                | Record::Connect {
-                    fd,
-                    remote,
-                    err: None,
-                    ..
-                } if peer.is_none() => {
-                    let (bytes_in, bytes_out) = outside_bytes(&history.records, n, *fd);
-                    Some((remote.clone(), bytes_in, bytes_out))
-                }
-                _ => None,
-            };
-            Line {
-                n,
-                record: record.clone(),
-                peer,
-                child,
-                outside,
             }
+        }),
+        _ => None,
+    };
+    let child = match record {
+        Record::Fork { index } | Record::Spawn { index } => {
+            recording.child(id, *index).map(|c| c.to_string())
+        }
+        _ => None,
+    };
+    let outside = match record {
+        Record::Accept {
+            new_fd: fd, remote, ..
+        }
+        | Record::Connect {
+            fd,
+            remote,
+            err: None,
+            ..
+        } if peer.is_none() => {
+            let (bytes_in, bytes_out) = outside_bytes(&history.records, n, *fd);
+            Some(OutsidePeer {
+                address: remote.clone(),
+                bytes_in,
+                bytes_out,
+            })
+        }
+        _ => None,
+    };
+    Line {
+        n,
+        record: record.clone(),
+        peer,
+        child,
+        outside,
+    }
+}
+
+/// The JSON output (see the module doc).
+fn listing_json(info: &ActorInfo, history: &History, lines: &[Line]) -> serde_json::Value {
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "n": l.n,
+                "kind": l.record.kind(),
+                "record": l.record.to_line(),
+                "peer": l.peer.as_ref().map(|p| serde_json::json!({
+                    "actor": p.actor, "event": p.event, "channel": p.channel,
+                })),
+                "child": l.child,
+                "outside_peer": l.outside.as_ref().map(|o| serde_json::json!({
+                    "address": o.address, "bytes_in": o.bytes_in, "bytes_out": o.bytes_out,
+                })),
+            })
         })
         .collect();
-
-    if args.json {
-        let events: Vec<serde_json::Value> = lines
-            .iter()
-            .map(|l| {
-                serde_json::json!({
-                    "n": l.n,
-                    "kind": l.record.kind(),
-                    "record": l.record.to_line(),
-                    "peer": l.peer.as_ref().map(|(_, actor, event, channel)| serde_json::json!({
-                        "actor": actor, "event": event, "channel": channel,
-                    })),
-                    "child": l.child,
-                    "outside_peer": l.outside.as_ref().map(|(addr, bytes_in, bytes_out)| serde_json::json!({
-                        "address": addr, "bytes_in": bytes_in, "bytes_out": bytes_out,
-                    })),
-                })
-            })
-            .collect();
-        let mut value = super::json::actor(info);
-        value["actor"] = value["id"].take();
-        if let Some(obj) = value.as_object_mut() {
-            obj.remove("id");
-        }
-        value["truncated"] = history.truncated.into();
-        value["events"] = events.into();
-        println!("{value}");
-        return Ok(0);
+    let mut value = super::json::actor(info);
+    value["actor"] = value["id"].take();
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("id");
     }
+    value["truncated"] = history.truncated.into();
+    value["events"] = events.into();
+    value
+}
 
-    println!(
-        "{id}  {}  (parent {}, pid {}, host {})",
-        recording.command(id).join(" "),
-        info.origin.parent(),
-        info.pid,
-        info.host
-    );
+/// The text output's events, one line each.
+fn print_lines(lines: &[Line]) {
     let width = lines.len().to_string().len().max(3);
-    for l in &lines {
+    for l in lines {
         let mut text = format!("{:>width$}  {}", l.n, l.record);
-        if let Some((arrow, actor, event, channel)) = &l.peer {
+        if let Some(p) = &l.peer {
             text.push_str(&format!(
-                "  {arrow} {actor} event {event} (channel {channel})"
+                "  {} {} event {} (channel {})",
+                p.arrow, p.actor, p.event, p.channel
             ));
         }
         if let Some(child) = &l.child {
             text.push_str(&format!("  → {child}"));
         }
-        if let Some((addr, bytes_in, bytes_out)) = &l.outside {
+        if let Some(o) = &l.outside {
             text.push_str(&format!(
-                "  ⇄ outside peer {addr} ({bytes_in} bytes in, {bytes_out} out; replay plays it)"
+                "  ⇄ outside peer {} ({} bytes in, {} out; replay plays it)",
+                o.address, o.bytes_in, o.bytes_out
             ));
         }
         println!("{text}");
     }
-    if history.truncated {
-        println!("(the history ends inside a record: the process was killed while writing it)");
-    }
-    Ok(0)
 }

@@ -18,6 +18,7 @@
 
 pub mod channels;
 pub mod clock;
+pub mod cut;
 pub mod deps;
 pub mod inf;
 pub mod races;

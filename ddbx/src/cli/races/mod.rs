@@ -29,19 +29,20 @@
 //! "p5", "event": 8} | null}` (`event`: the Send or Connect; `received_by`: the receive that
 //! consumed its last byte, or the accept of a connect; null: never received).
 //!
-//! `--method two-pass` runs Park & Jun's two-pass method instead
+//! `--method two-pass` (`two_pass.rs`) runs Park & Jun's two-pass method instead
 //! ([`ddbx_supervisor::analysis::twopass`]): text output starts with pass 1's cutoffs (each
 //! actor's locally-first race receive and first channel), then one block per locally-first
 //! race with the actors whose first race affects it; `--json` adds `"method": "two-pass"`,
 //! `"cutoffs": [{"actor", "event", "first_channel"}]`, and per race `"affecters": [actors]`
 //! and `"first_channel"`; its race ids number the locally-first races only.
 
+mod two_pass;
+
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
 use ddbx_supervisor::analysis::deps::{Deps, Event};
-use ddbx_supervisor::analysis::races::{Component, Message, Race, Races, find_races};
-use ddbx_supervisor::analysis::twopass::{FirstRace, two_pass};
+use ddbx_supervisor::analysis::races::{Component, Message, Race, RaceKind, Races, find_races};
 use ddbx_supervisor::wire::ActorId;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -168,12 +169,11 @@ pub(crate) fn shell_word(s: &str) -> String {
     }
 }
 
-/// `ddbx replay DIR --stop-at pN:K` for a race.
-pub(crate) fn replay_command(dir: &Path, race: &Race) -> String {
+/// `ddbx replay DIR --stop-at pN:K` for a race (`stop_at`: its `pN:K`).
+pub(crate) fn replay_command(dir: &Path, stop_at: &str) -> String {
     format!(
-        "ddbx replay {} --stop-at {}",
+        "ddbx replay {} --stop-at {stop_at}",
         shell_word(&dir.to_string_lossy()),
-        race.stop_at()
     )
 }
 
@@ -207,23 +207,90 @@ fn message_json(m: &Message) -> Value {
     })
 }
 
-/// A race as JSON (see the module docs).
-pub(crate) fn race_json(rec: &Recording, dir: &Path, r: &Race) -> Value {
-    json!({
-        "id": r.id,
-        "actor": r.receive.0.to_string(),
-        "event": r.receive.1,
-        "kind": r.kind.as_str(),
-        "record": record_text(rec, r.receive),
-        "got": r.got.iter().map(message_json).collect::<Vec<_>>(),
-        "could": r.could.iter().map(message_json).collect::<Vec<_>>(),
-        "locally_first": r.locally_first,
-        "unaffected": r.unaffected(),
-        "affected_by": r.affected_by,
-        "affects": r.affects,
-        "stop_at": r.stop_at(),
-        "replay": replay_command(dir, r),
-    })
+/// A race as the text and JSON outputs show it, whichever method found it.
+struct Shown<'a> {
+    id: usize,
+    receive: Event,
+    kind: RaceKind,
+    got: &'a [Message],
+    could: &'a [Message],
+    locally_first: bool,
+    unaffected: bool,
+    /// The ids of the races that affect it, and of those it affects.
+    affected_by: Vec<usize>,
+    affects: Vec<usize>,
+    /// Its `pN:K` (the replay halts right before the receive).
+    stop_at: String,
+}
+
+impl Shown<'_> {
+    /// An exact race.
+    fn exact(r: &Race) -> Shown<'_> {
+        Shown {
+            id: r.id,
+            receive: r.receive,
+            kind: r.kind,
+            got: &r.got,
+            could: &r.could,
+            locally_first: r.locally_first,
+            unaffected: r.unaffected(),
+            affected_by: r.affected_by.clone(),
+            affects: r.affects.clone(),
+            stop_at: r.stop_at(),
+        }
+    }
+
+    /// As JSON (see the module docs).
+    fn json(&self, rec: &Recording, dir: &Path) -> Value {
+        json!({
+            "id": self.id,
+            "actor": self.receive.0.to_string(),
+            "event": self.receive.1,
+            "kind": self.kind.as_str(),
+            "record": record_text(rec, self.receive),
+            "got": self.got.iter().map(message_json).collect::<Vec<_>>(),
+            "could": self.could.iter().map(message_json).collect::<Vec<_>>(),
+            "locally_first": self.locally_first,
+            "unaffected": self.unaffected,
+            "affected_by": self.affected_by,
+            "affects": self.affects,
+            "stop_at": self.stop_at,
+            "replay": replay_command(dir, &self.stop_at),
+        })
+    }
+
+    /// As a text block (no trailing newline) with these flags; `no_data` says so when it got
+    /// nothing.
+    fn text(&self, rec: &Recording, dir: &Path, flags: &str, no_data: bool) -> String {
+        let mut s = format!(
+            "race {}: {} event {}: {}\n",
+            self.id,
+            actor_label(rec, self.receive.0),
+            self.receive.1,
+            record_text(rec, self.receive)
+        );
+        message_lines(&mut s, "got:", self.got);
+        if no_data && self.got.is_empty() {
+            s.push_str(
+                "  got:          no data (end of stream, or a channel ddbx does not follow)\n",
+            );
+        }
+        message_lines(&mut s, "could get:", self.could);
+        s.push_str(&format!("  {:<14}{flags}\n", "flags:"));
+        if !self.affects.is_empty() {
+            s.push_str(&format!(
+                "  {:<14}{}\n",
+                "affects:",
+                race_list(&self.affects)
+            ));
+        }
+        s.push_str(&format!(
+            "  {:<14}{}",
+            "replay:",
+            replay_command(dir, &self.stop_at)
+        ));
+        s
+    }
 }
 
 /// How many race ids a text list shows before `… (N races)`.
@@ -254,18 +321,7 @@ pub(crate) fn race_text(rec: &Recording, dir: &Path, r: &Race) -> String {
     } else {
         flags.push(format!("affected by {}", race_list(&r.affected_by)));
     }
-    let mut s = race_title(rec, r.id, r.receive);
-    message_lines(&mut s, "got:", &r.got);
-    if r.got.is_empty() {
-        s.push_str("  got:          no data (end of stream, or a channel ddbx does not follow)\n");
-    }
-    message_lines(&mut s, "could get:", &r.could);
-    s.push_str(&format!("  {:<14}{}\n", "flags:", flags.join(", ")));
-    if !r.affects.is_empty() {
-        s.push_str(&format!("  {:<14}{}\n", "affects:", race_list(&r.affects)));
-    }
-    s.push_str(&format!("  {:<14}{}", "replay:", replay_command(dir, r)));
-    s
+    Shown::exact(r).text(rec, dir, &flags.join(", "), true)
 }
 
 /// The groups of the abstract affects graph as text: `{p4} → {p5}`.
@@ -304,7 +360,7 @@ pub(crate) fn components_text(races: &Races) -> Vec<String> {
 /// Runs `ddbx races`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     if args.method == Method::TwoPass {
-        return run_two_pass(&args);
+        return two_pass::run(&args);
     }
     let an = analyze(&args.dir)?;
     let (rec, races) = (&an.recording, &an.races);
@@ -314,18 +370,18 @@ pub fn run(args: Args) -> Result<i32, Error> {
     let locally_first = ids(&|r| r.locally_first);
     let unaffected = ids(&|r| r.unaffected());
     if args.json {
-        let value = json!({
-            "recording": args.dir.to_string_lossy(),
-            "actors": rec.histories.len(),
-            "events": rec.event_count(),
-            "races": races.races.iter().map(|r| race_json(rec, &args.dir, r)).collect::<Vec<_>>(),
-            "locally_first": locally_first,
-            "unaffected": unaffected,
-            "actor_edges": edges_json(&races.actor_edges),
-            "components": components_json(&races.components),
-            "diagnostics": an.deps.diagnostics(),
-        });
-        println!("{value}");
+        let found = Found {
+            races: races
+                .races
+                .iter()
+                .map(|r| Shown::exact(r).json(rec, &args.dir))
+                .collect(),
+            locally_first: &locally_first,
+            unaffected: &unaffected,
+            actor_edges: &races.actor_edges,
+            components: &races.components,
+        };
+        println!("{}", found.json(rec, &an.deps, &args.dir));
         return Ok(0);
     }
     for r in &races.races {
@@ -334,7 +390,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
     println!(
         "{} race{} in {} actors, {} events: {} locally-first ({}), {} unaffected ({})",
         races.races.len(),
-        if races.races.len() == 1 { "" } else { "s" },
+        plural(races.races.len()),
         rec.histories.len(),
         rec.event_count(),
         locally_first.len(),
@@ -348,139 +404,49 @@ pub fn run(args: Args) -> Result<i32, Error> {
             components_text(races).join("; ")
         );
     }
-    for d in an.deps.diagnostics() {
-        println!("note: {d}");
-    }
+    print_notes(&an.deps);
     Ok(0)
 }
 
-/// `ddbx races --method two-pass`: Park & Jun's method
-/// ([`ddbx_supervisor::analysis::twopass`]); only the locally-first races.
-fn run_two_pass(args: &Args) -> Result<i32, Error> {
-    let an = analyze_loaded(&args.dir)?;
-    let rec = &an.recording;
-    let tp = two_pass(rec, &an.deps, &an.clocks);
-    let id_of = |a: ActorId| tp.races.iter().find(|r| r.receive.0 == a).map(|r| r.id);
-    let affected_by =
-        |r: &FirstRace| -> Vec<usize> { r.affecters.iter().filter_map(|q| id_of(*q)).collect() };
-    let affects = |r: &FirstRace| -> Vec<usize> {
-        tp.races
-            .iter()
-            .filter(|o| o.affecters.contains(&r.receive.0))
-            .map(|o| o.id)
-            .collect()
-    };
-    let replay = |r: &FirstRace| {
-        format!(
-            "ddbx replay {} --stop-at {}",
-            shell_word(&args.dir.to_string_lossy()),
-            r.stop_at()
-        )
-    };
-    let all: Vec<usize> = tp.races.iter().map(|r| r.id).collect();
-    let unaffected: Vec<usize> = tp
-        .races
-        .iter()
-        .filter(|r| r.unaffected())
-        .map(|r| r.id)
-        .collect();
-    if args.json {
-        let value = json!({
-            "method": "two-pass",
-            "recording": args.dir.to_string_lossy(),
+/// What a method found, as its JSON output shows it.
+struct Found<'a> {
+    /// Each race as JSON.
+    races: Vec<Value>,
+    /// The ids of the locally-first and of the unaffected races.
+    locally_first: &'a [usize],
+    unaffected: &'a [usize],
+    /// The abstract affects graph: actor-level edges, and its components.
+    actor_edges: &'a [(ActorId, ActorId)],
+    components: &'a [Component],
+}
+
+impl Found<'_> {
+    /// The JSON object (see the module docs), for the recording in `dir`.
+    fn json(self, rec: &Recording, deps: &Deps, dir: &Path) -> Value {
+        json!({
+            "recording": dir.to_string_lossy(),
             "actors": rec.histories.len(),
             "events": rec.event_count(),
-            "cutoffs": tp.cutoffs.iter().map(|c| json!({
-                "actor": c.actor.to_string(),
-                "event": c.event,
-                "first_channel": c.first_channel,
-            })).collect::<Vec<_>>(),
-            "races": tp.races.iter().map(|r| json!({
-                "id": r.id,
-                "actor": r.receive.0.to_string(),
-                "event": r.receive.1,
-                "kind": r.kind.as_str(),
-                "record": record_text(rec, r.receive),
-                "got": r.got.iter().map(message_json).collect::<Vec<_>>(),
-                "could": r.could.iter().map(message_json).collect::<Vec<_>>(),
-                "locally_first": true,
-                "unaffected": r.unaffected(),
-                "affecters": r.affecters.iter().map(ActorId::to_string).collect::<Vec<_>>(),
-                "affected_by": affected_by(r),
-                "affects": affects(r),
-                "first_channel": r.first_channel,
-                "stop_at": r.stop_at(),
-                "replay": replay(r),
-            })).collect::<Vec<_>>(),
-            "locally_first": all,
-            "unaffected": unaffected,
-            "actor_edges": edges_json(&tp.actor_edges),
-            "components": components_json(&tp.components),
-            "diagnostics": an.deps.diagnostics(),
-        });
-        println!("{value}");
-        return Ok(0);
+            "races": self.races,
+            "locally_first": self.locally_first,
+            "unaffected": self.unaffected,
+            "actor_edges": edges_json(self.actor_edges),
+            "components": components_json(self.components),
+            "diagnostics": deps.diagnostics(),
+        })
     }
-    println!("pass 1 (cutoffs: each actor's locally-first race receive):");
-    for c in &tp.cutoffs {
-        println!(
-            "  {} event {}, first channel: {}",
-            actor_label(rec, c.actor),
-            c.event,
-            c.first_channel
-        );
-    }
-    if tp.cutoffs.is_empty() {
-        println!("  none: no actor has a race");
-    }
-    println!();
-    for r in &tp.races {
-        let mut s = race_title(rec, r.id, r.receive);
-        message_lines(&mut s, "got:", &r.got);
-        message_lines(&mut s, "could get:", &r.could);
-        let flags = if r.unaffected() {
-            "locally-first, unaffected".to_string()
-        } else {
-            format!(
-                "locally-first, affected by the first races of {}",
-                r.affecters
-                    .iter()
-                    .map(ActorId::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        s.push_str(&format!("  {:<14}{flags}\n", "flags:"));
-        let mine = affects(r);
-        if !mine.is_empty() {
-            s.push_str(&format!("  {:<14}{}\n", "affects:", race_list(&mine)));
-        }
-        s.push_str(&format!("  {:<14}{}", "replay:", replay(r)));
-        println!("{s}\n");
-    }
-    println!(
-        "two-pass: {} locally-first race{} in {} actors, {} events: {} unaffected ({})",
-        tp.races.len(),
-        if tp.races.len() == 1 { "" } else { "s" },
-        rec.histories.len(),
-        rec.event_count(),
-        unaffected.len(),
-        race_list(&unaffected),
-    );
-    if !tp.actor_edges.is_empty() {
-        println!(
-            "affects edges: {}",
-            tp.actor_edges
-                .iter()
-                .map(|(q, p)| format!("{q} → {p}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    for d in an.deps.diagnostics() {
+}
+
+/// `s` after a count other than 1.
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Where the byte numbering of the recording is a guess, one `note:` line each.
+fn print_notes(deps: &Deps) {
+    for d in deps.diagnostics() {
         println!("note: {d}");
     }
-    Ok(0)
 }
 
 /// The actor-level affects edges `q → p`, as `[["p1", "p2"], …]`.
@@ -503,16 +469,6 @@ fn components_json(components: &[Component]) -> Value {
             })
         })
         .collect()
-}
-
-/// A race's first line: `race 1: p4 (server_x) event 3: Accept(…)`.
-fn race_title(rec: &Recording, id: usize, receive: Event) -> String {
-    format!(
-        "race {id}: {} event {}: {}\n",
-        actor_label(rec, receive.0),
-        receive.1,
-        record_text(rec, receive)
-    )
 }
 
 /// One line per message, the first labelled `label`.

@@ -1,0 +1,155 @@
+//! Recording: run a program and every process it starts under ddbx, into a new recording
+//! directory.
+
+use super::{
+    Lines, Messages, OutcomeKind, end_code, open_sink, path_variable, prepare_empty_dir,
+    resolve_program,
+};
+use crate::error::Error;
+use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};
+use ddbx_supervisor::wire::manifest::{ActorInfo, ExitStatus};
+use std::path::{Path, PathBuf};
+
+/// What to record.
+#[derive(Debug, Clone, Default)]
+pub struct RecordOptions {
+    /// The program and its arguments; the program is looked up in `PATH` like a shell does.
+    pub command: Vec<String>,
+    /// The recording directory: must not exist or be empty. `None`: `ddbx-run-N` in the
+    /// current directory, N the smallest free integer ≥ 1.
+    pub out_dir: Option<PathBuf>,
+    /// Where ddbx's lines go.
+    pub messages: Messages,
+    /// Catch SIGINT/SIGTERM: stop every process and end as interrupted (for command lines).
+    pub handle_signals: bool,
+}
+
+/// What a record did.
+#[derive(Debug, Clone)]
+pub struct RecordOutcome {
+    /// The recording directory.
+    pub dir: PathBuf,
+    /// How it ended.
+    pub kind: OutcomeKind,
+    /// The details of the end (divergence, unsupported call, signal).
+    pub end: End,
+    /// The exit code `ddbx record` uses (see [`crate::exit`]).
+    pub exit_code: i32,
+    /// The root process's status.
+    pub root_status: Option<ExitStatus>,
+    /// Every actor recorded.
+    pub actors: Vec<ActorInfo>,
+    /// Kinds of I/O that were not recorded (`what (p3, p5)`).
+    pub passthrough: Vec<String>,
+    /// Every `ddbx: …` line, in order.
+    pub messages: Vec<String>,
+}
+
+/// Records `options.command` under ddbx.
+pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
+    let Some(program_name) = options.command.first() else {
+        return Err(Error::Usage(
+            "expected a program to record after `--`, found nothing".into(),
+        ));
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
+    let env = session_env();
+    let program = resolve_program(program_name, path_variable(&env), &cwd)?;
+    refuse_static(&program)?;
+    let out_dir = match &options.out_dir {
+        Some(dir) => {
+            prepare_empty_dir(dir, "-o")?;
+            dir.clone()
+        }
+        None => default_out_dir(&cwd)?,
+    };
+    let mut lines = Lines::new(open_sink(&options.messages)?);
+    lines.show(format!("ddbx: recording to {}", out_dir.display()));
+
+    let runtime = RuntimeDir::create()?;
+    let preload = crate::preload::locate(runtime.path())?;
+    let outcome = session::run(SessionConfig {
+        mode: SessionMode::Record {
+            out_dir: out_dir.clone(),
+        },
+        argv: options.command.clone(),
+        program,
+        cwd,
+        env,
+        preload,
+        runtime,
+        handle_signals: options.handle_signals,
+        on_message: lines.sink,
+        on_halt: None,
+    })?;
+    let kind = OutcomeKind::of(&outcome.end);
+    let exit_code = match &outcome.end {
+        End::Complete | End::ReachedEnd => outcome.root_status.map_or(0, ExitStatus::code),
+        other => end_code(other),
+    };
+    let mut messages = lines.kept;
+    messages.extend(outcome.messages);
+    Ok(RecordOutcome {
+        dir: out_dir,
+        kind,
+        end: outcome.end,
+        exit_code,
+        root_status: outcome.root_status,
+        actors: outcome.actors,
+        passthrough: outcome.passthrough,
+        messages,
+    })
+}
+
+/// A statically linked program ignores LD_PRELOAD: ddbx would see none of its calls.
+fn refuse_static(program: &Path) -> Result<(), Error> {
+    use ddbx_supervisor::wire::elf;
+    use std::io::Read;
+    let mut head = Vec::with_capacity(elf::HEADER_BYTES);
+    if let Ok(file) = std::fs::File::open(program) {
+        let _ = file.take(elf::HEADER_BYTES as u64).read_to_end(&mut head);
+    }
+    if elf::is_static(&head) == Some(true) {
+        return Err(Error::Unsupported(format!(
+            "{} is statically linked: it does not load ddbx's preload library, so none of its \
+             calls can be recorded (record a dynamically linked build of it)",
+            program.display()
+        )));
+    }
+    Ok(())
+}
+
+/// This process's environment without ddbx's own variables, as the program will get it.
+fn session_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .filter(|(k, _)| !DDBX_VARIABLES.contains(&k.as_str()))
+        .collect()
+}
+
+/// Creates `ddbx-run-N` in `cwd`, N the smallest integer ≥ 1 not taken.
+pub(super) fn default_out_dir(cwd: &Path) -> Result<PathBuf, Error> {
+    for n in 1..100_000u32 {
+        let name = PathBuf::from(format!("ddbx-run-{n}"));
+        match std::fs::create_dir(cwd.join(&name)) {
+            Ok(()) => return Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "cannot create {} for the recording: {e} (give another directory with -o)",
+                    cwd.join(&name).display()
+                )));
+            }
+        }
+    }
+    Err(Error::Usage(format!(
+        "every name ddbx-run-1 … ddbx-run-99999 in {} is taken: give a directory with -o",
+        cwd.display()
+    )))
+}
