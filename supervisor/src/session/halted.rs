@@ -34,6 +34,23 @@ pub struct HaltedActor {
     pub status: String,
 }
 
+impl HaltedActor {
+    /// Variables in the order they are shown: probes by name, then the built-in counters in
+    /// their usual order — the same whether the live LD reported them or the GD read them from
+    /// the history.
+    pub fn in_order(vars: impl IntoIterator<Item = (String, i64)>) -> Vec<(String, i64)> {
+        let mut vars: Vec<(String, i64)> = vars.into_iter().collect();
+        let rank = |name: &str| {
+            ddbx_wire::counters::NAMES
+                .iter()
+                .position(|c| *c == name)
+                .map_or(0, |i| i + 1)
+        };
+        vars.sort_by(|a, b| (rank(&a.0), &a.0).cmp(&(rank(&b.0), &b.0)));
+        vars
+    }
+}
+
 /// The global state the replay halted in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HaltedState {

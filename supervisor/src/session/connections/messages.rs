@@ -107,18 +107,21 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             next,
             vars,
             satisfied,
-        } => report(
-            gd,
-            HaltedActor {
-                actor,
-                events,
-                next,
-                vars,
-                satisfied,
-                pid: Some(from.pid),
-                status: "passive".into(),
-            },
-        ),
+        } => {
+            let vars = HaltedActor::in_order(vars);
+            report(
+                gd,
+                HaltedActor {
+                    actor,
+                    events,
+                    next,
+                    vars,
+                    satisfied,
+                    pid: Some(from.pid),
+                    status: "passive".into(),
+                },
+            )
+        }
     }
     None
 }

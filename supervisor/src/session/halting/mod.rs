@@ -572,7 +572,7 @@ impl Halting {
             actor: id,
             events,
             next: self.recorded.next_event(id, events),
-            vars: self.recorded.variables_at(id, events).into_iter().collect(),
+            vars: HaltedActor::in_order(self.recorded.variables_at(id, events)),
             satisfied: self
                 .sp
                 .get(&id)
