@@ -10,6 +10,14 @@ use std::sync::atomic::{AtomicI32, AtomicU16, AtomicU64, Ordering};
 
 const MAX_FDS: usize = 65536;
 
+/// The LD's own fds (GD connection, history, log, side channels) live at or above this number,
+/// out of the program's way.
+pub const HIGH_FD: c_int = 1000;
+/// Connections replay accepted early and keeps for a later accept live at or above this number.
+pub const KEPT_FDS: c_int = HIGH_FD + 100;
+/// The LD's ends of connections to outside peers that replay plays live at or above this number.
+pub const OUTSIDE_PEER_FDS: c_int = HIGH_FD + 200;
+
 /// Classified (the other bits are meaningful).
 pub const KNOWN: u16 = 1;
 /// A TCP (IPv4/IPv6) or Unix stream socket: a channel end, recorded.
@@ -333,6 +341,14 @@ pub fn socket_addr(fd: c_int, peer: bool) -> String {
         }
         format_addr(p, len)
     }
+}
+
+/// Marks `fd` as one of the LD's own (hidden from the program); returns it.
+pub fn mark_ours(fd: c_int) -> c_int {
+    if fd >= 0 {
+        set(fd, OURS);
+    }
+    fd
 }
 
 /// Forgets one of our own fds (we closed or moved it).

@@ -78,6 +78,16 @@ pub fn open(path: &[u8], flags: c_int, mode: libc::mode_t) -> c_int {
     unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, cpath, flags, mode) as c_int }
 }
 
+/// The size of the file open at `fd` (0 when fstat fails).
+pub fn file_size(fd: c_int) -> i64 {
+    // SAFETY: fstat writes one struct stat into our zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat);
+        st.st_size
+    }
+}
+
 /// Copies `s` into `buf` with a NUL terminator.
 pub fn cstr(s: &[u8], buf: &mut [u8; 512]) -> Option<*const libc::c_char> {
     if s.len() >= buf.len() || s.contains(&0) {
