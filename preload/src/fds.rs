@@ -70,6 +70,17 @@ pub fn set(fd: c_int, bits: u16) {
     }
 }
 
+/// Notes a connection just accepted with accept4 `flags`: a stream socket, non-blocking if
+/// the flags say so.
+pub fn set_accepted(fd: c_int, flags: c_int) {
+    let nonblock = if flags & libc::SOCK_NONBLOCK != 0 {
+        NONBLOCK
+    } else {
+        0
+    };
+    set(fd, STREAM | nonblock);
+}
+
 /// Adds or removes bits (the fd must be known).
 pub fn update(fd: c_int, add: u16, remove: u16) {
     if let Some(s) = slot(fd) {

@@ -146,15 +146,9 @@ impl<F: FnMut() -> c_int> ReadinessCall for PollCall<'_, F> {
     }
 
     fn call_without_timeout(&mut self) -> c_int {
-        loop {
-            // SAFETY: the program's array of `entries.len()` pollfds.
-            let r =
-                unsafe { real::poll(self.entries.as_mut_ptr(), self.entries.len() as nfds_t, -1) };
-            if r < 0 && sys::errno() == libc::EINTR {
-                continue;
-            }
-            return r;
-        }
+        let (entries, n) = (self.entries.as_mut_ptr(), self.entries.len() as nfds_t);
+        // SAFETY: the program's array of `n` pollfds.
+        sys::restart_on_eintr(|| unsafe { real::poll(entries, n, -1) })
     }
 }
 

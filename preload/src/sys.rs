@@ -44,6 +44,17 @@ pub fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
     true
 }
 
+/// Makes `call` again while it fails with EINTR (a signal handler ran); returns its result.
+pub fn restart_on_eintr<R: PartialOrd + Default>(mut call: impl FnMut() -> R) -> R {
+    loop {
+        let r = call();
+        if r < R::default() && errno() == libc::EINTR {
+            continue;
+        }
+        return r;
+    }
+}
+
 /// close(2).
 pub fn close(fd: c_int) {
     // SAFETY: closing an fd has no memory-safety preconditions.

@@ -46,6 +46,40 @@ fn on_send(
     }
 }
 
+/// A receive into one buffer of `n` bytes; `call(m)` receives at most `m <= n` bytes into it.
+///
+/// # Safety
+/// `buf` must be null or valid for writing `n` bytes.
+unsafe fn recv_into(
+    fd: c_int,
+    buf: *mut c_void,
+    n: usize,
+    call: impl FnMut(usize) -> isize,
+) -> isize {
+    // SAFETY: the first `m <= n` bytes of `buf` were just received.
+    on_recv(fd, n, call, |m| unsafe { bytes_at(buf, 0, m) })
+}
+
+/// A send from one buffer of `n` bytes; `call(part, m)` sends the `m` bytes at `part`.
+///
+/// # Safety
+/// `buf` must be null or valid for reading `n` bytes.
+unsafe fn send_from(
+    fd: c_int,
+    buf: *const c_void,
+    n: usize,
+    mut call: impl FnMut(*const c_void, usize) -> isize,
+) -> isize {
+    on_send(
+        fd,
+        n,
+        // SAFETY: `off + m <= n`: within `buf`.
+        |off, m| call(unsafe { (buf as *const u8).add(off) }.cast(), m),
+        // SAFETY: as above; `buf` holds the program's bytes.
+        |off, m| unsafe { bytes_at(buf, off, m) },
+    )
+}
+
 /// `n` bytes at `buf` (offset `off`), copied.
 ///
 /// # Safety
@@ -58,145 +92,131 @@ unsafe fn bytes_at(buf: *const c_void, off: usize, n: usize) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts((buf as *const u8).add(off), n) }.to_vec()
 }
 
-/// Bytes `offset..offset + n` of an iovec array, copied.
-///
-/// # Safety
-/// `iov` must point to `cnt` valid iovecs whose bytes `offset..offset + n` are initialised.
-unsafe fn iov_bytes(iov: *const iovec, cnt: c_int, offset: usize, n: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(n);
-    // SAFETY: `iov` points to `cnt` valid iovecs, as the caller promises.
-    for part in unsafe { iov_slice(iov, cnt, offset, n) } {
-        // SAFETY: each part lies within the caller's buffers, in their initialised bytes.
-        out.extend_from_slice(unsafe {
-            std::slice::from_raw_parts(part.iov_base as *const u8, part.iov_len)
-        });
-    }
-    out
+/// The program's iovec array (readv/writev, a msghdr's buffers), valid for the whole call.
+#[derive(Clone, Copy)]
+struct IoVecs {
+    base: *const iovec,
+    count: c_int,
 }
 
-/// The bytes `offset..offset + n` of an iovec array, as another iovec array.
-///
-/// # Safety
-/// `iov` must point to `cnt` valid iovecs.
-unsafe fn iov_slice(iov: *const iovec, cnt: c_int, offset: usize, n: usize) -> Vec<iovec> {
-    let mut out = Vec::new();
-    let mut skip = offset;
-    let mut left = n;
-    for i in 0..cnt.max(0) as usize {
-        if left == 0 {
-            break;
-        }
-        // SAFETY: i < cnt, and `iov` points to `cnt` iovecs (the caller's promise).
-        let v = unsafe { *iov.add(i) };
-        if skip >= v.iov_len {
-            skip -= v.iov_len;
-            continue;
-        }
-        let take = (v.iov_len - skip).min(left);
-        out.push(iovec {
-            // SAFETY: skip < iov_len: within this iovec's buffer.
-            iov_base: unsafe { (v.iov_base as *mut u8).add(skip) }.cast(),
-            iov_len: take,
-        });
-        left -= take;
-        skip = 0;
+impl IoVecs {
+    /// # Safety
+    /// `base` must point to `count` iovecs over buffers that stay valid while this is used.
+    unsafe fn new(base: *const iovec, count: c_int) -> IoVecs {
+        IoVecs { base, count }
     }
-    out
-}
 
-/// Total length of an iovec array.
-///
-/// # Safety
-/// `iov` must point to `cnt` valid iovecs.
-unsafe fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
-    (0..cnt.max(0) as usize)
-        // SAFETY: i < cnt, and `iov` points to `cnt` iovecs (the caller's promise).
-        .map(|i| unsafe { (*iov.add(i)).iov_len })
-        .sum()
+    /// The buffers of a msghdr.
+    ///
+    /// # Safety
+    /// `msg` must point to a msghdr whose `msg_iov` holds `msg_iovlen` iovecs over buffers that
+    /// stay valid while this is used.
+    unsafe fn of_msg(msg: *const msghdr) -> IoVecs {
+        // SAFETY: `msg` points to a msghdr, as the caller promises.
+        let (base, count) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
+        // SAFETY: as the caller promises.
+        unsafe { IoVecs::new(base, count) }
+    }
+
+    /// The iovecs, read from the program's array.
+    fn each(self) -> impl Iterator<Item = iovec> {
+        (0..self.count.max(0) as usize)
+            // SAFETY: i < count, and `base` points to `count` iovecs (see `new`).
+            .map(move |i| unsafe { *self.base.add(i) })
+    }
+
+    /// The total length of the buffers.
+    fn total(self) -> usize {
+        self.each().map(|v| v.iov_len).sum()
+    }
+
+    /// The bytes `offset..offset + n` of the buffers, as another iovec array.
+    fn part(self, offset: usize, n: usize) -> Vec<iovec> {
+        let mut out = Vec::new();
+        let mut skip = offset;
+        let mut left = n;
+        for v in self.each() {
+            if left == 0 {
+                break;
+            }
+            if skip >= v.iov_len {
+                skip -= v.iov_len;
+                continue;
+            }
+            let take = (v.iov_len - skip).min(left);
+            out.push(iovec {
+                // SAFETY: skip < iov_len: within this iovec's buffer.
+                iov_base: unsafe { (v.iov_base as *mut u8).add(skip) }.cast(),
+                iov_len: take,
+            });
+            left -= take;
+            skip = 0;
+        }
+        out
+    }
+
+    /// The bytes `offset..offset + n` of the buffers, copied.
+    ///
+    /// # Safety
+    /// Those bytes must be initialised (sent by the program, or just received).
+    unsafe fn bytes(self, offset: usize, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n);
+        for part in self.part(offset, n) {
+            // SAFETY: each part lies within the program's buffers, in initialised bytes.
+            out.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(part.iov_base as *const u8, part.iov_len)
+            });
+        }
+        out
+    }
 }
 
 hook! {
     /// read(2).
     fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-        on_recv(
-            fd,
-            n,
-            // SAFETY: `buf` holds `n >= m` writable bytes (read's contract).
-            |m| unsafe { real::read(fd, buf, m) },
-            // SAFETY: the first `m <= n` bytes of `buf` were just received.
-            |m| unsafe { bytes_at(buf, 0, m) },
-        )
+        // SAFETY: `buf` holds `n` writable bytes (read's contract).
+        unsafe { recv_into(fd, buf, n, |m| real::read(fd, buf, m)) }
     }
 }
 
 hook! {
     /// The fortified read(2).
     fn __read_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t) -> ssize_t {
-        on_recv(
-            fd,
-            n,
-            // SAFETY: `buf` holds `buflen` bytes; the real function checks `m <= buflen`.
-            |m| unsafe { real::__read_chk(fd, buf, m, buflen) },
-            // SAFETY: the first `m <= n` bytes of `buf` were just received.
-            |m| unsafe { bytes_at(buf, 0, m) },
-        )
+        // SAFETY: `buf` holds `n` writable bytes; the real function checks them against `buflen`.
+        unsafe { recv_into(fd, buf, n, |m| real::__read_chk(fd, buf, m, buflen)) }
     }
 }
 
 hook! {
     /// recv(2).
     fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-        on_recv(
-            fd,
-            n,
-            // SAFETY: `buf` holds `n >= m` writable bytes (recv's contract).
-            |m| unsafe { real::recv(fd, buf, m, flags) },
-            // SAFETY: the first `m <= n` bytes of `buf` were just received.
-            |m| unsafe { bytes_at(buf, 0, m) },
-        )
+        // SAFETY: `buf` holds `n` writable bytes (recv's contract).
+        unsafe { recv_into(fd, buf, n, |m| real::recv(fd, buf, m, flags)) }
     }
 }
 
 hook! {
     /// The fortified recv(2).
     fn __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int) -> ssize_t {
-        on_recv(
-            fd,
-            n,
-            // SAFETY: `buf` holds `buflen` bytes; the real function checks `m <= buflen`.
-            |m| unsafe { real::__recv_chk(fd, buf, m, buflen, flags) },
-            // SAFETY: the first `m <= n` bytes of `buf` were just received.
-            |m| unsafe { bytes_at(buf, 0, m) },
-        )
+        // SAFETY: `buf` holds `n` writable bytes; the real function checks them against `buflen`.
+        unsafe { recv_into(fd, buf, n, |m| real::__recv_chk(fd, buf, m, buflen, flags)) }
     }
 }
 
 hook! {
     /// recvfrom(2).
     fn recvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
-        on_recv(
-            fd,
-            n,
-            // SAFETY: `buf` holds `n >= m` writable bytes, `addr`/`len` are null or the
-            // program's address buffer (recvfrom's contract).
-            |m| unsafe { real::recvfrom(fd, buf, m, flags, addr, len) },
-            // SAFETY: the first `m <= n` bytes of `buf` were just received.
-            |m| unsafe { bytes_at(buf, 0, m) },
-        )
+        // SAFETY: `buf` holds `n` writable bytes, `addr`/`len` are null or the
+        // program's address buffer (recvfrom's contract).
+        unsafe { recv_into(fd, buf, n, |m| real::recvfrom(fd, buf, m, flags, addr, len)) }
     }
 }
 
 hook! {
     /// The fortified recvfrom(2).
     fn __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, buflen: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t {
-        on_recv(
-            fd,
-            n,
-            // SAFETY: as for recvfrom; the real function checks `m <= buflen`.
-            |m| unsafe { real::__recvfrom_chk(fd, buf, m, buflen, flags, addr, len) },
-            // SAFETY: the first `m <= n` bytes of `buf` were just received.
-            |m| unsafe { bytes_at(buf, 0, m) },
-        )
+        // SAFETY: as for recvfrom; the real function checks `n` against `buflen`.
+        unsafe { recv_into(fd, buf, n, |m| real::__recvfrom_chk(fd, buf, m, buflen, flags, addr, len)) }
     }
 }
 
@@ -204,18 +224,17 @@ hook! {
     /// readv(2).
     fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
         // SAFETY: `iov` points to `cnt` iovecs (readv's contract).
-        let total = unsafe { iov_len(iov, cnt) };
+        let iovs = unsafe { IoVecs::new(iov, cnt) };
         on_recv(
             fd,
-            total,
+            iovs.total(),
             |m| {
-                // SAFETY: as above; the parts lie within the program's buffers.
-                let part = unsafe { iov_slice(iov, cnt, 0, m) };
+                let part = iovs.part(0, m);
                 // SAFETY: `part` is a valid iovec array over the program's buffers.
                 unsafe { real::readv(fd, part.as_ptr(), part.len() as c_int) }
             },
-            // SAFETY: `iov` points to `cnt` iovecs whose first `m` bytes were just received.
-            |m| unsafe { iov_bytes(iov, cnt, 0, m) },
+            // SAFETY: the first `m` bytes were just received.
+            |m| unsafe { iovs.bytes(0, m) },
         )
     }
 }
@@ -228,15 +247,12 @@ hook! {
             return unsafe { real::recvmsg(fd, msg, flags) };
         }
         // SAFETY: `msg` is not null and points to the program's msghdr (recvmsg's contract).
-        let (iov, cnt) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
-        // SAFETY: a msghdr's `msg_iov` points to `msg_iovlen` iovecs.
-        let total = unsafe { iov_len(iov, cnt) };
+        let iovs = unsafe { IoVecs::of_msg(msg) };
         on_recv(
             fd,
-            total,
+            iovs.total(),
             |m| {
-                // SAFETY: as above; the parts lie within the program's buffers.
-                let part = unsafe { iov_slice(iov, cnt, 0, m) };
+                let part = iovs.part(0, m);
                 // SAFETY: `msg` points to the program's msghdr, readable and writable.
                 let mut copy = unsafe { *msg };
                 copy.msg_iov = part.as_ptr() as *mut iovec;
@@ -251,8 +267,8 @@ hook! {
                 }
                 r
             },
-            // SAFETY: `iov` points to `cnt` iovecs whose first `m` bytes were just received.
-            |m| unsafe { iov_bytes(iov, cnt, 0, m) },
+            // SAFETY: the first `m` bytes were just received.
+            |m| unsafe { iovs.bytes(0, m) },
         )
     }
 }
@@ -279,43 +295,25 @@ hook! {
 hook! {
     /// write(2).
     fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-        on_send(
-            fd,
-            n,
-            // SAFETY: `buf` holds `n >= off + m` readable bytes (write's contract).
-            |off, m| unsafe { real::write(fd, (buf as *const u8).add(off).cast(), m) },
-            // SAFETY: as above.
-            |off, m| unsafe { bytes_at(buf, off, m) },
-        )
+        // SAFETY: `buf` holds `n` readable bytes (write's contract).
+        unsafe { send_from(fd, buf, n, |part, m| real::write(fd, part, m)) }
     }
 }
 
 hook! {
     /// send(2).
     fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-        on_send(
-            fd,
-            n,
-            // SAFETY: `buf` holds `n >= off + m` readable bytes (send's contract).
-            |off, m| unsafe { real::send(fd, (buf as *const u8).add(off).cast(), m, flags) },
-            // SAFETY: as above.
-            |off, m| unsafe { bytes_at(buf, off, m) },
-        )
+        // SAFETY: `buf` holds `n` readable bytes (send's contract).
+        unsafe { send_from(fd, buf, n, |part, m| real::send(fd, part, m, flags)) }
     }
 }
 
 hook! {
     /// sendto(2).
     fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
-        on_send(
-            fd,
-            n,
-            // SAFETY: `buf` holds `n >= off + m` readable bytes, `addr` is null or `len`
-            // readable bytes (sendto's contract).
-            |off, m| unsafe { real::sendto(fd, (buf as *const u8).add(off).cast(), m, flags, addr, len) },
-            // SAFETY: as above.
-            |off, m| unsafe { bytes_at(buf, off, m) },
-        )
+        // SAFETY: `buf` holds `n` readable bytes, `addr` is null or `len` readable
+        // bytes (sendto's contract).
+        unsafe { send_from(fd, buf, n, |part, m| real::sendto(fd, part, m, flags, addr, len)) }
     }
 }
 
@@ -323,18 +321,17 @@ hook! {
     /// writev(2).
     fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
         // SAFETY: `iov` points to `cnt` iovecs (writev's contract).
-        let total = unsafe { iov_len(iov, cnt) };
+        let iovs = unsafe { IoVecs::new(iov, cnt) };
         on_send(
             fd,
-            total,
+            iovs.total(),
             |off, m| {
-                // SAFETY: as above; the parts lie within the program's buffers.
-                let part = unsafe { iov_slice(iov, cnt, off, m) };
+                let part = iovs.part(off, m);
                 // SAFETY: `part` is a valid iovec array over the program's buffers.
                 unsafe { real::writev(fd, part.as_ptr(), part.len() as c_int) }
             },
-            // SAFETY: `iov` points to `cnt` iovecs holding at least `off + m` bytes.
-            |off, m| unsafe { iov_bytes(iov, cnt, off, m) },
+            // SAFETY: the program's bytes to send.
+            |off, m| unsafe { iovs.bytes(off, m) },
         )
     }
 }
@@ -347,15 +344,12 @@ hook! {
             return unsafe { real::sendmsg(fd, msg, flags) };
         }
         // SAFETY: `msg` is not null and points to the program's msghdr (sendmsg's contract).
-        let (iov, cnt) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
-        // SAFETY: a msghdr's `msg_iov` points to `msg_iovlen` iovecs.
-        let total = unsafe { iov_len(iov, cnt) };
+        let iovs = unsafe { IoVecs::of_msg(msg) };
         on_send(
             fd,
-            total,
+            iovs.total(),
             |off, m| {
-                // SAFETY: as above; the parts lie within the program's buffers.
-                let part = unsafe { iov_slice(iov, cnt, off, m) };
+                let part = iovs.part(off, m);
                 // SAFETY: `msg` points to the program's msghdr.
                 let mut copy = unsafe { *msg };
                 copy.msg_iov = part.as_ptr() as *mut iovec;
@@ -368,8 +362,8 @@ hook! {
                 // SAFETY: `copy` is the program's msghdr over a part of its own buffers.
                 unsafe { real::sendmsg(fd, &copy, flags) }
             },
-            // SAFETY: `iov` points to `cnt` iovecs holding at least `off + m` bytes.
-            |off, m| unsafe { iov_bytes(iov, cnt, off, m) },
+            // SAFETY: the program's bytes to send.
+            |off, m| unsafe { iovs.bytes(off, m) },
         )
     }
 }

@@ -169,11 +169,24 @@ unsafe fn read_env(envp: *const *const c_char) -> Vec<Vec<u8>> {
     }
 }
 
-/// The environment for an image exec'd with `envp`: the program's, plus what the LD needs.
+/// Before an exec of `path` (null: a program we cannot name, as for fexecve): reports a
+/// statically linked program, lets record write out what optimal tracing still holds, and
+/// makes the new image's environment: the program's `envp`, plus what the LD needs.
 ///
 /// # Safety
-/// `envp` must be null or a null-terminated array of C strings.
-unsafe fn exec_env(envp: *const *const c_char) -> CStringArray {
+/// `path` must be null or a C string; `envp` null or a null-terminated array of C strings.
+unsafe fn prepare_exec(
+    path: *const c_char,
+    search: bool,
+    envp: *const *const c_char,
+) -> CStringArray {
+    // SAFETY: as the caller promises.
+    unsafe { report_if_static(path, search) };
+    if let Some(ld) = ld::running()
+        && ld.mode == Mode::Record
+    {
+        record::process::exec(ld);
+    }
     // SAFETY: as the caller promises.
     let program = unsafe { read_env(envp) };
     CStringArray::new(&exec_environment(program, active().as_deref(), &[]))
@@ -193,15 +206,6 @@ unsafe fn report_if_static(path: *const c_char, search: bool) {
     ld.report_if_static(name, search);
 }
 
-/// Before an exec: record writes out what optimal tracing still holds.
-fn before_exec() {
-    if let Some(ld) = ld::running()
-        && ld.mode == Mode::Record
-    {
-        record::process::exec(ld);
-    }
-}
-
 fn environ() -> *const *const c_char {
     unsafe extern "C" {
         static environ: *const *const c_char;
@@ -215,11 +219,7 @@ hook! {
     fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
         // SAFETY: `path` is null or a C string, `envp` null or a null-terminated array of C
         // strings (execve's contract).
-        let env = unsafe {
-            report_if_static(path, false);
-            before_exec();
-            exec_env(envp)
-        };
+        let env = unsafe { prepare_exec(path, false, envp) };
         // SAFETY: the program's path and arguments, with an environment of our own making.
         unsafe { real::execve(path, argv, env.as_ptr()) }
     }
@@ -229,11 +229,7 @@ hook! {
     /// execvpe(3).
     fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
         // SAFETY: as for execve.
-        let env = unsafe {
-            report_if_static(file, true);
-            before_exec();
-            exec_env(envp)
-        };
+        let env = unsafe { prepare_exec(file, true, envp) };
         // SAFETY: the program's file and arguments, with an environment of our own making.
         unsafe { real::execvpe(file, argv, env.as_ptr()) }
     }
@@ -262,9 +258,8 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 hook! {
     /// fexecve(3).
     fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        before_exec();
         // SAFETY: `envp` null or a null-terminated array of C strings (fexecve's contract).
-        let env = unsafe { exec_env(envp) };
+        let env = unsafe { prepare_exec(std::ptr::null(), false, envp) };
         // SAFETY: the program's arguments, with an environment of our own making.
         unsafe { real::fexecve(fd, argv, env.as_ptr()) }
     }
@@ -273,14 +268,10 @@ hook! {
 hook! {
     /// execveat(2).
     fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int {
+        // A path relative to another directory is not looked at.
+        let named = if dirfd == libc::AT_FDCWD { path } else { std::ptr::null() };
         // SAFETY: as for execve.
-        let env = unsafe {
-            if dirfd == libc::AT_FDCWD {
-                report_if_static(path, false);
-            }
-            before_exec();
-            exec_env(envp)
-        };
+        let env = unsafe { prepare_exec(named, false, envp) };
         // SAFETY: the program's arguments, with an environment of our own making.
         unsafe { real::execveat(dirfd, path, argv, env.as_ptr(), flags) }
     }

@@ -36,12 +36,7 @@ pub unsafe fn accept(
     let r = unsafe { real::accept4(fd, addr, len, flags) };
     let err = sys::errno();
     if r >= 0 {
-        let nonblock = if flags & libc::SOCK_NONBLOCK != 0 {
-            fds::NONBLOCK
-        } else {
-            0
-        };
-        fds::set(r, fds::STREAM | nonblock);
+        fds::set_accepted(r, flags);
     }
     ld.emit(&accepted(fd, r, err));
     sys::set_errno(err);

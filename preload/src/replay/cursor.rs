@@ -32,6 +32,11 @@ pub fn follow(ld: &mut Ld, fits: impl Fn(&Record) -> bool, found: impl Fn() -> S
     }
 }
 
+/// The next record, which must be `expected` exactly; otherwise the replay diverged here.
+pub fn follow_exactly(ld: &mut Ld, expected: &Record) {
+    follow(ld, |r| r == expected, || expected.to_line());
+}
+
 /// The event has happened as recorded; `observed` goes to the replay's history.
 pub fn advance(ld: &mut Ld, observed: &Record) {
     ld.emit(observed);

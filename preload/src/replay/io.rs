@@ -42,13 +42,7 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
                 super::external::feed(ld, fd, index);
             }
             wait_for_bytes(ld, fd, n);
-            let r = loop {
-                let r = call(n);
-                if r < 0 && sys::errno() == libc::EINTR {
-                    continue;
-                }
-                break r;
-            };
+            let r = sys::restart_on_eintr(|| call(n));
             if r != n as isize {
                 let err = sys::errno();
                 cursor::diverge(
@@ -117,13 +111,7 @@ fn untraced_recv(
     ld.in_wait = true;
     wait_for_bytes(ld, fd, n);
     ld.in_wait = false;
-    let r = loop {
-        let r = call(n.max(if n == 0 { len } else { 0 }));
-        if r < 0 && sys::errno() == libc::EINTR {
-            continue;
-        }
-        break r;
-    };
+    let r = sys::restart_on_eintr(|| call(n.max(if n == 0 { len } else { 0 })));
     if r != n as isize {
         let err = sys::errno();
         cursor::diverge(

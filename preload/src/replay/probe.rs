@@ -10,11 +10,7 @@ pub fn set(ld: &mut Ld, name: String, value: i64) {
         name: name.clone(),
         value,
     };
-    cursor::follow(
-        ld,
-        |r| matches!(r, Record::Probe { name: n, value: v } if *n == name && *v == value),
-        || record.to_line(),
-    );
+    cursor::follow_exactly(ld, &record);
     // The new value counts from this event on (a halting replay checks it right after).
     ld.probes.push(ProbeValue { name, value });
     cursor::advance(ld, &record);

@@ -30,24 +30,17 @@ pub fn before_fork(ld: &mut Ld) {
 
 /// After a fork, in the parent: the fork of child number `ld.fork_index`.
 pub fn fork(ld: &mut Ld) {
-    let index = ld.fork_index;
-    let record = Record::Fork { index };
-    cursor::follow(
-        ld,
-        |r| matches!(r, Record::Fork { index: i } if *i == index),
-        || record.to_line(),
-    );
+    let record = Record::Fork {
+        index: ld.fork_index,
+    };
+    cursor::follow_exactly(ld, &record);
     cursor::advance(ld, &record);
 }
 
 /// A posix_spawn of child number `index`.
 pub fn spawn(ld: &mut Ld, index: u32) {
     let record = Record::Spawn { index };
-    cursor::follow(
-        ld,
-        |r| matches!(r, Record::Spawn { index: i } if *i == index),
-        || record.to_line(),
-    );
+    cursor::follow_exactly(ld, &record);
     cursor::advance(ld, &record);
 }
 

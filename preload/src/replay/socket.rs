@@ -232,12 +232,7 @@ fn set_accept_flags(got: c_int, flags: c_int) {
         0
     };
     sys::fcntl(got, libc::F_SETFD, cloexec as libc::c_long);
-    let nonblock = if flags & libc::SOCK_NONBLOCK != 0 {
-        fds::NONBLOCK
-    } else {
-        0
-    };
-    fds::set(got, fds::STREAM | nonblock);
+    fds::set_accepted(got, flags);
 }
 
 /// Writes a recorded `ip:port` address into an accept's address buffer.
