@@ -54,30 +54,57 @@ fn describe(call: &str, fds: impl Iterator<Item = c_int>) -> String {
 }
 
 /// A poll (or ppoll) of the program's pollfd array.
-pub struct PollCall<'a, F: FnMut() -> c_int> {
-    entries: &'a mut [pollfd],
+pub struct PollCall<F: FnMut() -> c_int> {
+    /// The program's array (null, or valid for `n` entries while this lives).
+    pfds: *mut pollfd,
+    n: nfds_t,
     timeout_us: Option<u64>,
     /// The real call as the program made it.
     real_call: F,
 }
 
-impl<'a, F: FnMut() -> c_int> PollCall<'a, F> {
-    /// A poll of `entries` with this timeout; `real_call` makes it.
-    pub fn new(entries: &'a mut [pollfd], timeout_us: Option<u64>, real_call: F) -> Self {
+impl<F: FnMut() -> c_int> PollCall<F> {
+    /// A poll of the `n` entries at `pfds` with this timeout; `real_call` makes it.
+    ///
+    /// # Safety
+    /// `pfds` must be null or point to `n` pollfds that the program lets the call read and
+    /// write, valid while this lives.
+    pub unsafe fn new(pfds: *mut pollfd, n: nfds_t, timeout_us: Option<u64>, real_call: F) -> Self {
         PollCall {
-            entries,
+            pfds,
+            n,
             timeout_us,
             real_call,
         }
     }
 
+    /// The program's entries (read afresh: the real call writes them).
+    fn entries(&self) -> &[pollfd] {
+        if self.pfds.is_null() || self.n == 0 {
+            &[]
+        } else {
+            // SAFETY: `n` pollfds at `pfds` (see `new`); no other reference to them is live.
+            unsafe { std::slice::from_raw_parts(self.pfds, self.n as usize) }
+        }
+    }
+
+    /// The program's entries, to write.
+    fn entries_mut(&mut self) -> &mut [pollfd] {
+        if self.pfds.is_null() || self.n == 0 {
+            &mut []
+        } else {
+            // SAFETY: as for `entries`; `&mut self` makes this the only reference.
+            unsafe { std::slice::from_raw_parts_mut(self.pfds, self.n as usize) }
+        }
+    }
+
     /// Whether the call watches a channel end.
     pub fn watches_streams(&self) -> bool {
-        self.entries.iter().any(|p| fds::is_stream(p.fd))
+        self.entries().iter().any(|p| fds::is_stream(p.fd))
     }
 }
 
-impl<F: FnMut() -> c_int> ReadinessCall for PollCall<'_, F> {
+impl<F: FnMut() -> c_int> ReadinessCall for PollCall<F> {
     const KIND: WaitCall = WaitCall::Poll;
 
     fn call(&mut self) -> c_int {
@@ -86,7 +113,7 @@ impl<F: FnMut() -> c_int> ReadinessCall for PollCall<'_, F> {
 
     fn ready_fds(&self, r: c_int) -> Result<Vec<ReadyFd>, String> {
         Ok(self
-            .entries
+            .entries()
             .iter()
             .filter(|p| r > 0 && p.revents != 0)
             .map(|p| ReadyFd {
@@ -101,18 +128,18 @@ impl<F: FnMut() -> c_int> ReadinessCall for PollCall<'_, F> {
     }
 
     fn describe(&self) -> String {
-        describe("poll", self.entries.iter().map(|p| p.fd))
+        describe("poll", self.entries().iter().map(|p| p.fd))
     }
 
     fn report(&mut self, set: &[ReadyFd], what: &str) -> Result<c_int, String> {
         if let Some(missing) = set
             .iter()
-            .find(|f| !self.entries.iter().any(|p| p.fd == f.fd))
+            .find(|f| !self.entries().iter().any(|p| p.fd == f.fd))
         {
             return Err(format!("{what} (the record saw fd {} ready)", missing.fd));
         }
         let mut count = 0;
-        for p in self.entries.iter_mut() {
+        for p in self.entries_mut() {
             p.revents = set
                 .iter()
                 .find(|f| f.fd == p.fd)
@@ -127,14 +154,14 @@ impl<F: FnMut() -> c_int> ReadinessCall for PollCall<'_, F> {
     fn reads_one(&self, one: &ReadyFd) -> bool {
         let readable = (libc::POLLIN | libc::POLLRDNORM) as u32;
         let only_reads = self
-            .entries
+            .entries()
             .iter()
             .all(|p| p.fd < 0 || p.events as u32 & !(readable | libc::POLLRDHUP as u32) == 0);
         only_reads && one.ev.0 & !readable == 0
     }
 
     fn watched(&self) -> Vec<c_int> {
-        self.entries
+        self.entries()
             .iter()
             .filter(|p| p.fd >= 0)
             .map(|p| p.fd)
@@ -146,7 +173,8 @@ impl<F: FnMut() -> c_int> ReadinessCall for PollCall<'_, F> {
     }
 
     fn call_without_timeout(&mut self) -> c_int {
-        let (entries, n) = (self.entries.as_mut_ptr(), self.entries.len() as nfds_t);
+        let entries = self.entries_mut();
+        let (entries, n) = (entries.as_mut_ptr(), entries.len() as nfds_t);
         // SAFETY: the program's array of `n` pollfds.
         sys::restart_on_eintr(|| unsafe { real::poll(entries, n, -1) })
     }

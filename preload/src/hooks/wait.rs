@@ -40,13 +40,8 @@ unsafe fn on_poll(
     timeout_us: Option<u64>,
     call: impl FnMut() -> c_int,
 ) -> c_int {
-    let entries: &mut [pollfd] = if pfds.is_null() || n == 0 {
-        &mut []
-    } else {
-        // SAFETY: the program's array of n pollfds, as the caller promises.
-        unsafe { std::slice::from_raw_parts_mut(pfds, n as usize) }
-    };
-    let mut poll = PollCall::new(entries, timeout_us, call);
+    // SAFETY: the program's array of n pollfds, as the caller promises.
+    let mut poll = unsafe { PollCall::new(pfds, n, timeout_us, call) };
     let Some(ld) = ld_for_wait(poll.watches_streams()) else {
         return poll.call();
     };
