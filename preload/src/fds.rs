@@ -10,6 +10,14 @@ use std::sync::atomic::{AtomicI32, AtomicU16, AtomicU64, Ordering};
 
 const MAX_FDS: usize = 65536;
 
+/// The LD's own fds (GD connection, history, log, side channels) live at or above this number,
+/// out of the program's way.
+pub const HIGH_FD: c_int = 1000;
+/// Connections replay accepted early and keeps for a later accept live at or above this number.
+pub const KEPT_FDS: c_int = HIGH_FD + 100;
+/// The LD's ends of connections to outside peers that replay plays live at or above this number.
+pub const OUTSIDE_PEER_FDS: c_int = HIGH_FD + 200;
+
 /// Classified (the other bits are meaningful).
 pub const KNOWN: u16 = 1;
 /// A TCP (IPv4/IPv6) or Unix stream socket: a channel end, recorded.
@@ -60,6 +68,17 @@ pub fn set(fd: c_int, bits: u16) {
     if let Some(s) = slot(fd) {
         s.store(bits | KNOWN, Ordering::Relaxed);
     }
+}
+
+/// Notes a connection just accepted with accept4 `flags`: a stream socket, non-blocking if
+/// the flags say so.
+pub fn set_accepted(fd: c_int, flags: c_int) {
+    let nonblock = if flags & libc::SOCK_NONBLOCK != 0 {
+        NONBLOCK
+    } else {
+        0
+    };
+    set(fd, STREAM | nonblock);
 }
 
 /// Adds or removes bits (the fd must be known).
@@ -333,6 +352,14 @@ pub fn socket_addr(fd: c_int, peer: bool) -> String {
         }
         format_addr(p, len)
     }
+}
+
+/// Marks `fd` as one of the LD's own (hidden from the program); returns it.
+pub fn mark_ours(fd: c_int) -> c_int {
+    if fd >= 0 {
+        set(fd, OURS);
+    }
+    fd
 }
 
 /// Forgets one of our own fds (we closed or moved it).

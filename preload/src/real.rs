@@ -5,7 +5,7 @@
 //! symbol that cannot be found aborts with a message: a hook that silently did nothing would be
 //! a wrong recording.
 
-#![allow(clippy::missing_safety_doc, non_snake_case)]
+#![allow(non_snake_case)]
 
 use libc::{
     c_char, c_int, c_uint, c_void, epoll_event, fd_set, iovec, mmsghdr, msghdr, nfds_t, off_t,
@@ -37,6 +37,9 @@ macro_rules! reals {
         }
         $(
             /// The real libc function of this name.
+            ///
+            /// # Safety
+            /// As for the libc function: the arguments must be valid for it.
             #[inline]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
                 let mut p = slot::$name.load(Ordering::Relaxed);
@@ -142,6 +145,10 @@ static FCNTL: AtomicUsize = AtomicUsize::new(0);
 static IOCTL: AtomicUsize = AtomicUsize::new(0);
 
 /// The real (variadic) fcntl, called with one integer-sized argument.
+///
+/// # Safety
+/// As for fcntl(2): `arg` must be what `cmd` takes (a valid pointer for the commands that take
+/// one).
 pub unsafe fn fcntl(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int {
     let mut p = FCNTL.load(Ordering::Relaxed);
     if p == 0 {
@@ -156,6 +163,10 @@ pub unsafe fn fcntl(fd: c_int, cmd: c_int, arg: libc::c_ulong) -> c_int {
 }
 
 /// The real (variadic) ioctl, called with one integer-sized argument.
+///
+/// # Safety
+/// As for ioctl(2): `arg` must be what `req` takes (a valid pointer for the requests that take
+/// one).
 pub unsafe fn ioctl(fd: c_int, req: libc::c_ulong, arg: libc::c_ulong) -> c_int {
     let mut p = IOCTL.load(Ordering::Relaxed);
     if p == 0 {

@@ -13,7 +13,26 @@ use std::collections::HashMap;
 #[derive(Default)]
 pub struct Symbols {
     found: HashMap<String, Option<usize>>,
-    table: Option<Vec<(String, u64)>>,
+    table: Option<Vec<DataSymbol>>,
+}
+
+/// A data symbol of the executable.
+struct DataSymbol {
+    name: String,
+    /// Its address before relocation.
+    value: u64,
+}
+
+/// The fields of an ELF section header that the symbol reader needs.
+struct Section {
+    /// `sh_type`.
+    kind: u32,
+    /// `sh_offset`.
+    offset: usize,
+    /// `sh_size`.
+    size: usize,
+    /// `sh_link` (for a symbol table: its string table).
+    link: u32,
 }
 
 impl Symbols {
@@ -45,8 +64,8 @@ impl Symbols {
             .table
             .as_ref()?
             .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| *v);
+            .find(|s| s.name == name)
+            .map(|s| s.value);
         if let Some(v) = value {
             return Some(load_bias().wrapping_add(v as usize));
         }
@@ -75,7 +94,7 @@ fn load_bias() -> usize {
 }
 
 /// The data symbols (STT_OBJECT) of the executable: name and value.
-fn executable_symbols() -> Option<Vec<(String, u64)>> {
+fn executable_symbols() -> Option<Vec<DataSymbol>> {
     let elf = std::fs::read("/proc/self/exe").ok()?;
     let u16_at = |o: usize| elf.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     let u32_at = |o: usize| {
@@ -95,25 +114,24 @@ fn executable_symbols() -> Option<Vec<(String, u64)>> {
     let shoff = u64_at(0x28)? as usize;
     let shentsize = u16_at(0x3a)? as usize;
     let shnum = u16_at(0x3c)? as usize;
-    let section = |i: usize| -> Option<(u32, usize, usize, u32)> {
+    let section = |i: usize| -> Option<Section> {
         let base = shoff + i * shentsize;
-        // (type, offset, size, link)
-        Some((
-            u32_at(base + 4)?,
-            u64_at(base + 0x18)? as usize,
-            u64_at(base + 0x20)? as usize,
-            u32_at(base + 0x28)?,
-        ))
+        Some(Section {
+            kind: u32_at(base + 4)?,
+            offset: u64_at(base + 0x18)? as usize,
+            size: u64_at(base + 0x20)? as usize,
+            link: u32_at(base + 0x28)?,
+        })
     };
     let mut out = Vec::new();
     for i in 0..shnum {
-        let (kind, off, size, link) = section(i)?;
-        if kind != 2 && kind != 11 {
+        let symbols = section(i)?;
+        if symbols.kind != 2 && symbols.kind != 11 {
             continue; // SHT_SYMTAB, SHT_DYNSYM
         }
-        let (_, str_off, str_size, _) = section(link as usize)?;
-        let strings = elf.get(str_off..str_off + str_size)?;
-        for s in (off..off + size).step_by(24) {
+        let names = section(symbols.link as usize)?;
+        let strings = elf.get(names.offset..names.offset + names.size)?;
+        for s in (symbols.offset..symbols.offset + symbols.size).step_by(24) {
             let name_at = u32_at(s)? as usize;
             let info = *elf.get(s + 4)?;
             let value = u64_at(s + 8)?;
@@ -122,7 +140,10 @@ fn executable_symbols() -> Option<Vec<(String, u64)>> {
             }
             let name = strings.get(name_at..)?;
             let end = name.iter().position(|b| *b == 0)?;
-            out.push((String::from_utf8_lossy(&name[..end]).into_owned(), value));
+            out.push(DataSymbol {
+                name: String::from_utf8_lossy(&name[..end]).into_owned(),
+                value,
+            });
         }
     }
     Some(out)

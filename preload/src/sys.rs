@@ -44,6 +44,17 @@ pub fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
     true
 }
 
+/// Makes `call` again while it fails with EINTR (a signal handler ran); returns its result.
+pub fn restart_on_eintr<R: PartialOrd + Default>(mut call: impl FnMut() -> R) -> R {
+    loop {
+        let r = call();
+        if r < R::default() && errno() == libc::EINTR {
+            continue;
+        }
+        return r;
+    }
+}
+
 /// close(2).
 pub fn close(fd: c_int) {
     // SAFETY: closing an fd has no memory-safety preconditions.
@@ -76,6 +87,16 @@ pub fn open(path: &[u8], flags: c_int, mode: libc::mode_t) -> c_int {
     };
     // SAFETY: cpath is NUL-terminated.
     unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, cpath, flags, mode) as c_int }
+}
+
+/// The size of the file open at `fd` (0 when fstat fails).
+pub fn file_size(fd: c_int) -> i64 {
+    // SAFETY: fstat writes one struct stat into our zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat);
+        st.st_size
+    }
 }
 
 /// Copies `s` into `buf` with a NUL terminator.

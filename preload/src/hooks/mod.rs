@@ -1,7 +1,10 @@
 //! The exported libc entry points, one file per call family. Only the entry points live here:
-//! each enters the guard and hands over to the shared logic (record/, replay/). Inside the
-//! guard (ddbx's own I/O, nested calls, a signal arriving during a hook) every call goes
-//! straight to the real function.
+//! each enters the guard, decodes its arguments and hands the call to `record/` or `replay/`
+//! by mode. Inside the guard (ddbx's own I/O, nested calls, a signal arriving during a hook)
+//! every call goes straight to the real function.
+//!
+//! The libc handlers the LD registers (fork handlers, the exit handler) and the LD's start are
+//! entry points too: they live in `process.rs`.
 
 pub mod io;
 pub mod probe;
@@ -12,18 +15,23 @@ pub mod stdio;
 pub mod wait;
 
 /// Defines an exported hook: enters the guard, or calls the real function when already inside.
+///
+/// The body is not an unsafe block: each unsafe operation in it says why it is sound.
 macro_rules! hook {
     ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
         $(#[$meta])*
+        ///
+        /// # Safety
+        ///
+        /// Called by the program in place of the libc function of this name, with arguments
+        /// that are valid for it (what its manual page asks of a caller).
         #[unsafe(no_mangle)]
-        #[allow(unused_unsafe, clippy::missing_safety_doc)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             let Some(_guard) = crate::guard::Guard::enter() else {
-                // SAFETY: same arguments as the caller gave us.
+                // SAFETY: the caller's arguments, valid for the real function as for this one.
                 return unsafe { crate::real::$name($($arg),*) };
             };
-            // SAFETY: the caller's arguments are valid for the libc function we stand in for.
-            unsafe { $body }
+            $body
         }
     };
 }
@@ -41,24 +49,33 @@ use crate::fds;
 use crate::ld::{self, Ld};
 use libc::c_int;
 
+/// The LD, if it is running; starts it first when nothing has yet (a hook may run before our
+/// constructor, from another library's).
+pub fn active() -> Option<&'static mut Ld> {
+    if ld::unstarted() {
+        process::start();
+    }
+    ld::running()
+}
+
 /// The LD, when I/O on `fd` is recorded; `None`: pass through (after reporting, once per kind,
 /// what passes through unrecorded).
 pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     let kind = fds::kind(fd);
     if kind & fds::STREAM != 0 && kind & fds::OURS == 0 {
-        let ld = ld::active()?;
+        let ld = active()?;
         ld.check_thread();
         return Some(ld);
     }
     if kind & fds::PIPE != 0 {
-        if let Some(ld) = ld::active() {
+        if let Some(ld) = active() {
             ld.passthrough(
                 passthrough::PIPE,
                 "pipes: data read from and written to pipes",
             );
         }
     } else if kind & fds::OTHER_SOCKET != 0
-        && let Some(ld) = ld::active()
+        && let Some(ld) = active()
     {
         ld.passthrough(
             passthrough::OTHER_SOCKET,

@@ -5,8 +5,7 @@
 //! published at the same point). Without ddbx, programs get a no-op from `ddbx.h`'s weak
 //! definition (or from the `ddbx-probe` crate).
 
-use crate::ld;
-use ddbx_wire::Record;
+use crate::{record, replay};
 use ddbx_wire::proto::Mode;
 use libc::{c_char, c_long};
 use std::ffi::CStr;
@@ -23,28 +22,13 @@ pub unsafe extern "C" fn ddbx_set(name: *const c_char, value: c_long) {
     let Some(_guard) = crate::guard::Guard::enter() else {
         return;
     };
-    let Some(ld) = ld::active() else { return };
-    // SAFETY: a C string, as documented.
+    let Some(ld) = super::active() else { return };
+    // SAFETY: a C string (not null), as documented.
     let name = unsafe { CStr::from_ptr(name) }
         .to_string_lossy()
         .into_owned();
-    let record = Record::Probe {
-        name: name.clone(),
-        value,
-    };
     match ld.mode {
-        Mode::Record => {
-            ld.probes.push((name, value));
-            ld.emit(&record);
-        }
-        Mode::Replay => {
-            ld.follow(
-                |r| matches!(r, Record::Probe { name: n, value: v } if *n == name && *v == value),
-                || record.to_line(),
-            );
-            // The new value counts from this event on (a halting replay checks it right after).
-            ld.probes.push((name, value));
-            ld.advance(&record);
-        }
+        Mode::Record => record::probe::set(ld, name, value),
+        Mode::Replay => replay::probe::set(ld, name, value),
     }
 }

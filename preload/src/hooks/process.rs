@@ -1,26 +1,123 @@
-//! Processes: fork, vfork, _Fork, posix_spawn, the exec family, _exit.
+//! Processes: the LD's start, fork (fork, vfork, _Fork and libc's fork handlers), posix_spawn,
+//! the exec family, the ways out (exit handler, _exit, _Exit) and the waits for a child.
 //!
-//! Fork itself is handled by `pthread_atfork` handlers (see `ld`), so that children made inside
-//! libc (daemon(), forkpty()) are covered too. Exec keeps the actor: the new image finds its
-//! actor by pid. The exec hooks only make sure the new image still loads the LD when the
-//! program passes an environment of its own.
+//! Fork itself is handled by `pthread_atfork` handlers, so that children made inside libc
+//! (daemon(), forkpty()) are covered too. Exec keeps the actor: the new image finds its actor
+//! by pid. The exec hooks only make sure the new image still loads the LD when the program
+//! passes an environment of its own (`ld/exec.rs`).
 
 #![allow(non_snake_case)]
 
-use super::hook;
-use crate::{ld, real, sys};
+use super::{active, hook};
+use crate::guard::Guard;
+use crate::ld::exec::{CStringArray, exec_environment};
+use crate::ld::lifecycle::{self, Joined};
+use crate::ld::{self, Ld};
+use crate::{real, record, replay, sys};
 use ddbx_wire::history::Record;
 use ddbx_wire::proto::Mode;
 use libc::{c_char, c_int, c_void, pid_t};
 use std::ffi::CStr;
 
+/// Starts the LD for this image (from our constructor, or from the first hook that runs before
+/// it): joins the session, records or replays the image's first event, and registers the fork
+/// and exit handlers. The LD stays off when there is no session to join.
+pub fn start() {
+    if !ld::claim_start() {
+        return;
+    }
+    let Some(Joined { mut ld, first }) = lifecycle::start() else {
+        ld::stop();
+        return;
+    };
+    first_event(&mut ld, &first);
+    // SAFETY: registering handlers that are plain functions of this library, which stays
+    // loaded for the life of the process.
+    unsafe {
+        libc::pthread_atfork(
+            Some(atfork_prepare),
+            Some(atfork_parent),
+            Some(atfork_child),
+        );
+        on_exit_register(at_exit, std::ptr::null_mut());
+    }
+    ld::install(ld);
+}
+
+/// The image's first event (`Start`, or `Exec`), by mode.
+fn first_event(ld: &mut Ld, first: &Record) {
+    match ld.mode {
+        Mode::Record => record::process::start(ld, first),
+        Mode::Replay => replay::process::start(ld, first),
+    }
+}
+
+/// libc's fork handler, before the fork: claims the child's number.
+extern "C" fn atfork_prepare() {
+    let Some(ld) = ld::running() else { return };
+    if ld.mode == Mode::Replay {
+        replay::process::before_fork(ld);
+    }
+    ld.fork_index = ld.next_child();
+}
+
+/// libc's fork handler, in the parent after the fork: the fork event.
+extern "C" fn atfork_parent() {
+    let Some(ld) = ld::running() else { return };
+    let _guard = Guard::enter();
+    match ld.mode {
+        Mode::Record => record::process::fork(ld),
+        Mode::Replay => replay::process::fork(ld),
+    }
+}
+
+/// libc's fork handler, in the child: becomes the new actor (or runs unrecorded).
+extern "C" fn atfork_child() {
+    let Some(ld) = ld::running() else { return };
+    let _guard = Guard::enter();
+    match ld.become_child() {
+        Some(first) => first_event(ld, &first),
+        None => ld::stop(),
+    }
+}
+
+unsafe extern "C" {
+    /// glibc's on_exit(3): like atexit, but the handler gets the exit status.
+    #[link_name = "on_exit"]
+    fn on_exit_register(
+        f: extern "C" fn(c_int, *mut libc::c_void),
+        arg: *mut libc::c_void,
+    ) -> c_int;
+}
+
+/// Our exit handler (on_exit).
+extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
+    exiting(status);
+}
+
+/// Every way out of the process that we see (the exit handler, _exit, _Exit): the exit event,
+/// then nothing more is recorded (atexit handlers of other libraries, stdio flush).
+fn exiting(status: c_int) {
+    let Some(ld) = ld::running() else { return };
+    let _guard = Guard::enter();
+    if ld.pid != sys::getpid() {
+        return;
+    }
+    let status = status & 0xff;
+    match ld.mode {
+        Mode::Record => record::process::exit(ld, status),
+        Mode::Replay => replay::process::exit(ld, status),
+    }
+    ld.announce_exit(status);
+    ld::stop();
+}
+
 hook! {
     /// fork(2): the fork handlers do the work.
     fn fork() -> pid_t {
-        if ld::active().is_none() {
-            return real::fork();
-        }
-        real::fork()
+        let _ = active();
+        // SAFETY: no arguments.
+        unsafe { real::fork() }
     }
 }
 
@@ -28,87 +125,74 @@ hook! {
     /// vfork(2), run as fork: a vfork child would share (and clobber) our state and our
     /// caller's stack frame.
     fn vfork() -> pid_t {
-        let _ = ld::active();
-        real::fork()
+        let _ = active();
+        // SAFETY: no arguments.
+        unsafe { real::fork() }
     }
 }
 
 hook! {
     /// _Fork(3): a fork without the fork handlers, so we run ours.
     fn _Fork() -> pid_t {
-        let _ = ld::active();
-        ld::before_fork();
-        let pid = real::_Fork();
+        let _ = active();
+        atfork_prepare();
+        // SAFETY: no arguments.
+        let pid = unsafe { real::_Fork() };
         if pid == 0 {
-            ld::after_fork_child();
+            atfork_child();
         } else {
-            ld::after_fork_parent();
+            atfork_parent();
         }
         pid
     }
 }
 
-/// An environment for a new image: the program's, plus what the LD needs (if missing) and any
-/// `extra` entries (which replace entries of the same name).
+/// The entries of a C environment array, copied.
 ///
 /// # Safety
 /// `envp` must be null or a null-terminated array of C strings.
-unsafe fn augmented_env(envp: *const *const c_char, extra: &[(&str, Vec<u8>)]) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    if !envp.is_null() {
-        let mut i = 0;
-        loop {
-            // SAFETY: null-terminated array.
-            let p = unsafe { *envp.add(i) };
-            if p.is_null() {
-                break;
-            }
-            // SAFETY: each entry is a C string.
-            out.push(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec());
-            i += 1;
-        }
+unsafe fn read_env(envp: *const *const c_char) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    if envp.is_null() {
+        return out;
     }
-    let set = |out: &mut Vec<Vec<u8>>, name: &str, value: &[u8], replace: bool| {
-        let prefix = format!("{name}=");
-        let pos = out.iter().position(|e| e.starts_with(prefix.as_bytes()));
-        let mut entry = prefix.into_bytes();
-        entry.extend_from_slice(value);
-        match pos {
-            Some(i) if replace => out[i] = entry,
-            Some(_) => {}
-            None => out.push(entry),
+    let mut i = 0;
+    loop {
+        // SAFETY: a null-terminated array, read up to its null.
+        let p = unsafe { *envp.add(i) };
+        if p.is_null() {
+            return out;
         }
-    };
-    if let Some(ld) = ld::active() {
-        for (name, value) in ld.required_env() {
-            if !value.is_empty() {
-                set(&mut out, name, value, false);
-            }
-        }
+        // SAFETY: each entry is a C string.
+        out.push(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec());
+        i += 1;
     }
-    for (name, value) in extra {
-        set(&mut out, name, value, true);
-    }
-    out
 }
 
-/// NUL-terminated copies and the pointer array execve wants.
-fn c_array(entries: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<*const c_char>) {
-    let owned: Vec<Vec<u8>> = entries
-        .iter()
-        .map(|e| {
-            let mut v: Vec<u8> = e.iter().copied().filter(|b| *b != 0).collect();
-            v.push(0);
-            v
-        })
-        .collect();
-    let mut ptrs: Vec<*const c_char> = owned.iter().map(|v| v.as_ptr().cast()).collect();
-    ptrs.push(std::ptr::null());
-    (owned, ptrs)
+/// Before an exec of `path` (null: a program we cannot name, as for fexecve): reports a
+/// statically linked program, lets record write out what optimal tracing still holds, and
+/// makes the new image's environment: the program's `envp`, plus what the LD needs.
+///
+/// # Safety
+/// `path` must be null or a C string; `envp` null or a null-terminated array of C strings.
+unsafe fn prepare_exec(
+    path: *const c_char,
+    search: bool,
+    envp: *const *const c_char,
+) -> CStringArray {
+    // SAFETY: as the caller promises.
+    unsafe { report_if_static(path, search) };
+    if let Some(ld) = ld::running()
+        && ld.mode == Mode::Record
+    {
+        record::process::exec(ld);
+    }
+    // SAFETY: as the caller promises.
+    let program = unsafe { read_env(envp) };
+    CStringArray::new(&exec_environment(program, active().as_deref(), &[]))
 }
 
-/// Reports a statically linked program about to be exec'd: it will not load the LD, so
-/// nothing it does is recorded. `search` looks the name up in PATH (execvp and friends).
+/// Reports a statically linked program about to be exec'd (it will not load the LD).
 ///
 /// # Safety
 /// `path` must be null or a C string.
@@ -116,76 +200,45 @@ unsafe fn report_if_static(path: *const c_char, search: bool) {
     if path.is_null() {
         return;
     }
-    let Some(ld) = ld::active() else { return };
-    // SAFETY: a C string.
-    let name = unsafe { CStr::from_ptr(path) }.to_bytes().to_vec();
-    let candidates: Vec<Vec<u8>> = if !search || name.contains(&b'/') {
-        vec![name]
-    } else {
-        let dirs = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-        std::env::split_paths(&dirs)
-            .map(|d| {
-                let mut p = d.into_os_string().into_encoded_bytes();
-                p.push(b'/');
-                p.extend_from_slice(&name);
-                p
-            })
-            .collect()
-    };
-    for candidate in candidates {
-        let fd = crate::sys::open(&candidate, libc::O_RDONLY | libc::O_CLOEXEC, 0);
-        if fd < 0 {
-            continue;
-        }
-        let mut head = [0u8; ddbx_wire::elf::HEADER_BYTES];
-        let n = crate::sys::read(fd, &mut head).max(0) as usize;
-        crate::sys::close(fd);
-        if ddbx_wire::elf::is_static(&head[..n]) == Some(true) {
-            let what = format!(
-                "{} is statically linked and was started by {}: nothing it does is recorded",
-                String::from_utf8_lossy(&candidate),
-                ld.actor
-            );
-            ld.send(&ddbx_wire::proto::LdToGd::Passthrough {
-                actor: ld.actor,
-                what,
-            });
-        }
-        return;
-    }
+    let Some(ld) = active() else { return };
+    // SAFETY: a C string (not null), as the caller promises.
+    let name = unsafe { CStr::from_ptr(path) }.to_bytes();
+    ld.report_if_static(name, search);
 }
 
 fn environ() -> *const *const c_char {
     unsafe extern "C" {
         static environ: *const *const c_char;
     }
-    // SAFETY: reading the libc global.
+    // SAFETY: reading the libc global (a pointer, read once).
     unsafe { environ }
 }
 
 hook! {
     /// execve(2).
     fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        report_if_static(path, false);
-        ld::before_exec();
-        let env = augmented_env(envp, &[]);
-        let (_keep, ptrs) = c_array(&env);
-        real::execve(path, argv, ptrs.as_ptr())
+        // SAFETY: `path` is null or a C string, `envp` null or a null-terminated array of C
+        // strings (execve's contract).
+        let env = unsafe { prepare_exec(path, false, envp) };
+        // SAFETY: the program's path and arguments, with an environment of our own making.
+        unsafe { real::execve(path, argv, env.as_ptr()) }
     }
 }
 
 hook! {
     /// execvpe(3).
     fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        report_if_static(file, true);
-        ld::before_exec();
-        let env = augmented_env(envp, &[]);
-        let (_keep, ptrs) = c_array(&env);
-        real::execvpe(file, argv, ptrs.as_ptr())
+        // SAFETY: as for execve.
+        let env = unsafe { prepare_exec(file, true, envp) };
+        // SAFETY: the program's file and arguments, with an environment of our own making.
+        unsafe { real::execvpe(file, argv, env.as_ptr()) }
     }
 }
 
 /// execv(3): glibc's own execv does not pass through execve's hook.
+///
+/// # Safety
+/// Called by the program in place of execv, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execve, with the process environment.
@@ -193,6 +246,9 @@ pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) 
 }
 
 /// execvp(3).
+///
+/// # Safety
+/// Called by the program in place of execvp, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     // SAFETY: as for execvpe, with the process environment.
@@ -202,87 +258,92 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 hook! {
     /// fexecve(3).
     fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        ld::before_exec();
-        let env = augmented_env(envp, &[]);
-        let (_keep, ptrs) = c_array(&env);
-        real::fexecve(fd, argv, ptrs.as_ptr())
+        // SAFETY: `envp` null or a null-terminated array of C strings (fexecve's contract).
+        let env = unsafe { prepare_exec(std::ptr::null(), false, envp) };
+        // SAFETY: the program's arguments, with an environment of our own making.
+        unsafe { real::fexecve(fd, argv, env.as_ptr()) }
     }
 }
 
 hook! {
     /// execveat(2).
     fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int {
-        if dirfd == libc::AT_FDCWD {
-            report_if_static(path, false);
-        }
-        ld::before_exec();
-        let env = augmented_env(envp, &[]);
-        let (_keep, ptrs) = c_array(&env);
-        real::execveat(dirfd, path, argv, ptrs.as_ptr(), flags)
+        // A path relative to another directory is not looked at.
+        let named = if dirfd == libc::AT_FDCWD { path } else { std::ptr::null() };
+        // SAFETY: as for execve.
+        let env = unsafe { prepare_exec(named, false, envp) };
+        // SAFETY: the program's arguments, with an environment of our own making.
+        unsafe { real::execveat(dirfd, path, argv, env.as_ptr(), flags) }
     }
 }
 
-/// posix_spawn and posix_spawnp: the child's number travels in its environment.
+/// posix_spawn and posix_spawnp: the spawn event; the child's number travels in its
+/// environment.
+///
+/// # Safety
+/// `envp` must be null or a null-terminated array of C strings.
 unsafe fn on_spawn(
     spawn: impl FnOnce(*const *mut c_char) -> c_int,
     envp: *const *mut c_char,
 ) -> c_int {
-    let Some(ld) = ld::active() else {
+    let Some(ld) = active() else {
         return spawn(envp);
     };
     let index = ld.next_child();
     let claim = format!("{}:{}:{}", ld.pid, ld.actor, index);
-    let record = Record::Spawn { index };
     match ld.mode {
-        Mode::Record => ld.emit(&record),
-        Mode::Replay => {
-            ld.follow(
-                |r| matches!(r, Record::Spawn { index: i } if *i == index),
-                || record.to_line(),
-            );
-            ld.advance(&record);
-        }
+        Mode::Record => record::process::spawn(ld, index),
+        Mode::Replay => replay::process::spawn(ld, index),
     }
-    // SAFETY: envp as the caller gave it.
-    let env = unsafe {
-        augmented_env(
-            envp as *const *const c_char,
-            &[(ddbx_wire::env::SPAWN, claim.into_bytes())],
-        )
-    };
-    let (_keep, ptrs) = c_array(&env);
-    spawn(ptrs.as_ptr() as *const *mut c_char)
+    // SAFETY: as the caller promises.
+    let program = unsafe { read_env(envp as *const *const c_char) };
+    let env = exec_environment(
+        program,
+        Some(ld),
+        &[(ddbx_wire::env::SPAWN, claim.into_bytes())],
+    );
+    let env = CStringArray::new(&env);
+    spawn(env.as_ptr() as *const *mut c_char)
 }
 
 hook! {
     /// posix_spawn(3).
     fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
-        report_if_static(path, false);
-        on_spawn(|env| unsafe { real::posix_spawn(pid, path, fa, attr, argv, env) }, envp)
+        // SAFETY: the program's arguments (posix_spawn's contract), passed on with an
+        // environment of our own making.
+        unsafe {
+            report_if_static(path, false);
+            on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), envp)
+        }
     }
 }
 
 hook! {
     /// posix_spawnp(3).
     fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
-        report_if_static(file, true);
-        on_spawn(|env| unsafe { real::posix_spawnp(pid, file, fa, attr, argv, env) }, envp)
+        // SAFETY: as for posix_spawn.
+        unsafe {
+            report_if_static(file, true);
+            on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), envp)
+        }
     }
 }
 
 hook! {
     /// _exit(2).
     fn _exit(status: c_int) -> () {
-        ld::exit_hook(status);
-        real::_exit(status)
+        exiting(status);
+        // SAFETY: no pointer arguments.
+        unsafe { real::_exit(status) }
     }
 }
 
 hook! {
     /// _Exit(2).
     fn _Exit(status: c_int) -> () {
-        ld::exit_hook(status);
-        real::_Exit(status)
+        exiting(status);
+        // SAFETY: no pointer arguments.
+        unsafe { real::_Exit(status) }
     }
 }
 
@@ -292,54 +353,61 @@ fn before_wait(options: c_int) {
     if options & libc::WNOHANG != 0 {
         return;
     }
-    if let Some(ld) = ld::active()
+    if let Some(ld) = active()
         && ld.mode == Mode::Replay
     {
-        ld.before_blocking();
+        replay::process::before_wait(ld);
     }
 }
 
-/// After a wait that returned `child`: the record notes which child a blocking wait reaped
-/// (not an event; a halting replay needs the child's end before the parent's next event).
+/// After a wait that returned `child`: the record notes which child a blocking wait reaped.
 /// `ended` says whether the child terminated (rather than stopped or continued).
 fn after_wait(options: c_int, child: pid_t, ended: bool) {
     if options & libc::WNOHANG != 0 || child <= 0 || !ended || options & libc::WNOWAIT != 0 {
         return;
     }
-    if let Some(ld) = ld::active()
+    if let Some(ld) = active()
         && ld.mode == Mode::Record
     {
-        let msg = ddbx_wire::proto::LdToGd::Reaped {
-            actor: ld.actor,
-            events: ld.events(),
-            pid: child,
-        };
-        ld.send(&msg);
+        record::process::reaped(ld, child);
     }
 }
 
 /// Whether a wait status (null: not asked for) says the child terminated.
-fn terminated(status: *mut c_int, options: c_int) -> bool {
+///
+/// # Safety
+/// `status` must be null or the status word the wait just filled.
+unsafe fn terminated(status: *mut c_int, options: c_int) -> bool {
     if status.is_null() {
         // Without WUNTRACED/WCONTINUED only terminations are reported.
         return options & (libc::WUNTRACED | libc::WCONTINUED) == 0;
     }
-    // SAFETY: the caller's status word, just filled by the wait.
+    // SAFETY: as the caller promises.
     let s = unsafe { *status };
     libc::WIFEXITED(s) || libc::WIFSIGNALED(s)
+}
+
+/// The end of a wait that returned `r` (a child's pid when > 0), keeping errno.
+///
+/// # Safety
+/// `status` must be null or the status word the wait just filled.
+unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+    if r > 0 {
+        let err = sys::errno();
+        // SAFETY: as the caller promises.
+        after_wait(options, r, unsafe { terminated(status, options) });
+        sys::set_errno(err);
+    }
+    r
 }
 
 hook! {
     /// waitpid(2).
     fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
         before_wait(options);
-        let r = real::waitpid(pid, status, options);
-        if r > 0 {
-            let err = sys::errno();
-            after_wait(options, r, terminated(status, options));
-            sys::set_errno(err);
-        }
-        r
+        // SAFETY: `status` is null or the program's int (waitpid's contract), in the real
+        // call and after it.
+        unsafe { waited(real::waitpid(pid, status, options), status, options) }
     }
 }
 
@@ -347,13 +415,8 @@ hook! {
     /// wait(2).
     fn wait(status: *mut c_int) -> pid_t {
         before_wait(0);
-        let r = real::wait(status);
-        if r > 0 {
-            let err = sys::errno();
-            after_wait(0, r, terminated(status, 0));
-            sys::set_errno(err);
-        }
-        r
+        // SAFETY: `status` is null or the program's int (wait's contract).
+        unsafe { waited(real::wait(status), status, 0) }
     }
 }
 
@@ -361,13 +424,8 @@ hook! {
     /// wait3(2).
     fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
-        let r = real::wait3(status, options, usage);
-        if r > 0 {
-            let err = sys::errno();
-            after_wait(options, r, terminated(status, options));
-            sys::set_errno(err);
-        }
-        r
+        // SAFETY: `status` and `usage` are null or the program's (wait3's contract).
+        unsafe { waited(real::wait3(status, options, usage), status, options) }
     }
 }
 
@@ -375,13 +433,8 @@ hook! {
     /// wait4(2).
     fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
-        let r = real::wait4(pid, status, options, usage);
-        if r > 0 {
-            let err = sys::errno();
-            after_wait(options, r, terminated(status, options));
-            sys::set_errno(err);
-        }
-        r
+        // SAFETY: `status` and `usage` are null or the program's (wait4's contract).
+        unsafe { waited(real::wait4(pid, status, options, usage), status, options) }
     }
 }
 
@@ -389,10 +442,11 @@ hook! {
     /// waitid(2).
     fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int {
         before_wait(options);
-        let r = real::waitid(idtype, id, info, options);
+        // SAFETY: `info` is null or the program's siginfo (waitid's contract).
+        let r = unsafe { real::waitid(idtype, id, info, options) };
         if r == 0 && !info.is_null() {
             let err = sys::errno();
-            // SAFETY: the caller's siginfo, just filled by waitid.
+            // SAFETY: the program's siginfo (not null), just filled by waitid.
             let (pid, code) = unsafe { ((*info).si_pid(), (*info).si_code) };
             let ended = matches!(code, libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED);
             after_wait(options, pid, ended);

@@ -7,9 +7,9 @@
 //! is told to the GD, which notes it on the receiving actor in the manifest, and replay lets
 //! such a process wait for its killer.
 
-use super::hook;
-use crate::{ld, real, sys};
-use ddbx_wire::proto::{LdToGd, Mode};
+use super::{active, hook};
+use crate::{real, record, sys};
+use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
 hook! {
@@ -18,18 +18,12 @@ hook! {
         if pid > 0
             && sig > 0
             && pid != sys::getpid()
-            && let Some(ld) = ld::active()
+            && let Some(ld) = active()
             && ld.mode == Mode::Record
         {
-            let saved = sys::errno();
-            let msg = LdToGd::Signal {
-                actor: ld.actor,
-                pid,
-                sig,
-            };
-            ld.send(&msg);
-            sys::set_errno(saved);
+            record::process::kill(ld, pid, sig);
         }
-        real::kill(pid, sig)
+        // SAFETY: no pointer arguments.
+        unsafe { real::kill(pid, sig) }
     }
 }

@@ -10,7 +10,7 @@
 //! socket back. Streams on anything else (files, pipes) are glibc's own.
 
 use super::hook;
-use crate::{fds, ld, real};
+use crate::{fds, real};
 use libc::{FILE, c_char, c_int, c_void, size_t, ssize_t};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
@@ -84,20 +84,22 @@ unsafe extern "C" fn cookie_close(cookie: *mut c_void) -> c_int {
 /// Whether `fd` is a socket whose I/O the LD records.
 fn recorded_socket(fd: c_int) -> bool {
     let kind = fds::kind(fd);
-    kind & fds::STREAM != 0 && kind & fds::OURS == 0 && ld::active().is_some()
+    kind & fds::STREAM != 0 && kind & fds::OURS == 0 && super::active().is_some()
 }
 
 hook! {
     /// fdopen(3): on a recorded stream socket, a stream whose I/O goes through our hooks.
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
         if !recorded_socket(fd) {
-            return real::fdopen(fd, mode);
+            // SAFETY: the program's arguments, passed on unchanged.
+            return unsafe { real::fdopen(fd, mode) };
         }
         let Some(index) = STREAM.iter().position(|s| {
             s.compare_exchange(0, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         }) else {
-            return real::fdopen(fd, mode);
+            // SAFETY: the program's arguments, passed on unchanged.
+            return unsafe { real::fdopen(fd, mode) };
         };
         FD[index].store(fd, Ordering::Release);
         let io = CookieFunctions {
@@ -135,7 +137,8 @@ hook! {
     fn fileno(stream: *mut FILE) -> c_int {
         match socket_of(stream) {
             Some(fd) => fd,
-            None => real::fileno(stream),
+            // SAFETY: the program's stream, passed on unchanged.
+            None => unsafe { real::fileno(stream) },
         }
     }
 }
@@ -145,7 +148,8 @@ hook! {
     fn fileno_unlocked(stream: *mut FILE) -> c_int {
         match socket_of(stream) {
             Some(fd) => fd,
-            None => real::fileno_unlocked(stream),
+            // SAFETY: the program's stream, passed on unchanged.
+            None => unsafe { real::fileno_unlocked(stream) },
         }
     }
 }

@@ -6,26 +6,17 @@
 //! it writes the recorded bytes into its end, closes it where the record saw the end of the
 //! stream, and reads back what the program sends, which must be what it sent in the record.
 
-use crate::ld::{HIGH_FD, Ld};
+use super::cursor;
+use crate::ld::{Ld, OutsidePeer};
 use crate::{fds, sys};
 use ddbx_wire::Record;
 use libc::c_int;
 
-/// One connection to an outside peer, played by the LD.
-pub struct External {
-    /// The program's fd.
-    pub fd: c_int,
-    /// The LD's end of the socketpair.
-    pub peer: c_int,
-    /// Indexes (0-based, into the history) of the receives whose bytes were fed.
-    pub fed: Vec<usize>,
-}
-
 /// Whether `fd` is a connection to an outside peer played by the LD.
-pub fn is_external(ld: &Ld, fd: c_int) -> bool {
+pub fn is_outside(ld: &Ld, fd: c_int) -> bool {
     ld.replay
         .as_ref()
-        .is_some_and(|r| r.externals.iter().any(|e| e.fd == fd))
+        .is_some_and(|r| r.outside_peers.iter().any(|p| p.fd == fd))
 }
 
 /// A new played connection. `at`: make it this fd (a connect replaces the program's socket);
@@ -45,11 +36,11 @@ pub fn open(ld: &mut Ld, at: Option<c_int>, nonblock: bool) -> c_int {
     if r != 0 {
         return -1;
     }
-    let peer = sys::move_high(pair[1], HIGH_FD + 200);
-    fds::set(peer, fds::OURS);
+    let ld_end = fds::mark_ours(sys::move_high(pair[1], fds::OUTSIDE_PEER_FDS));
     let program = match at {
         Some(fd) => {
-            // SAFETY: dup3 onto the program's own socket fd, replacing it.
+            // SAFETY: dup3 of our new fd onto the program's own socket fd, replacing it (no
+            // memory is involved).
             unsafe { libc::syscall(libc::SYS_dup3, pair[0], fd, 0) };
             sys::close(pair[0]);
             fd
@@ -71,9 +62,9 @@ pub fn open(ld: &mut Ld, at: Option<c_int>, nonblock: bool) -> c_int {
     );
     forget(ld, program);
     if let Some(r) = ld.replay.as_mut() {
-        r.externals.push(External {
+        r.outside_peers.push(OutsidePeer {
             fd: program,
-            peer,
+            ld_end,
             fed: Vec::new(),
         });
     }
@@ -83,38 +74,41 @@ pub fn open(ld: &mut Ld, at: Option<c_int>, nonblock: bool) -> c_int {
 /// The program closed (or replaced) `fd`: stop playing its peer.
 pub fn forget(ld: &mut Ld, fd: c_int) {
     if let Some(r) = ld.replay.as_mut()
-        && let Some(i) = r.externals.iter().position(|e| e.fd == fd)
+        && let Some(i) = r.outside_peers.iter().position(|p| p.fd == fd)
     {
-        let e = r.externals.remove(i);
-        fds::forget_ours(e.peer);
-        sys::close(e.peer);
+        let peer = r.outside_peers.remove(i);
+        fds::forget_ours(peer.ld_end);
+        sys::close(peer.ld_end);
     }
 }
 
 /// Feeds the bytes of the receive at history index `index` (a `Recv` on `fd`), once.
 pub fn feed(ld: &mut Ld, fd: c_int, index: usize) {
     let Some(r) = ld.replay.as_mut() else { return };
-    let Some(e) = r.externals.iter_mut().find(|e| e.fd == fd) else {
+    let Some(peer) = r.outside_peers.iter_mut().find(|p| p.fd == fd) else {
         return;
     };
-    if e.fed.contains(&index) {
+    if peer.fed.contains(&index) {
         return;
     }
-    e.fed.push(index);
-    let peer = e.peer;
+    peer.fed.push(index);
+    let ld_end = peer.ld_end;
     match r.records.get(index) {
         Some(Record::Recv { n: 0, .. }) => {
-            // SAFETY: shutdown of our own socket.
-            unsafe { libc::syscall(libc::SYS_shutdown, peer, libc::SHUT_WR) };
+            // SAFETY: shutdown of our own socket (no memory is involved).
+            unsafe { libc::syscall(libc::SYS_shutdown, ld_end, libc::SHUT_WR) };
         }
         Some(Record::Recv { data: Some(d), .. }) => {
-            sys::write_all(peer, &d.0);
+            sys::write_all(ld_end, &d.0);
         }
         Some(Record::Recv { n, data: None, .. }) => {
             let n = *n;
-            ld.diverge(&format!(
-                "a receive from an outside peer on fd {fd} whose {n} bytes the recording does not hold"
-            ));
+            cursor::diverge(
+                ld,
+                &format!(
+                    "a receive from an outside peer on fd {fd} whose {n} bytes the recording does not hold"
+                ),
+            );
         }
         _ => {}
     }
@@ -144,18 +138,18 @@ pub fn feed_next(ld: &mut Ld, fd: c_int) {
 /// The program sent `n` bytes on `fd`: read them from the LD's end; they must be the bytes the
 /// record sent (`expected`, when the recording holds them).
 pub fn check_sent(ld: &mut Ld, fd: c_int, n: usize, expected: Option<&[u8]>) {
-    let Some(peer) = ld
+    let Some(ld_end) = ld
         .replay
         .as_ref()
-        .and_then(|r| r.externals.iter().find(|e| e.fd == fd))
-        .map(|e| e.peer)
+        .and_then(|r| r.outside_peers.iter().find(|p| p.fd == fd))
+        .map(|p| p.ld_end)
     else {
         return;
     };
     let mut got = vec![0u8; n];
     let mut have = 0;
     while have < n {
-        let r = sys::read(peer, &mut got[have..]);
+        let r = sys::read(ld_end, &mut got[have..]);
         if r < 0 && sys::errno() == libc::EINTR {
             continue;
         }
@@ -173,11 +167,14 @@ pub fn check_sent(ld: &mut Ld, fd: c_int, n: usize, expected: Option<&[u8]>) {
             .zip(expected)
             .position(|(a, b)| a != b)
             .unwrap_or(got.len().min(expected.len()));
-        ld.diverge(&format!(
-            "{n} bytes sent to an outside peer on fd {fd} that differ from the record's at byte {at}: \
+        cursor::diverge(
+            ld,
+            &format!(
+                "{n} bytes sent to an outside peer on fd {fd} that differ from the record's at byte {at}: \
              sent {:?}, recorded {:?}",
-            String::from_utf8_lossy(&got[at..(at + 40).min(got.len())]),
-            String::from_utf8_lossy(&expected[at..(at + 40).min(expected.len())])
-        ));
+                String::from_utf8_lossy(&got[at..(at + 40).min(got.len())]),
+                String::from_utf8_lossy(&expected[at..(at + 40).min(expected.len())])
+            ),
+        );
     }
 }

@@ -1,6 +1,8 @@
-//! Replay of receives and sends on channel ends.
+//! Replay of receives and sends on channel ends: a receive gets exactly the recorded bytes
+//! once they have arrived, a send sends what the record sent.
 
 use super::Backoff;
+use super::cursor::{self, unreachable_record};
 use crate::ld::Ld;
 use crate::sys;
 use ddbx_wire::Record;
@@ -8,15 +10,10 @@ use ddbx_wire::history::Call;
 use libc::c_int;
 
 /// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
-pub fn recv(
-    ld: &mut Ld,
-    fd: c_int,
-    len: usize,
-    mut call: impl FnMut(usize) -> isize,
-    _gather: impl Fn(usize) -> Vec<u8>,
-) -> isize {
+pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
     ld.in_wait = true;
-    let rec = ld.follow(
+    let rec = cursor::follow(
+        ld,
         |r| match r {
             Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
             Record::Fail {
@@ -35,39 +32,39 @@ pub fn recv(
         Record::Recv { n, .. } => {
             let n = n as usize;
             if n > len {
-                ld.diverge(&format!(
-                    "a receive of up to {len} bytes on fd {fd} (the record got {n})"
-                ));
+                cursor::diverge(
+                    ld,
+                    &format!("a receive of up to {len} bytes on fd {fd} (the record got {n})"),
+                );
             }
-            if super::external::is_external(ld, fd) {
+            if super::external::is_outside(ld, fd) {
                 let index = ld.events() as usize;
                 super::external::feed(ld, fd, index);
             }
             wait_for_bytes(ld, fd, n);
-            let r = loop {
-                let r = call(n);
-                if r < 0 && sys::errno() == libc::EINTR {
-                    continue;
-                }
-                break r;
-            };
+            let r = sys::restart_on_eintr(|| call(n));
             if r != n as isize {
                 let err = sys::errno();
-                ld.diverge(&format!("a receive on fd {fd} that returned {r} (errno {err}) although {n} bytes were waiting"));
+                cursor::diverge(
+                    ld,
+                    &format!(
+                        "a receive on fd {fd} that returned {r} (errno {err}) although {n} bytes were waiting"
+                    ),
+                );
             }
             if let Some(t) = ld.trace.as_mut() {
                 t.replayed(fd, r);
             }
-            ld.advance(&rec);
+            cursor::advance(ld, &rec);
             r
         }
         Record::NoData { .. } => {
-            ld.advance(&rec);
+            cursor::advance(ld, &rec);
             sys::set_errno(libc::EAGAIN);
             -1
         }
         Record::Fail { err, .. } => {
-            ld.advance(&rec);
+            cursor::advance(ld, &rec);
             sys::set_errno(err.0);
             -1
         }
@@ -86,7 +83,7 @@ fn untraced_recv(
 ) -> isize {
     let ended = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as c_int;
     let n = loop {
-        if let Some((_, _, want)) = ld.trace.as_mut().and_then(|t| t.untraced_count(fd, len)) {
+        if let Some(want) = ld.trace.as_mut().and_then(|t| t.untraced_count(fd, len)) {
             break want;
         }
         // Nothing described yet: the peer has not sent it, or closed.
@@ -102,36 +99,39 @@ fn untraced_recv(
                 .and_then(|t| t.untraced_count(fd, len))
                 .is_none()
             {
-                ld.diverge(&format!(
-                    "undescribed bytes on fd {fd} where the record received bytes from a traced peer"
-                ));
+                cursor::diverge(
+                    ld,
+                    &format!(
+                        "undescribed bytes on fd {fd} where the record received bytes from a traced peer"
+                    ),
+                );
             }
         }
     };
     ld.in_wait = true;
     wait_for_bytes(ld, fd, n);
     ld.in_wait = false;
-    let r = loop {
-        let r = call(n.max(if n == 0 { len } else { 0 }));
-        if r < 0 && sys::errno() == libc::EINTR {
-            continue;
-        }
-        break r;
-    };
+    let r = sys::restart_on_eintr(|| call(n.max(if n == 0 { len } else { 0 })));
     if r != n as isize {
         let err = sys::errno();
-        ld.diverge(&format!(
-            "an untraced receive on fd {fd} that returned {r} (errno {err}) where {n} bytes were due"
-        ));
+        cursor::diverge(
+            ld,
+            &format!(
+                "an untraced receive on fd {fd} that returned {r} (errno {err}) where {n} bytes were due"
+            ),
+        );
     }
     if let Some(t) = ld.trace.as_mut() {
         t.replayed(fd, r);
     }
-    ld.advance(&Record::Recv {
-        fd,
-        n: r as u64,
-        data: None,
-    });
+    cursor::advance(
+        ld,
+        &Record::Recv {
+            fd,
+            n: r as u64,
+            data: None,
+        },
+    );
     r
 }
 
@@ -150,9 +150,12 @@ fn wait_for_bytes(ld: &mut Ld, fd: c_int, n: usize) {
             return;
         }
         if n == 0 && avail > 0 {
-            ld.diverge(&format!(
-                "{avail} more bytes on fd {fd} where the record saw the end of the stream"
-            ));
+            cursor::diverge(
+                ld,
+                &format!(
+                    "{avail} more bytes on fd {fd} where the record saw the end of the stream"
+                ),
+            );
         }
         let revents = sys::poll_one(fd, wanted, 0);
         if revents > 0 && revents & ended != 0 {
@@ -161,9 +164,12 @@ fn wait_for_bytes(ld: &mut Ld, fd: c_int, n: usize) {
             if (n == 0 && avail == 0) || (n > 0 && avail >= n) {
                 return;
             }
-            ld.diverge(&format!(
-                "the end of the stream on fd {fd} after {avail} bytes, where the record received {n}"
-            ));
+            cursor::diverge(
+                ld,
+                &format!(
+                    "the end of the stream on fd {fd} after {avail} bytes, where the record received {n}"
+                ),
+            );
         }
         if avail > 0 {
             backoff.pause(); // some bytes, not enough: poll would not wait
@@ -180,9 +186,9 @@ pub fn send(
     fd: c_int,
     len: usize,
     mut call: impl FnMut(usize, usize) -> isize,
-    _gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
-    let rec = ld.follow(
+    let rec = cursor::follow(
+        ld,
         |r| match r {
             Record::Send { fd: f, .. } => *f == fd,
             Record::Fail {
@@ -210,9 +216,10 @@ pub fn send(
             let events = ld.events() + 1;
             let token = ld.trace.as_mut().and_then(|t| t.before_send(fd, n, events));
             if n > len {
-                ld.diverge(&format!(
-                    "a send of {len} bytes on fd {fd} (the record sent {n})"
-                ));
+                cursor::diverge(
+                    ld,
+                    &format!("a send of {len} bytes on fd {fd} (the record sent {n})"),
+                );
             }
             let mut sent = 0;
             while sent < n {
@@ -226,33 +233,31 @@ pub fn send(
                     sys::poll_one(fd, libc::POLLOUT, 1000);
                     continue;
                 }
-                ld.diverge(&format!(
-                    "a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"
-                ));
+                cursor::diverge(
+                    ld,
+                    &format!(
+                        "a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"
+                    ),
+                );
             }
             if let Some(t) = ld.trace.as_mut() {
                 t.after_send(token, n as isize);
             }
-            if super::external::is_external(ld, fd) {
+            if super::external::is_outside(ld, fd) {
                 let expected = match &rec {
                     Record::Send { data: Some(d), .. } => Some(d.0.clone()),
                     _ => None,
                 };
                 super::external::check_sent(ld, fd, n, expected.as_deref());
             }
-            ld.advance(&rec);
+            cursor::advance(ld, &rec);
             n as isize
         }
         Record::Fail { err, .. } => {
-            ld.advance(&rec);
+            cursor::advance(ld, &rec);
             sys::set_errno(err.0);
             -1
         }
         _ => unreachable_record(ld),
     }
-}
-
-/// `expect` only returns records its predicate accepted; this is for the compiler.
-pub fn unreachable_record(ld: &mut Ld) -> ! {
-    ld.diverge("an internal inconsistency in ddbx's replay (please report)")
 }

@@ -1,15 +1,18 @@
-//! Replay: making each call come out as its history record says (DESIGN §3).
+//! Replay: making each call come out as its history record says.
 //!
-//! Mirrors `record/`. Before a call, the LD looks at the actor's next record; it waits until
-//! the outcome the record names is really possible (the bytes have arrived, the fd is ready,
-//! the right peer has connected), then makes the call produce exactly that outcome. Anything
-//! the record does not expect is a divergence.
+//! Mirrors `record/`, file by file (`io`, `socket`, `ready`, `process`, `probe`). Before a
+//! call, the LD looks at the actor's next record ([`cursor`]); it waits until the outcome the
+//! record names is really possible (the bytes have arrived, the fd is ready, the right peer has
+//! connected), then makes the call produce exactly that outcome. Anything the record does not
+//! expect is a divergence. Peers outside the session are played by the LD ([`external`]).
 
-pub mod accept;
-pub mod connect;
+pub mod cursor;
 pub mod external;
 pub mod io;
+pub mod probe;
+pub mod process;
 pub mod ready;
+pub mod socket;
 
 use crate::sys;
 

@@ -1,20 +1,52 @@
 //! Replay of select, poll and epoll: the recorded ready set, once those fds really are ready.
 //!
 //! The real readiness call is not made: the kernel's answer (and, for edge-triggered epoll, its
-//! memory of what it already reported) does not matter; the history's does.
+//! memory of what it already reported) does not matter; the history's does. Under optimal
+//! tracing a ready set that was not logged is the real call without timeout, which must
+//! report one fd as the record did.
 
 use super::Backoff;
-use super::io::unreachable_record;
+use super::cursor::{self, unreachable_record};
 use crate::ld::Ld;
+use crate::readiness::ReadinessCall;
 use crate::sys;
 use ddbx_wire::history::{Call, ReadyFd, WaitCall};
 use ddbx_wire::{Events, Record};
 use libc::c_int;
 
+/// Replays one readiness call: reports the recorded ready set in the program's structures (or
+/// fails the call as recorded).
+pub fn wait<C: ReadinessCall>(ld: &mut Ld, call: &mut C) -> c_int {
+    if call.may_be_untraced() && untraced_next(ld) {
+        let r = call.call_without_timeout();
+        let err = sys::errno();
+        let ready = match call.ready_fds(r) {
+            Ok(ready) => ready,
+            Err(what) => ld.unsupported(what),
+        };
+        untraced_done(ld, C::KIND, r, err, ready);
+        return r;
+    }
+    let what = call.describe();
+    match next_ready_set(ld, C::KIND, &what, call.timeout_us()) {
+        Err(err) => {
+            sys::set_errno(err);
+            -1
+        }
+        Ok(set) => match call.report(&set, &what) {
+            Ok(count) => {
+                done(ld, C::KIND, set);
+                count
+            }
+            Err(found) => cursor::diverge(ld, &found),
+        },
+    }
+}
+
 /// The next record, which must be a ready set of `call` (or its failure). `Err(errno)` for a
 /// recorded failure (already advanced past); `Ok(fds)` once every recorded fd is ready (the
 /// caller reports them and then calls [`done`]).
-pub fn next_ready_set(
+fn next_ready_set(
     ld: &mut Ld,
     call: WaitCall,
     what: &str,
@@ -22,11 +54,12 @@ pub fn next_ready_set(
 ) -> Result<Vec<ReadyFd>, c_int> {
     if matches!(ld.next_record(), Some(Record::Exit { .. })) {
         // The record's process exited because of a signal that came during this wait.
-        ld.wait_for_a_signal();
+        cursor::wait_for_a_signal(ld);
         return Err(libc::EINTR);
     }
     ld.in_wait = true;
-    let rec = ld.follow(
+    let rec = cursor::follow(
+        ld,
         |r| match r {
             Record::Ready { call: c, .. } => *c == call,
             Record::Fail {
@@ -48,24 +81,24 @@ pub fn next_ready_set(
             }
             for f in &fds {
                 if f.ev.0 & (Events::IN | Events::HUP | Events::RDHUP) != 0
-                    && super::external::is_external(ld, f.fd)
+                    && super::external::is_outside(ld, f.fd)
                 {
                     super::external::feed_next(ld, f.fd);
                 }
                 // A connection replay already accepted early (and keeps for a later accept)
                 // makes its listening socket readable, though the kernel's backlog is empty.
-                let stashed = ld
+                let accepted_early = ld
                     .replay
                     .as_ref()
-                    .is_some_and(|r| r.stash.iter().any(|(_, l, _)| *l == f.fd));
-                if !(stashed && f.ev.0 & !(Events::IN) == 0) {
+                    .is_some_and(|r| r.kept.iter().any(|k| k.listener == f.fd));
+                if !(accepted_early && f.ev.0 & !(Events::IN) == 0) {
                     wait_until_ready(f.fd, f.ev);
                 }
             }
             Ok(fds)
         }
         Record::Fail { err, .. } => {
-            ld.advance(&rec);
+            cursor::advance(ld, &rec);
             Err(err.0)
         }
         _ => unreachable_record(ld),
@@ -74,29 +107,32 @@ pub fn next_ready_set(
 
 /// Optimal tracing: whether the next readiness call's outcome was not logged (replay then
 /// makes the real call without timeout and reports what it says, see [`untraced_done`]).
-pub fn untraced_next(ld: &mut Ld) -> bool {
+fn untraced_next(ld: &mut Ld) -> bool {
     if ld.trace.is_none() {
         return false;
     }
-    ld.gate();
+    cursor::gate(ld);
     matches!(ld.next_record(), Some(Record::Untraced))
 }
 
 /// An untraced readiness call returned `r` (errno `err`) with these fds: the record saw one
 /// readable fd, so must the replay.
-pub fn untraced_done(ld: &mut Ld, call: WaitCall, r: c_int, err: c_int, fds: Vec<ReadyFd>) {
+fn untraced_done(ld: &mut Ld, call: WaitCall, r: c_int, err: c_int, fds: Vec<ReadyFd>) {
     if r != 1 || fds.len() != 1 {
-        ld.diverge(&format!(
-            "a {call:?} whose outcome was not logged returned {r} (errno {err}, fds {:?}) where the record saw one fd ready",
-            fds.iter().map(|f| f.fd).collect::<Vec<_>>()
-        ));
+        cursor::diverge(
+            ld,
+            &format!(
+                "a {call:?} whose outcome was not logged returned {r} (errno {err}, fds {:?}) where the record saw one fd ready",
+                fds.iter().map(|f| f.fd).collect::<Vec<_>>()
+            ),
+        );
     }
-    ld.advance(&Record::Ready { call, fds });
+    cursor::advance(ld, &Record::Ready { call, fds });
 }
 
 /// The ready set has been reported to the program.
-pub fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
-    ld.advance(&Record::Ready { call, fds });
+fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
+    cursor::advance(ld, &Record::Ready { call, fds });
 }
 
 /// Waits until `fd` really reports every event of `ev` that can be waited for.

@@ -28,7 +28,7 @@
 //! exec and at exit, undecided events are logged (conservative, still correct). A process
 //! killed by a signal loses what was still queued.
 //!
-//! Replay (`replay/io.rs`, `hooks/wait.rs`): a logged outcome is forced as in a full replay; an
+//! Replay (`replay/io.rs`, `replay/ready.rs`): a logged outcome is forced as in a full replay; an
 //! untraced receive reads `min(len, end - a)` bytes once they are there, an untraced ready set
 //! is the real call without timeout, an untraced send sends everything.
 
@@ -37,7 +37,7 @@ pub mod side;
 use crate::sys;
 use ddbx_wire::Record;
 use libc::c_int;
-use side::Side;
+use side::{ClockPair, Side};
 use std::collections::VecDeque;
 
 /// Vector clock components kept (actors with higher numbers are dropped: conservative).
@@ -82,6 +82,25 @@ pub enum Dir {
     Out,
 }
 
+/// Which side channel describes one direction of an fd.
+struct FdSide {
+    fd: c_int,
+    dir: Dir,
+    /// Index into [`Tracer::sides`].
+    side: u32,
+}
+
+/// What [`Tracer::after_send`] needs of the description [`Tracer::before_send`] wrote.
+#[derive(Clone, Copy)]
+pub struct SendToken {
+    /// The side channel.
+    side: u32,
+    /// The entry that describes the send.
+    index: u64,
+    /// The bytes it announced.
+    len: u64,
+}
+
 /// The optimal tracing state of one process image.
 pub struct Tracer {
     /// Recording (deciding what to log) rather than replaying (keeping the side channel only).
@@ -90,7 +109,7 @@ pub struct Tracer {
     me: u32,
     vc: Vec<u32>,
     sides: Vec<Side>,
-    by_fd: Vec<(c_int, Dir, u32)>,
+    by_fd: Vec<FdSide>,
     queue: VecDeque<Item>,
     skip: u64,
     /// The fds the last readiness call watched (for the `DDBX_TRACE_CHECK` twin history).
@@ -130,8 +149,8 @@ impl Tracer {
 
     /// The side channel of `fd` in direction `dir` (TCP channels only).
     pub fn side(&mut self, fd: c_int, dir: Dir) -> Option<u32> {
-        if let Some((_, _, i)) = self.by_fd.iter().find(|(f, d, _)| *f == fd && *d == dir) {
-            return Some(*i);
+        if let Some(known) = self.by_fd.iter().find(|s| s.fd == fd && s.dir == dir) {
+            return Some(known.side);
         }
         let local = crate::fds::socket_addr(fd, false);
         let remote = crate::fds::socket_addr(fd, true);
@@ -150,7 +169,11 @@ impl Tracer {
                 self.sides.len() - 1
             }
         } as u32;
-        self.by_fd.push((fd, dir, index));
+        self.by_fd.push(FdSide {
+            fd,
+            dir,
+            side: index,
+        });
         Some(index)
     }
 
@@ -161,22 +184,25 @@ impl Tracer {
 
     /// `fd` was closed or replaced: forget which channel it was.
     pub fn forget_fd(&mut self, fd: c_int) {
-        self.by_fd.retain(|(f, _, _)| *f != fd);
+        self.by_fd.retain(|s| s.fd != fd);
     }
 
     /// Before a send of `len` bytes on `fd` by the actor at event count `events`: describes it
     /// in the side channel. Returns what [`Tracer::after_send`] needs.
-    pub fn before_send(&mut self, fd: c_int, len: usize, events: u64) -> Option<(u32, u64, u64)> {
+    pub fn before_send(&mut self, fd: c_int, len: usize, events: u64) -> Option<SendToken> {
         let side = self.side(fd, Dir::Out)?;
         let me = self.me as usize;
         if me < self.vc.len() {
             self.vc[me] = events.min(u32::MAX as u64) as u32;
         }
-        let mut pairs = [(0u32, 0u32); side::PAIRS];
+        let mut pairs = [ClockPair { actor: 0, count: 0 }; side::PAIRS];
         let mut n = 0;
         // Our own component first: it is the one a receiver of ours compares most.
         if me < self.vc.len() {
-            pairs[0] = (self.me, self.vc[me]);
+            pairs[0] = ClockPair {
+                actor: self.me,
+                count: self.vc[me],
+            };
             n = 1;
         }
         for (actor, count) in self.vc.iter().enumerate() {
@@ -184,29 +210,37 @@ impl Tracer {
                 break;
             }
             if *count > 0 && actor != me {
-                pairs[n] = (actor as u32, *count);
+                pairs[n] = ClockPair {
+                    actor: actor as u32,
+                    count: *count,
+                };
                 n += 1;
             }
         }
         let index = self.sides[side as usize].announce(len as u64, self.me, &pairs[..n]);
-        Some((side, index, len as u64))
+        Some(SendToken {
+            side,
+            index,
+            len: len as u64,
+        })
     }
 
     /// After that send returned `r`.
-    pub fn after_send(&mut self, token: Option<(u32, u64, u64)>, r: isize) {
-        if let Some((side, index, len)) = token {
-            self.sides[side as usize].sent(index, len, r);
+    pub fn after_send(&mut self, token: Option<SendToken>, r: isize) {
+        if let Some(token) = token {
+            self.sides[token.side as usize].sent(token.index, token.len, r);
         }
     }
 
-    /// Where a receive of at most `len` bytes on `fd` stands: (channel, offset, bytes the
-    /// untraced rule gives) — `None` when no side channel describes the next byte yet.
-    pub fn untraced_count(&mut self, fd: c_int, len: usize) -> Option<(u32, u64, usize)> {
+    /// The bytes the untraced rule gives a receive of at most `len` bytes on `fd`: up to the
+    /// end of the send that holds the next byte. `None` when no side channel describes the
+    /// next byte yet.
+    pub fn untraced_count(&mut self, fd: c_int, len: usize) -> Option<usize> {
         let side = self.side(fd, Dir::In)?;
         let s = &self.sides[side as usize];
         let at = s.received();
-        let (_, _, end) = s.holding(at)?;
-        Some((side, at, ((end - at) as usize).min(len)))
+        let holding = s.holding(at)?;
+        Some(((holding.end - at) as usize).min(len))
     }
 
     /// Whether `fd` has a side channel for what it receives.
@@ -229,7 +263,12 @@ impl Tracer {
         }
         let s = &self.sides[side as usize];
         let at = s.received();
-        let Some((first, start, end)) = s.holding(at) else {
+        let Some(side::Holding {
+            index: first,
+            start,
+            end,
+        }) = s.holding(at)
+        else {
             // Bytes nobody described: a peer without side channel. Keep offsets honest.
             self.sides[side as usize].consumed(r as u64, 0);
             return (Decision::Logged, false);
@@ -244,9 +283,9 @@ impl Tracer {
             }
             cursor = index;
             if e.len > 0 {
-                for (actor, count) in &e.pairs[..(e.count as usize).min(side::PAIRS)] {
-                    if let Some(mine) = self.vc.get_mut(*actor as usize) {
-                        *mine = (*mine).max(*count);
+                for pair in &e.pairs[..(e.count as usize).min(side::PAIRS)] {
+                    if let Some(mine) = self.vc.get_mut(pair.actor as usize) {
+                        *mine = (*mine).max(pair.count);
                     }
                 }
                 let seen = e.clock(self.me) as u64;
@@ -276,7 +315,7 @@ impl Tracer {
         };
         let s = &self.sides[side as usize];
         let at = s.received() + r as u64;
-        let cursor = s.holding(at.saturating_sub(1)).map_or(0, |(i, _, _)| i);
+        let cursor = s.holding(at.saturating_sub(1)).map_or(0, |h| h.index);
         s.consumed(r as u64, cursor);
     }
 

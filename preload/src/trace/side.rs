@@ -34,7 +34,17 @@ struct Head {
     cursor: AtomicU64,
 }
 
-/// One send: bytes `[start, start + len)` and the sender's clock as (actor, count) pairs.
+/// One component of a vector clock: an actor and how many of its events are known.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ClockPair {
+    /// The actor.
+    pub actor: u32,
+    /// Its events known to the clock's owner.
+    pub count: u32,
+}
+
+/// One send: bytes `[start, start + len)` and the sender's clock, sparse.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Entry {
@@ -47,7 +57,7 @@ pub struct Entry {
     /// How many of `pairs` are used.
     pub count: u32,
     /// The sender's vector clock, sparse.
-    pub pairs: [(u32, u32); PAIRS],
+    pub pairs: [ClockPair; PAIRS],
 }
 
 const _: () = assert!(std::mem::size_of::<Entry>() == ENTRY);
@@ -57,9 +67,19 @@ impl Entry {
     pub fn clock(&self, actor: u32) -> u32 {
         self.pairs[..(self.count as usize).min(PAIRS)]
             .iter()
-            .find(|(a, _)| *a == actor)
-            .map_or(0, |(_, c)| *c)
+            .find(|p| p.actor == actor)
+            .map_or(0, |p| p.count)
     }
+}
+
+/// The entry that holds a stream offset.
+pub struct Holding {
+    /// Its index.
+    pub index: u64,
+    /// Stream offset of its first byte.
+    pub start: u64,
+    /// Where the next send starts (the end of this one, as far as receives are concerned).
+    pub end: u64,
 }
 
 /// One channel direction, opened by this process.
@@ -79,15 +99,14 @@ impl Side {
         if fd < 0 {
             return None;
         }
-        let fd = sys::move_high(fd, crate::ld::HIGH_FD);
-        crate::fds::set(fd, crate::fds::OURS);
-        // SAFETY: sizing (only ever growing) and mapping a file we just opened.
+        let fd = crate::fds::mark_ours(sys::move_high(fd, crate::fds::HIGH_FD));
+        if (sys::file_size(fd) as usize) < HEAD {
+            // Only ever growing: another process may have written entries already.
+            // SAFETY: ftruncate of a file we just opened (no memory is involved).
+            unsafe { libc::syscall(libc::SYS_ftruncate, fd, HEAD as libc::off_t) };
+        }
+        // SAFETY: mapping a file we just opened, at least HEAD bytes long.
         let p = unsafe {
-            let mut st: libc::stat = std::mem::zeroed();
-            libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat);
-            if (st.st_size as usize) < HEAD {
-                libc::syscall(libc::SYS_ftruncate, fd, HEAD as libc::off_t);
-            }
             libc::mmap(
                 std::ptr::null_mut(),
                 HEAD,
@@ -125,7 +144,7 @@ impl Side {
     }
 
     /// Sender: describes a send of `len` bytes about to be made; returns its entry index.
-    pub fn announce(&self, len: u64, actor: u32, pairs: &[(u32, u32)]) -> u64 {
+    pub fn announce(&self, len: u64, actor: u32, pairs: &[ClockPair]) -> u64 {
         let head = self.head();
         let index = head.entries.load(Ordering::Acquire);
         let mut e = Entry {
@@ -133,7 +152,7 @@ impl Side {
             len,
             actor,
             count: pairs.len().min(PAIRS) as u32,
-            pairs: [(0, 0); PAIRS],
+            pairs: [ClockPair { actor: 0, count: 0 }; PAIRS],
         };
         let n = pairs.len().min(PAIRS);
         e.pairs[..n].copy_from_slice(&pairs[..n]);
@@ -194,9 +213,8 @@ impl Side {
         self.head().recvd.load(Ordering::Acquire)
     }
 
-    /// The entry holding stream offset `at`: (index, start, end), `end` being where the next
-    /// send starts. `None` if no written entry holds it yet.
-    pub fn holding(&self, at: u64) -> Option<(u64, u64, u64)> {
+    /// The entry holding stream offset `at`. `None` if no written entry holds it yet.
+    pub fn holding(&self, at: u64) -> Option<Holding> {
         let head = self.head();
         let n = head.entries.load(Ordering::Acquire);
         if n == 0 {
@@ -218,7 +236,11 @@ impl Side {
             next = self.entry(i + 1);
         }
         let end = next.map_or(cur.start + cur.len, |e| e.start);
-        (cur.start <= at && at < end).then_some((i, cur.start, end))
+        (cur.start <= at && at < end).then_some(Holding {
+            index: i,
+            start: cur.start,
+            end,
+        })
     }
 
     /// Receiver: `n` more bytes were received; `cursor` is the entry now being read.

@@ -1,0 +1,114 @@
+//! What an exec'd image needs: the LD in its environment (a program may exec with an
+//! environment of its own, without `LD_PRELOAD` or `DDBX_GD`), and a note to the GD when the new
+//! program is statically linked and so will not load the LD at all.
+//!
+//! Exec keeps the actor: the new image finds its actor by pid when it says `Hello`.
+
+use super::Ld;
+use libc::c_char;
+
+/// An environment for a new image: the program's `entries`, plus what the LD needs (if
+/// missing; `ld` is `None` when the LD is not running) and any `extra` entries (which replace
+/// entries of the same name).
+pub fn exec_environment(
+    mut entries: Vec<Vec<u8>>,
+    ld: Option<&Ld>,
+    extra: &[(&str, Vec<u8>)],
+) -> Vec<Vec<u8>> {
+    let set = |out: &mut Vec<Vec<u8>>, name: &str, value: &[u8], replace: bool| {
+        let prefix = format!("{name}=");
+        let pos = out.iter().position(|e| e.starts_with(prefix.as_bytes()));
+        let mut entry = prefix.into_bytes();
+        entry.extend_from_slice(value);
+        match pos {
+            Some(i) if replace => out[i] = entry,
+            Some(_) => {}
+            None => out.push(entry),
+        }
+    };
+    if let Some(ld) = ld {
+        for (name, value) in ld.required_env() {
+            if !value.is_empty() {
+                set(&mut entries, name, value, false);
+            }
+        }
+    }
+    for (name, value) in extra {
+        set(&mut entries, name, value, true);
+    }
+    entries
+}
+
+/// NUL-terminated copies of some byte strings and the null-terminated pointer array that
+/// execve and posix_spawn want (valid while this lives).
+pub struct CStringArray {
+    /// The copies the pointers point into.
+    _owned: Vec<Vec<u8>>,
+    pointers: Vec<*const c_char>,
+}
+
+impl CStringArray {
+    /// Copies `entries` (dropping any NUL inside them).
+    pub fn new(entries: &[Vec<u8>]) -> CStringArray {
+        let owned: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|e| {
+                let mut v: Vec<u8> = e.iter().copied().filter(|b| *b != 0).collect();
+                v.push(0);
+                v
+            })
+            .collect();
+        let mut pointers: Vec<*const c_char> = owned.iter().map(|v| v.as_ptr().cast()).collect();
+        pointers.push(std::ptr::null());
+        CStringArray {
+            _owned: owned,
+            pointers,
+        }
+    }
+
+    /// The pointer array.
+    pub fn as_ptr(&self) -> *const *const c_char {
+        self.pointers.as_ptr()
+    }
+}
+
+impl Ld {
+    /// Reports a statically linked program about to be exec'd: it will not load the LD, so
+    /// nothing it does is recorded. `search` looks `name` up in PATH (execvp and friends).
+    pub fn report_if_static(&mut self, name: &[u8], search: bool) {
+        let candidates: Vec<Vec<u8>> = if !search || name.contains(&b'/') {
+            vec![name.to_vec()]
+        } else {
+            let dirs = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+            std::env::split_paths(&dirs)
+                .map(|d| {
+                    let mut p = d.into_os_string().into_encoded_bytes();
+                    p.push(b'/');
+                    p.extend_from_slice(name);
+                    p
+                })
+                .collect()
+        };
+        for candidate in candidates {
+            let fd = crate::sys::open(&candidate, libc::O_RDONLY | libc::O_CLOEXEC, 0);
+            if fd < 0 {
+                continue;
+            }
+            let mut head = [0u8; ddbx_wire::elf::HEADER_BYTES];
+            let n = crate::sys::read(fd, &mut head).max(0) as usize;
+            crate::sys::close(fd);
+            if ddbx_wire::elf::is_static(&head[..n]) == Some(true) {
+                let what = format!(
+                    "{} is statically linked and was started by {}: nothing it does is recorded",
+                    String::from_utf8_lossy(&candidate),
+                    self.actor
+                );
+                self.send(&ddbx_wire::proto::LdToGd::Passthrough {
+                    actor: self.actor,
+                    what,
+                });
+            }
+            return;
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The LD's connection to the GD: one line of `ddbx_wire::proto` per message, both ways.
+//!
+//! Sends are one-way; the LD reads only when it waits for something (a reply, a halting
+//! decision, the end of the session). The messages the GD sends on its own initiative (halting
+//! control) are handled by whoever reads: `halting.rs` knows them, this file only moves lines.
+
+use super::Ld;
+use crate::sys;
+use ddbx_wire::proto::{self, GdToLd, LdToGd};
+use libc::c_int;
+use std::sync::atomic::Ordering;
+
+impl Ld {
+    /// Sends a one-way message to the GD (ignored if the GD is gone).
+    pub fn send(&mut self, msg: &LdToGd) {
+        if self.gd_fd >= 0 {
+            let line = proto::encode(msg);
+            sys::write_all(self.gd_fd, line.as_bytes());
+        }
+    }
+
+    /// The next message from the GD; `None` if the GD is gone.
+    pub fn receive(&mut self) -> Option<GdToLd> {
+        loop {
+            let line = self.read_line()?;
+            if let Ok(msg) = proto::decode(&line) {
+                return Some(msg);
+            }
+            sys::diag(self.log_fd, "ddbx-ld: an unreadable message from the GD");
+        }
+    }
+
+    fn read_line(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = self.gd_pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.gd_pending.drain(..=end).collect();
+                return Some(String::from_utf8_lossy(&line[..end]).into_owned());
+            }
+            let mut chunk = [0u8; 4096];
+            let n = sys::read(self.gd_fd, &mut chunk);
+            if n < 0 && sys::errno() == libc::EINTR {
+                continue;
+            }
+            if n <= 0 {
+                return None;
+            }
+            self.gd_pending.extend_from_slice(&chunk[..n as usize]);
+        }
+    }
+
+    /// Whether a whole message from the GD has been read but not handled yet.
+    pub fn gd_message_buffered(&self) -> bool {
+        self.gd_pending.contains(&b'\n')
+    }
+
+    /// Waits up to `timeout_ms` (-1: for ever) for the GD to send something: what `poll(2)` says
+    /// of the connection (revents, 0 on timeout, -1 with errno on error or a signal).
+    pub fn poll_gd(&self, timeout_ms: c_int) -> c_int {
+        sys::poll_one(self.gd_fd, libc::POLLIN, timeout_ms)
+    }
+
+    /// Whether the GD has sent something not handled yet.
+    pub fn gd_has_input(&self) -> bool {
+        self.gd_message_buffered() || (self.gd_fd >= 0 && self.poll_gd(0) > 0)
+    }
+
+    /// Blocks until the GD ends the session (it kills us), then exits with `status` if the GD
+    /// goes away instead.
+    pub fn wait_for_the_end(&mut self, status: c_int) -> ! {
+        while self.read_line().is_some() {}
+        sys::exit_group(status)
+    }
+
+    /// The GD disappeared during a replay: this process cannot be replayed further.
+    pub fn gd_gone(&mut self) -> ! {
+        sys::write_all(
+            2,
+            b"ddbx: the supervisor is gone; this replayed process stops here\n",
+        );
+        sys::exit_group(ddbx_wire::exit::DIVERGED)
+    }
+
+    /// Refuses what ddbx cannot record faithfully: tells the GD (which stops the session).
+    pub fn unsupported(&mut self, what: String) -> ! {
+        self.send(&LdToGd::Unsupported {
+            actor: self.actor,
+            what,
+        });
+        self.wait_for_the_end(ddbx_wire::exit::UNSUPPORTED)
+    }
+
+    /// Socket I/O is only recorded from one thread per process (an actor is a thread, and
+    /// threads are not actors yet): a second thread is refused rather than recorded wrongly.
+    pub fn check_thread(&mut self) {
+        let tid = crate::guard::tid();
+        match self
+            .io_tid
+            .compare_exchange(0, tid, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => {}
+            Err(first) if first == tid => {}
+            Err(first) => self.unsupported(format!(
+                "socket I/O from a second thread (tid {tid}; the first was tid {first}): \
+                 ddbx records one thread of socket I/O per process for now"
+            )),
+        }
+    }
+
+    /// Reports, once per kind, I/O that ddbx passes through unrecorded.
+    pub fn passthrough(&mut self, bit: u32, what: &str) {
+        if self.passthrough_seen & bit == 0 {
+            self.passthrough_seen |= bit;
+            let msg = LdToGd::Passthrough {
+                actor: self.actor,
+                what: what.to_string(),
+            };
+            self.send(&msg);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Writing the actor's history: one line per event, appended to the file the GD named (in a
+//! replay too: the replay's own history, which the GD compares).
+//!
+//! Every event goes through [`Ld::emit`] (or [`Ld::emit_decided`] under optimal tracing): it
+//! counts the event in the actor's progress and its built-in counters, then writes the line, or
+//! hands it to the tracer's queue, which releases it once its decision is known ([`Ld::drain`]).
+//! Lines are formatted on the stack when they fit; errno is left as the program had it.
+
+use super::Ld;
+use crate::sys;
+use crate::trace::{Decision, Out};
+use ddbx_wire::ActorId;
+use ddbx_wire::history::{Record, header_line, write_compact};
+use libc::c_int;
+
+impl Ld {
+    /// Logs an event that happened (record), or that replay has just made happen.
+    pub fn emit(&mut self, record: &Record) {
+        self.count_event();
+        self.counters.count(record);
+        if self.trace.as_ref().is_some_and(|t| t.recording) {
+            self.queue(record, Decision::Logged);
+            return;
+        }
+        write_line(self.history_fd, record);
+    }
+
+    /// Optimal tracing: an event happened whose outcome is `decision`.
+    pub fn emit_decided(&mut self, record: &Record, decision: Decision) {
+        self.count_event();
+        self.counters.count(record);
+        self.queue(record, decision);
+    }
+
+    fn queue(&mut self, record: &Record, decision: Decision) {
+        let ordinal = self.events();
+        if self.full_fd >= 0 {
+            write_line(self.full_fd, record);
+            // What the readiness call watched, which no record says (a comment line).
+            if let (Record::Ready { .. }, Some(t)) = (record, self.trace.as_mut())
+                && !t.watched.is_empty()
+            {
+                let fds: Vec<String> = t.watched.drain(..).map(|f| f.to_string()).collect();
+                let line = format!("// watched: {}\n", fds.join(" "));
+                sys::write_all(self.full_fd, line.as_bytes());
+            }
+        }
+        if let Some(t) = self.trace.as_mut() {
+            t.push(ordinal, record.clone(), decision);
+        }
+        self.drain(false);
+    }
+
+    /// Optimal tracing: writes what is decided (everything, with `settle`).
+    pub fn drain(&mut self, settle: bool) {
+        if settle && let Some(t) = self.trace.as_mut() {
+            t.settle_all();
+        }
+        loop {
+            let Some(out) = self.trace.as_mut().and_then(|t| t.next_out(settle)) else {
+                return;
+            };
+            match out {
+                Out::Skip(n) => {
+                    if self.history_fd >= 0 {
+                        let saved = sys::errno();
+                        let line = ddbx_wire::history::skip_line(n);
+                        sys::write_all(self.history_fd, line.as_bytes());
+                        sys::set_errno(saved);
+                    }
+                }
+                Out::Record(r) => write_line(self.history_fd, &r),
+            }
+        }
+    }
+}
+
+/// Opens (appending) the history at `path` for `actor`, writing its header if the file is new;
+/// -1 if it cannot be opened. `optimal`: the header says the history is optimally traced.
+pub fn open_history(path: &[u8], actor: ActorId, optimal: bool) -> c_int {
+    let fd = sys::open(
+        path,
+        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+        0o644,
+    );
+    if fd < 0 {
+        return -1;
+    }
+    let fd = crate::fds::mark_ours(sys::move_high(fd, crate::fds::HIGH_FD));
+    if sys::file_size(fd) == 0 {
+        let header = if optimal {
+            ddbx_wire::history::header_line_optimal(actor)
+        } else {
+            header_line(actor)
+        };
+        sys::write_all(fd, header.as_bytes());
+    }
+    fd
+}
+
+/// Appends `record` as one line to `fd` (nothing if `fd` is -1), keeping errno.
+fn write_line(fd: c_int, record: &Record) {
+    if fd < 0 {
+        return;
+    }
+    let saved = sys::errno();
+    let mut line = LineBuf::new();
+    if write_compact(&mut line, record).is_ok() && line.push(b'\n') {
+        sys::write_all(fd, line.as_bytes());
+    } else {
+        let mut text = record.to_line();
+        text.push('\n');
+        sys::write_all(fd, text.as_bytes());
+    }
+    sys::set_errno(saved);
+}
+
+/// A stack buffer for one history line (most records fit: no allocation on the hook path).
+struct LineBuf {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl LineBuf {
+    fn new() -> LineBuf {
+        LineBuf {
+            buf: [0; 1024],
+            len: 0,
+        }
+    }
+
+    /// Appends one byte; false when the buffer is full.
+    fn push(&mut self, b: u8) -> bool {
+        if self.len < self.buf.len() {
+            self.buf[self.len] = b;
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl std::fmt::Write for LineBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}

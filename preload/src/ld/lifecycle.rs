@@ -1,0 +1,399 @@
+//! The LD's life in a process image: starting (reading the environment, joining the session
+//! with `Hello`/`Welcome`, mapping the actor's progress file, opening its history, loading the
+//! history to replay), becoming a forked child's LD, and announcing the exit.
+//!
+//! Only the mechanics live here. Each start ends with the image's first event (`Start`, or
+//! `Exec` for an exec'd image), which this module builds but does not record or replay: the
+//! caller (`hooks/process.rs`, which also registers the fork and exit handlers) hands it to
+//! `record/process.rs` or `replay/process.rs`.
+
+use super::{HaltState, Ld, ObservedGlobal, ReplayState};
+use crate::{fds, sys};
+use ddbx_wire::history::{Origin, Record};
+use ddbx_wire::proto::{Claim, GdToLd, LdToGd, Mode, ReplayPlan};
+use ddbx_wire::{ActorId, PROTOCOL_VERSION, env};
+use libc::c_int;
+use std::sync::atomic::AtomicI32;
+
+/// Size of the actor's progress file (one page).
+const PROGRESS_BYTES: usize = 4096;
+
+/// An LD that has joined the session, and the first event of its image.
+pub struct Joined {
+    /// The LD, ready to be installed.
+    pub ld: Ld,
+    /// `Start`, or `Exec` for an exec'd image: for the caller to record or replay.
+    pub first: Record,
+}
+
+/// Starts the LD for this process image: `None` when it must stay off (no GD in the
+/// environment, or the GD unreachable: the program runs unrecorded).
+pub fn start() -> Option<Joined> {
+    crate::real::resolve_all();
+    let gd_path = getenv(env::GD_SOCKET)?;
+    let log_fd = match getenv(env::LD_LOG) {
+        Some(path) => {
+            let fd = sys::open(
+                &path,
+                libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+                0o644,
+            );
+            if fd >= 0 {
+                fds::mark_ours(sys::move_high(fd, fds::HIGH_FD))
+            } else {
+                -1
+            }
+        }
+        None => -1,
+    };
+    let claim = spawn_claim();
+    let argv = read_cmdline();
+    let mut ld = Ld {
+        actor: ActorId(0),
+        mode: Mode::Record,
+        pid: sys::getpid(),
+        fork_index: 0,
+        replay: None,
+        halt: None,
+        in_wait: false,
+        counters: Default::default(),
+        probes: Vec::new(),
+        symbols: Default::default(),
+        trace: None,
+        progress: std::ptr::null_mut(),
+        gd_fd: -1,
+        gd_pending: Vec::new(),
+        gd_path,
+        history_fd: -1,
+        full_fd: -1,
+        log_fd,
+        io_tid: AtomicI32::new(0),
+        passthrough_seen: 0,
+        argv,
+        preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
+    };
+    let first = ld.join(claim)?;
+    Some(Joined { ld, first })
+}
+
+/// An environment variable, read without allocating through libc's own hooks.
+fn getenv(name: &str) -> Option<Vec<u8>> {
+    let mut buf = [0u8; 512];
+    let cname = sys::cstr(name.as_bytes(), &mut buf)?;
+    // SAFETY: cname is NUL-terminated; getenv returns null or a NUL-terminated string that we
+    // copy at once.
+    unsafe {
+        let p = libc::getenv(cname);
+        if p.is_null() {
+            None
+        } else {
+            Some(std::ffi::CStr::from_ptr(p).to_bytes().to_vec())
+        }
+    }
+}
+
+/// `DDBX_SPAWN=<parent pid>:<parent actor>:<index>`, valid only for a direct child of that pid.
+fn spawn_claim() -> Claim {
+    let Some(value) = getenv(env::SPAWN) else {
+        return Claim::Unknown;
+    };
+    let text = String::from_utf8_lossy(&value);
+    let mut parts = text.split(':');
+    let (Some(pid), Some(actor), Some(index)) = (parts.next(), parts.next(), parts.next()) else {
+        return Claim::Unknown;
+    };
+    match (
+        pid.parse::<i32>(),
+        actor.parse::<ActorId>(),
+        index.parse::<u32>(),
+    ) {
+        (Ok(pid), Ok(parent), Ok(index)) if pid == sys::getppid() => Claim::Spawn { parent, index },
+        _ => Claim::Unknown,
+    }
+}
+
+fn read_cmdline() -> Vec<String> {
+    let fd = sys::open(b"/proc/self/cmdline", libc::O_RDONLY | libc::O_CLOEXEC, 0);
+    if fd < 0 {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = sys::read(fd, &mut chunk);
+        if n <= 0 {
+            break;
+        }
+        bytes.extend_from_slice(&chunk[..n as usize]);
+    }
+    sys::close(fd);
+    bytes
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+fn hostname() -> String {
+    // SAFETY: uname fills the zeroed struct, whose nodename is then a NUL-terminated string.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return "?".into();
+        }
+        std::ffi::CStr::from_ptr(u.nodename.as_ptr())
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+impl Ld {
+    /// Connects to the GD, learns who we are, and opens this image's history. Returns the
+    /// image's first event; `None`: run unrecorded (the GD is gone: the program carries on).
+    fn join(&mut self, claim: Claim) -> Option<Record> {
+        let fd = sys::connect_unix(&self.gd_path);
+        if fd < 0 {
+            sys::diag(
+                self.log_fd,
+                "ddbx-ld: cannot reach the GD; running unrecorded",
+            );
+            return None;
+        }
+        self.gd_fd = fds::mark_ours(sys::move_high(fd, fds::HIGH_FD));
+        self.gd_pending.clear();
+        self.send(&LdToGd::Hello {
+            protocol: PROTOCOL_VERSION,
+            pid: self.pid,
+            ppid: sys::getppid(),
+            claim,
+            argv: self.argv.clone(),
+        });
+        let reply = loop {
+            match self.receive() {
+                // Halting control: none comes before the Welcome (the GD attaches its writer
+                // after writing it), and there is no halting state to apply it to yet.
+                Some(
+                    GdToLd::RunUntil { .. }
+                    | GdToLd::Report
+                    | GdToLd::Release
+                    | GdToLd::Retarget { .. },
+                ) => continue,
+                other => break other,
+            }
+        };
+        let Some(reply) = reply else {
+            sys::diag(
+                self.log_fd,
+                "ddbx-ld: the GD did not answer Hello; running unrecorded",
+            );
+            return None;
+        };
+        match reply {
+            GdToLd::Welcome {
+                actor,
+                origin,
+                exec,
+                mode,
+                history_out,
+                state_file,
+                replay,
+                halting,
+            } => {
+                self.halt = halting.map(|h| HaltState::new(h.sp, h.target, h.epoch));
+                self.actor = actor;
+                self.mode = mode;
+                self.progress = map_progress(state_file.as_bytes());
+                if self.progress.is_null() {
+                    sys::diag(self.log_fd, "ddbx-ld: cannot map the actor state file");
+                    return None;
+                }
+                self.start_tracing(replay.as_ref());
+                if let Some(path) = history_out {
+                    self.open_histories(path);
+                }
+                if let Some(plan) = replay {
+                    self.load_replay(plan);
+                }
+                Some(self.first_record(origin, exec))
+            }
+            GdToLd::Refuse { why } => {
+                sys::diag(self.log_fd, &why);
+                // The GD stops the session; this process must not run on unreplayed.
+                self.wait_for_the_end(ddbx_wire::exit::DIVERGED)
+            }
+            _ => None,
+        }
+    }
+
+    /// Starts (or, in a forked child, carries on) optimal tracing: when recording with
+    /// `DDBX_TRACE=optimal`, or replaying an optimally traced history.
+    fn start_tracing(&mut self, replay: Option<&ReplayPlan>) {
+        let recording = self.mode == Mode::Record;
+        let optimal = match (replay, self.mode) {
+            (None, Mode::Record) => getenv(env::TRACE).is_some_and(|v| v == b"optimal"),
+            (Some(plan), _) => {
+                ddbx_wire::history::trace_of(std::path::Path::new(&plan.history))
+                    == ddbx_wire::history::Trace::Optimal
+            }
+            _ => false,
+        };
+        let me = self.actor.0;
+        match self.trace.as_mut() {
+            // A forked child keeps its parent's clock.
+            Some(t) if optimal => {
+                t.become_child(me);
+                t.recording = recording;
+            }
+            _ if optimal => {
+                self.trace = crate::trace::Tracer::new(recording, me, &self.gd_path);
+            }
+            _ => self.trace = None,
+        }
+    }
+
+    /// Opens the history at `path` (and, under `DDBX_TRACE_CHECK`, the full one beside it).
+    fn open_histories(&mut self, path: String) {
+        let optimal = self.trace.is_some();
+        self.history_fd = super::journal::open_history(path.as_bytes(), self.actor, optimal);
+        if optimal && getenv(env::TRACE_CHECK).is_some() {
+            let mut full = path.into_bytes();
+            full.extend_from_slice(b".full");
+            self.full_fd = super::journal::open_history(&full, self.actor, false);
+        }
+    }
+
+    /// Loads the history to replay. An exec'd image continues the actor's variables where they
+    /// stood. A history that cannot be loaded stops the session.
+    fn load_replay(&mut self, plan: ReplayPlan) {
+        let history = match ddbx_wire::History::load(std::path::Path::new(&plan.history)) {
+            Ok(h) => h,
+            Err(e) => self.unsupported(format!("cannot load its history: {e}")),
+        };
+        if let Some(halt) = self.halt.as_mut() {
+            halt.bystander = ddbx_wire::history::is_bystander(&history.records);
+        }
+        let done = (self.events() as usize).min(history.records.len());
+        for r in &history.records[..done] {
+            self.counters.count(r);
+            if let Record::Probe { name, value } = r {
+                self.probes.push(super::ProbeValue {
+                    name: name.clone(),
+                    value: *value,
+                });
+            }
+        }
+        self.replay = Some(ReplayState {
+            records: history.records,
+            accepts: plan.accepts,
+            killed_by: plan.killed_by,
+            kept: Vec::new(),
+            outside_peers: Vec::new(),
+            external_connects: plan.external_connects,
+            observe: plan
+                .observe
+                .into_iter()
+                .map(|(name, ty)| ObservedGlobal {
+                    name,
+                    ty,
+                    last: None,
+                })
+                .collect(),
+        });
+    }
+
+    /// The image's first event: `Exec` for an exec'd image of the actor, else `Start`.
+    fn first_record(&self, origin: Origin, exec: bool) -> Record {
+        if exec {
+            Record::Exec {
+                argv: self.argv.clone(),
+            }
+        } else {
+            Record::Start {
+                pid: self.pid,
+                ppid: sys::getppid(),
+                origin,
+                argv: self.argv.clone(),
+                host: hostname(),
+            }
+        }
+    }
+
+    /// In a forked child: becomes the new actor, with its own GD connection, progress and
+    /// history. Returns its first event; `None`: the child runs unrecorded.
+    pub fn become_child(&mut self) -> Option<Record> {
+        let parent = self.actor;
+        let index = self.fork_index;
+        for fd in [self.gd_fd, self.history_fd, self.full_fd] {
+            if fd >= 0 {
+                fds::forget_ours(fd);
+                sys::close(fd);
+            }
+        }
+        self.gd_fd = -1;
+        self.history_fd = -1;
+        self.full_fd = -1;
+        if !self.progress.is_null() {
+            // SAFETY: unmapping the parent's mapping (PROGRESS_BYTES, from `map_progress`) in
+            // this child only; nothing refers to it any more.
+            unsafe { libc::munmap(self.progress.cast(), PROGRESS_BYTES) };
+            self.progress = std::ptr::null_mut();
+        }
+        if let Some(r) = self.replay.take() {
+            for kept in r.kept {
+                sys::close(kept.fd);
+            }
+            for peer in r.outside_peers {
+                sys::close(peer.ld_end);
+            }
+        }
+        self.pid = sys::getpid();
+        crate::guard::forget_tid();
+        self.io_tid = AtomicI32::new(0);
+        self.passthrough_seen = 0;
+        self.counters = Default::default();
+        self.probes.clear();
+        self.halt = None;
+        self.join(Claim::Fork { parent, index })
+    }
+
+    /// Tells the GD that this process exits with `status`, after its last event.
+    pub fn announce_exit(&mut self, status: c_int) {
+        let msg = LdToGd::Exiting {
+            actor: self.actor,
+            events: self.events(),
+            status: ddbx_wire::manifest::ExitStatus::Exited(status),
+        };
+        self.send(&msg);
+    }
+}
+
+/// Maps the actor's progress file (creating it one page long); null if it cannot.
+fn map_progress(path: &[u8]) -> *mut super::ActorProgress {
+    let fd = sys::open(path, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600);
+    if fd < 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: sizing and mapping a file we just opened; the kernel checks the arguments.
+    let p = unsafe {
+        if libc::syscall(libc::SYS_fallocate, fd, 0, 0, PROGRESS_BYTES as libc::off_t) != 0
+            && libc::syscall(libc::SYS_ftruncate, fd, PROGRESS_BYTES as libc::off_t) != 0
+        {
+            sys::close(fd);
+            return std::ptr::null_mut();
+        }
+        libc::mmap(
+            std::ptr::null_mut(),
+            PROGRESS_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    sys::close(fd);
+    if p == libc::MAP_FAILED {
+        std::ptr::null_mut()
+    } else {
+        p.cast()
+    }
+}

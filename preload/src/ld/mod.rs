@@ -1,0 +1,315 @@
+//! The local debugger's state for this process image: who it is (actor id, mode), how far the
+//! actor has got, its connection to the GD, its history (written in record, followed in
+//! replay), and what replay and halting keep between calls.
+//!
+//! This module is the bottom of the LD proper: it knows the state and how to talk to the GD
+//! ([`gd`]), write the history ([`journal`]), start or fork an image ([`lifecycle`]) and
+//! prepare an exec ([`exec`]). It
+//! never decides what a call does in record or replay, and never holds the actor at a halting
+//! gate: `record/`, `replay/` and `halting.rs` build on it, and the hooks drive them.
+//!
+//! Hooks reach the state through [`running`] (after `hooks::active` has started it): `None`
+//! means "pass straight through" (no GD in the environment, the GD unreachable, or the LD still
+//! starting or already off).
+
+pub mod exec;
+pub mod gd;
+pub mod journal;
+pub mod lifecycle;
+
+use ddbx_wire::counters::Counters;
+use ddbx_wire::history::Record;
+use ddbx_wire::pred::{Expr, MemType};
+use ddbx_wire::proto::{AcceptPlan, Mode};
+use ddbx_wire::{ActorId, env};
+use libc::c_int;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+use crate::symbols::Symbols;
+use crate::trace::Tracer;
+
+/// How far the actor has got, kept in a file that every image of the actor maps (it survives
+/// exec, so an exec'd image counts on where the previous one stopped).
+#[repr(C)]
+pub struct ActorProgress {
+    /// Events executed (record: written; replay: consumed).
+    events: AtomicU64,
+    /// Children created so far (fork and posix_spawn share the counter).
+    children: AtomicU32,
+}
+
+/// The actor whose connect event made a connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Connector {
+    /// The connecting actor.
+    pub actor: ActorId,
+    /// Its connect event.
+    pub event: u64,
+}
+
+/// A connection accepted early (before the accept it belongs to), kept out of the program's
+/// way until that accept asks for it.
+pub struct KeptConnection {
+    /// The LD's fd of the connection (at [`crate::fds::KEPT_FDS`] or above).
+    pub fd: c_int,
+    /// The listening socket it was accepted on.
+    pub listener: c_int,
+    /// Who connected, when the GD knew.
+    pub connector: Option<Connector>,
+}
+
+/// A connection to a peer outside the session, whose side the LD plays in replay.
+pub struct OutsidePeer {
+    /// The program's fd.
+    pub fd: c_int,
+    /// The LD's end of the socketpair that stands in for the connection.
+    pub ld_end: c_int,
+    /// Indexes (0-based, into the history) of the receives whose bytes were fed.
+    pub fed: Vec<usize>,
+}
+
+/// A global of the program the GD asked to observe in replay.
+pub struct ObservedGlobal {
+    /// Its symbol name.
+    pub name: String,
+    /// How to read it.
+    pub ty: MemType,
+    /// The value last reported to the GD.
+    pub last: Option<i64>,
+}
+
+/// A value the program published with `ddbx_set`.
+pub struct ProbeValue {
+    /// The variable's name.
+    pub name: String,
+    /// Its value from then on.
+    pub value: i64,
+}
+
+/// What replay follows and keeps between calls.
+pub struct ReplayState {
+    /// The recorded history; event k is `records[k - 1]`.
+    pub records: Vec<Record>,
+    /// Each accept's connecting actor and connect event.
+    pub accepts: Vec<AcceptPlan>,
+    /// The record ended with this signal after the last record.
+    pub killed_by: Option<i32>,
+    /// Connections accepted early, kept for the accept they belong to.
+    pub kept: Vec<KeptConnection>,
+    /// Connections to outside peers, played by the LD.
+    pub outside_peers: Vec<OutsidePeer>,
+    /// Connect events whose peer was outside the session.
+    pub external_connects: Vec<u64>,
+    /// Globals to report after each event when they change.
+    pub observe: Vec<ObservedGlobal>,
+}
+
+/// This actor's part of a halting replay (`halting.rs` runs it).
+pub struct HaltState {
+    /// This actor's simple predicate (`None`: it has none, i.e. it is always satisfied).
+    pub sp: Option<Expr>,
+    /// Run at least until this many events have been executed (what others asked of us).
+    pub target: u64,
+    /// `Release`d: halting is over, run freely.
+    pub released: bool,
+    /// A `Passive` note was sent for the current wait.
+    pub passive_sent: bool,
+    /// ... and one saying that the actor waits at a gate.
+    pub at_gate_sent: bool,
+    /// `Retarget`s received (echoed in `Passive`).
+    pub epoch: u64,
+    /// The actor does nothing ddbx can hold it at (no socket or probe events: a shell's
+    /// helper talking through pipes): it runs freely.
+    pub bystander: bool,
+}
+
+impl HaltState {
+    /// Halting with this simple predicate, initial target and epoch.
+    pub fn new(sp: Option<Expr>, target: u64, epoch: u64) -> HaltState {
+        HaltState {
+            sp,
+            target,
+            released: false,
+            passive_sent: false,
+            at_gate_sent: false,
+            epoch,
+            bystander: false,
+        }
+    }
+}
+
+/// The LD of this process image.
+pub struct Ld {
+    /// This actor.
+    pub actor: ActorId,
+    /// Record or replay.
+    pub mode: Mode,
+    /// Our process id (to tell a forked child's inherited state from its own).
+    pub pid: c_int,
+    /// The child number of the fork under way (claimed before it, used after it).
+    pub fork_index: u32,
+    /// Replay state (replay mode only).
+    pub replay: Option<ReplayState>,
+    /// Halting replay state (`None`: not halting).
+    pub halt: Option<HaltState>,
+    /// The call being replayed would block (a receive, accept, connect, readiness wait).
+    pub in_wait: bool,
+    /// Built-in counters.
+    pub counters: Counters,
+    /// Probe values published by the program, in order.
+    pub probes: Vec<ProbeValue>,
+    /// Globals of the program read by symbol name.
+    pub symbols: Symbols,
+    /// Optimal tracing (record with `DDBX_TRACE=optimal`, or replay of such a history).
+    pub trace: Option<Tracer>,
+    /// The actor's progress file, mapped (see [`lifecycle`]).
+    progress: *mut ActorProgress,
+    /// The connection to the GD (see [`gd`]).
+    gd_fd: c_int,
+    /// Bytes read from the GD that do not end a line yet.
+    gd_pending: Vec<u8>,
+    /// The GD's socket path (`DDBX_GD`), passed on to exec'd images.
+    gd_path: Vec<u8>,
+    /// The history being written (see [`journal`]).
+    history_fd: c_int,
+    /// `DDBX_TRACE_CHECK`: the full history written next to the optimal one.
+    full_fd: c_int,
+    /// `DDBX_LD_LOG`: where the LD's own diagnostics go (never the program's stderr).
+    log_fd: c_int,
+    /// The thread doing this process's socket I/O (0: none yet).
+    io_tid: AtomicI32,
+    /// Kinds of unrecorded I/O already reported (bits of `hooks::passthrough`).
+    passthrough_seen: u32,
+    /// The program's command line.
+    argv: Vec<String>,
+    /// `LD_PRELOAD` as we were started with it, passed on to exec'd images.
+    preload_env: Vec<u8>,
+}
+
+/// Not started yet.
+const UNINIT: u32 = 0;
+/// [`lifecycle::start`] is running.
+const STARTING: u32 = 1;
+/// Running: hooks record or replay.
+const ACTIVE: u32 = 2;
+/// Off for good in this image: hooks pass through.
+const OFF: u32 = 3;
+
+static PHASE: AtomicU32 = AtomicU32::new(UNINIT);
+
+struct Slot(UnsafeCell<Option<Ld>>);
+// SAFETY: the LD is driven by one thread at a time: socket I/O from a second thread is refused
+// (see `Ld::check_thread`), and fork/exit handlers run while the process is single-threaded or
+// in the thread doing the I/O.
+unsafe impl Sync for Slot {}
+static LD: Slot = Slot(UnsafeCell::new(None));
+
+fn slot() -> &'static mut Option<Ld> {
+    // SAFETY: one thread at a time, see `Slot`; nobody keeps the reference across a call that
+    // could hand out another one (hooks are not re-entered: the guard).
+    unsafe { &mut *LD.0.get() }
+}
+
+/// The LD, if it is running. It does not start it: hooks use `hooks::active`, which does.
+pub fn running() -> Option<&'static mut Ld> {
+    if PHASE.load(Ordering::Acquire) == ACTIVE {
+        slot().as_mut()
+    } else {
+        None
+    }
+}
+
+/// Whether nothing has tried to start the LD in this image yet.
+pub fn unstarted() -> bool {
+    PHASE.load(Ordering::Acquire) == UNINIT
+}
+
+/// Claims the start of the LD: true for the one caller that must start it.
+pub fn claim_start() -> bool {
+    PHASE
+        .compare_exchange(UNINIT, STARTING, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+/// The LD has started: from now on hooks record or replay through it.
+pub fn install(ld: Ld) {
+    *slot() = Some(ld);
+    PHASE.store(ACTIVE, Ordering::Release);
+}
+
+/// The LD is off for the rest of this image: hooks pass through.
+pub fn stop() {
+    PHASE.store(OFF, Ordering::Release);
+}
+
+impl Ld {
+    fn progress(&self) -> &ActorProgress {
+        // SAFETY: mapped by `lifecycle` before the LD is installed, for the life of this image
+        // (a forked child maps its own before it records anything).
+        unsafe { &*self.progress }
+    }
+
+    /// Events executed so far by this actor.
+    pub fn events(&self) -> u64 {
+        self.progress().events.load(Ordering::Relaxed)
+    }
+
+    /// Counts one more executed event.
+    fn count_event(&self) {
+        self.progress().events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Claims the next child number (fork or posix_spawn).
+    pub fn next_child(&mut self) -> u32 {
+        self.progress().children.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Replay: the next record this actor must produce, if the history has one.
+    pub fn next_record(&self) -> Option<&Record> {
+        let replay = self.replay.as_ref()?;
+        replay.records.get(self.events() as usize)
+    }
+
+    /// Replay: the last record this actor produced.
+    pub fn last_record(&self) -> Option<&Record> {
+        let replay = self.replay.as_ref()?;
+        let done = self.events() as usize;
+        done.checked_sub(1).and_then(|i| replay.records.get(i))
+    }
+
+    /// The environment entries every exec'd image needs (`LD_PRELOAD=…`, `DDBX_GD=…`).
+    pub fn required_env(&self) -> [(&'static str, &[u8]); 2] {
+        [
+            ("LD_PRELOAD", &self.preload_env),
+            (env::GD_SOCKET, &self.gd_path),
+        ]
+    }
+
+    /// The LD's own fds, sorted (for close_range).
+    pub fn own_fds(&self) -> Vec<c_int> {
+        let mut v: Vec<c_int> = [self.gd_fd, self.history_fd, self.log_fd, self.full_fd]
+            .into_iter()
+            .filter(|fd| *fd >= 0)
+            .collect();
+        if let Some(t) = &self.trace {
+            v.extend(t.own_fds());
+        }
+        if let Some(r) = &self.replay {
+            v.extend(r.kept.iter().map(|k| k.fd));
+            v.extend(r.outside_peers.iter().map(|p| p.ld_end));
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// Moves our fd off `fd` (the program wants that number, e.g. dup2 onto it).
+    pub fn evacuate(&mut self, fd: c_int) {
+        for own in [&mut self.gd_fd, &mut self.history_fd, &mut self.log_fd] {
+            if *own == fd && fd >= 0 {
+                crate::fds::forget_ours(fd);
+                *own = crate::fds::mark_ours(crate::sys::move_high(fd, crate::fds::HIGH_FD));
+            }
+        }
+    }
+}

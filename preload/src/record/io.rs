@@ -1,0 +1,122 @@
+//! Record of data on channel ends: receives and sends (the read/write, recv/send families).
+
+use crate::ld::Ld;
+use crate::sys;
+use crate::trace::Decision;
+use ddbx_wire::history::{Call, Data};
+use ddbx_wire::{Errno, Record};
+use libc::c_int;
+
+/// Whether the bytes on `fd` are kept while recording: a stream socket whose peer may be
+/// outside the session (not one end of a socketpair). The GD drops the bytes of channels
+/// between two recorded processes when the record ends.
+fn keeps_bytes(fd: c_int) -> bool {
+    crate::fds::kind(fd) & crate::fds::PAIRED == 0
+}
+
+/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`;
+/// `gather(n)` copies the first `n` bytes received.
+pub fn recv(
+    ld: &mut Ld,
+    fd: c_int,
+    len: usize,
+    mut call: impl FnMut(usize) -> isize,
+    gather: impl Fn(usize) -> Vec<u8>,
+) -> isize {
+    let r = call(len);
+    let err = sys::errno();
+    if ld.trace.is_some() {
+        // Bytes are kept only from peers that describe none (outside the session).
+        let (decision, described) = match ld.trace.as_mut() {
+            Some(t) if r >= 0 => t.received(fd, len, r as usize),
+            _ => (Decision::Logged, false),
+        };
+        let data = (r > 0 && keeps_bytes(fd) && !described).then(|| gather(r as usize));
+        ld.emit_decided(&received(fd, r, err, data), decision);
+    } else {
+        let data = (r > 0 && keeps_bytes(fd)).then(|| gather(r as usize));
+        ld.emit(&received(fd, r, err, data));
+    }
+    sys::set_errno(err);
+    r
+}
+
+/// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`;
+/// `gather(offset, n)` copies those bytes.
+pub fn send(
+    ld: &mut Ld,
+    fd: c_int,
+    len: usize,
+    mut call: impl FnMut(usize, usize) -> isize,
+    gather: impl Fn(usize, usize) -> Vec<u8>,
+) -> isize {
+    if ld.trace.is_none() {
+        let r = call(0, len);
+        let err = sys::errno();
+        let data = (r > 0 && keeps_bytes(fd))
+            .then(|| gather(0, r as usize))
+            .filter(|d| d.len() == r as usize); // sendfile's bytes are not at hand
+        ld.emit(&sent(fd, r, err, data));
+        sys::set_errno(err);
+        return r;
+    }
+    let events = ld.events() + 1;
+    let token = ld
+        .trace
+        .as_mut()
+        .and_then(|t| t.before_send(fd, len, events));
+    let r = call(0, len);
+    let err = sys::errno();
+    if let Some(t) = ld.trace.as_mut() {
+        t.after_send(token, r);
+    }
+    // A send that took everything is what replay does anyway; a partial or failed
+    // one is logged, with its bytes when no side channel says the peer is ours.
+    if r >= 0 && r as usize == len && len > 0 {
+        ld.emit_decided(&sent(fd, r, err, None), Decision::Untraced);
+    } else {
+        let data = (r > 0 && keeps_bytes(fd) && token.is_none())
+            .then(|| gather(0, r as usize))
+            .filter(|d| d.len() == r as usize);
+        ld.emit(&sent(fd, r, err, data));
+    }
+    sys::set_errno(err);
+    r
+}
+
+/// The record of a receive that returned `r` (errno `err` when negative); `data` is what it
+/// received, when the bytes are to be kept (the peer may be outside the session).
+pub fn received(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
+    if r >= 0 {
+        Record::Recv {
+            fd,
+            n: r as u64,
+            data: data.map(Data),
+        }
+    } else if err == libc::EAGAIN {
+        Record::NoData { fd }
+    } else {
+        Record::Fail {
+            call: Call::Recv,
+            fd,
+            err: Errno(err),
+        }
+    }
+}
+
+/// The record of a send that returned `r`; `data` is what it sent, when the bytes are kept.
+pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
+    if r >= 0 {
+        Record::Send {
+            fd,
+            n: r as u64,
+            data: data.map(Data),
+        }
+    } else {
+        Record::Fail {
+            call: Call::Send,
+            fd,
+            err: Errno(err),
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Where replay stands in the actor's history, and the three moves every replayed event makes:
+//! [`follow`] (the next record must be what the program does now), [`advance`] (it happened),
+//! and [`diverge`] (it did something else: the replay stops).
+//!
+//! The entry of every event goes through [`gate`]: the globals the GD observes are reported,
+//! and a halting replay may hold the actor there (`halting.rs`). So a halting replay sees
+//! every event, whichever call family it belongs to.
+
+use crate::halting;
+use crate::ld::Ld;
+use crate::sys;
+use ddbx_wire::history::Record;
+use ddbx_wire::proto::{LdToGd, Mode};
+
+/// At the entry of the next event: reports the observed globals that changed, then lets a
+/// halting replay hold the actor. Nothing while recording.
+pub fn gate(ld: &mut Ld) {
+    if ld.mode != Mode::Replay {
+        return;
+    }
+    observe_memory(ld);
+    halting::gate(ld);
+}
+
+/// The next record, which must satisfy `fits`; otherwise the replay diverged here (`found`
+/// says what the program did), or the record ended here with a kill.
+pub fn follow(ld: &mut Ld, fits: impl Fn(&Record) -> bool, found: impl Fn() -> String) -> Record {
+    gate(ld);
+    match ld.next_record() {
+        Some(r) if fits(r) => r.clone(),
+        _ => diverge(ld, &found()),
+    }
+}
+
+/// The next record, which must be `expected` exactly; otherwise the replay diverged here.
+pub fn follow_exactly(ld: &mut Ld, expected: &Record) {
+    follow(ld, |r| r == expected, || expected.to_line());
+}
+
+/// The event has happened as recorded; `observed` goes to the replay's history.
+pub fn advance(ld: &mut Ld, observed: &Record) {
+    ld.emit(observed);
+    halting::after_event(ld);
+}
+
+/// The program did `found`, which its history does not expect. Reports to the GD (which
+/// stops every actor) and never returns.
+pub fn diverge(ld: &mut Ld, found: &str) -> ! {
+    let event = ld.events() + 1;
+    let events = ld.events();
+    let killed_by = ld.replay.as_ref().and_then(|r| r.killed_by);
+    if ld.in_wait && matches!(ld.next_record(), Some(Record::Exit { .. })) {
+        // In the record, a signal ended the process while it waited in this very call
+        // (its handler exited): wait here, with signals delivered, for the same to happen.
+        wait_here_for_the_end(ld, events);
+    }
+    let expected = match ld.next_record() {
+        Some(r) => r.to_line(),
+        None => {
+            if let Some(sig) = killed_by {
+                // The recorded process died here: so does this one.
+                sys::kill_self(sig);
+                sys::kill_self(libc::SIGKILL);
+            }
+            let ended_by_exit = matches!(ld.last_record(), Some(Record::Exit { .. }));
+            if !ended_by_exit {
+                // The recorded process was killed here (by another process, or ddbx
+                // stopped): wait here, as it did, until the same happens again or the
+                // replay ends.
+                wait_here_for_the_end(ld, events);
+            }
+            "the end of the history (the recorded process did nothing more)".into()
+        }
+    };
+    let msg = LdToGd::Diverged {
+        actor: ld.actor,
+        event,
+        expected,
+        found: found.to_string(),
+    };
+    ld.send(&msg);
+    ld.wait_for_the_end(ddbx_wire::exit::DIVERGED)
+}
+
+/// The record ended here, after `events` events: tells the GD this actor is at its end and
+/// waits for the session to end.
+fn wait_here_for_the_end(ld: &mut Ld, events: u64) -> ! {
+    let msg = LdToGd::AtEnd {
+        actor: ld.actor,
+        events,
+    };
+    ld.send(&msg);
+    ld.wait_for_the_end(ddbx_wire::exit::DIVERGED)
+}
+
+/// [`follow`] only returns records its predicate accepted; this is for the compiler.
+pub fn unreachable_record(ld: &mut Ld) -> ! {
+    diverge(
+        ld,
+        "an internal inconsistency in ddbx's replay (please report)",
+    )
+}
+
+/// The process calls a readiness wait where its history ends with its exit, so in the record
+/// a signal came during this call and the program exited because of it (socat's SIGTERM
+/// handler only notes the signal; the interrupted select returns EINTR and socat exits). Tells
+/// the GD this actor is at its end, then waits until a signal handler of the program has run
+/// (returns: the caller fails the call with EINTR, not recorded, as a record ending there has
+/// nothing after it) or the replay ends (never returns).
+///
+/// The signal may have come already, before the process reached this call (socat then only
+/// finds out in its loop): a program with signal handlers is also woken every 100 ms with
+/// EINTR, which it must expect from such a call anyway, so that it looks again. This is a
+/// liveness check, not an ordering: nothing is recorded or compared for it.
+pub fn wait_for_a_signal(ld: &mut Ld) {
+    let msg = LdToGd::AtEnd {
+        actor: ld.actor,
+        events: ld.events(),
+    };
+    ld.send(&msg);
+    loop {
+        if !ld.gd_message_buffered() {
+            // ppoll is never restarted after a handler: EINTR says one ran.
+            let handlers = sys::has_signal_handlers();
+            let r = ld.poll_gd(if handlers { 100 } else { -1 });
+            if (r < 0 && sys::errno() == libc::EINTR) || (r == 0 && handlers) {
+                return;
+            }
+            if r <= 0 {
+                continue;
+            }
+        }
+        match ld.receive() {
+            Some(msg) => {
+                halting::control(ld, msg);
+            }
+            None => sys::exit_group(ddbx_wire::exit::DIVERGED),
+        }
+    }
+}
+
+/// At the entry of an event: reads the globals the GD asked to observe and reports those that
+/// changed, as their values after the events executed so far (the GD evaluates traces and
+/// predicates over memory from these values; a halting LD evaluates its own predicate at the
+/// same point).
+fn observe_memory(ld: &mut Ld) {
+    if ld.replay.as_ref().is_none_or(|r| r.observe.is_empty()) {
+        return;
+    }
+    let events = ld.events();
+    let actor = ld.actor;
+    let Some(replay) = ld.replay.as_mut() else {
+        return;
+    };
+    let mut notes = Vec::new();
+    for global in &mut replay.observe {
+        let value = ld.symbols.read(&global.name, global.ty);
+        if let Some(v) = value
+            && global.last != Some(v)
+        {
+            global.last = Some(v);
+            notes.push(LdToGd::Observed {
+                actor,
+                events,
+                name: global.name.clone(),
+                value: v,
+            });
+        }
+    }
+    let saved = sys::errno();
+    for note in &notes {
+        ld.send(note);
+    }
+    sys::set_errno(saved);
+}

@@ -1,0 +1,61 @@
+//! Replay of the process family: the image's start (or exec), fork, posix_spawn and exit must
+//! come where the history has them; a halting replay may hold the actor before a fork, and
+//! makes sure that what the actor waits for outside its events (a child's exit) is under way.
+
+use super::cursor;
+use crate::halting;
+use crate::ld::Ld;
+use ddbx_wire::history::Record;
+use libc::c_int;
+
+/// The image's first event (`Start`, or `Exec` for an exec'd image). The program must be the
+/// same; its arguments may carry run details that ddbx does not replay yet (a mktemp name, a
+/// pid).
+pub fn start(ld: &mut Ld, first: &Record) {
+    let fits = match (first, ld.next_record()) {
+        (Record::Exec { argv: now }, Some(Record::Exec { argv })) => argv.first() == now.first(),
+        (Record::Start { .. }, Some(Record::Start { .. })) => true,
+        _ => false,
+    };
+    if !fits {
+        cursor::diverge(ld, &first.to_line());
+    }
+    cursor::advance(ld, first);
+}
+
+/// Before a fork: a halting replay may hold the actor at it.
+pub fn before_fork(ld: &mut Ld) {
+    cursor::gate(ld);
+}
+
+/// After a fork, in the parent: the fork of child number `ld.fork_index`.
+pub fn fork(ld: &mut Ld) {
+    let record = Record::Fork {
+        index: ld.fork_index,
+    };
+    cursor::follow_exactly(ld, &record);
+    cursor::advance(ld, &record);
+}
+
+/// A posix_spawn of child number `index`.
+pub fn spawn(ld: &mut Ld, index: u32) {
+    let record = Record::Spawn { index };
+    cursor::follow_exactly(ld, &record);
+    cursor::advance(ld, &record);
+}
+
+/// The exit of this process with `status`: the history must end with the same exit.
+pub fn exit(ld: &mut Ld, status: c_int) {
+    cursor::follow(
+        ld,
+        |r| matches!(r, Record::Exit { status: s } if *s == status),
+        || format!("exit with status {status}"),
+    );
+    cursor::advance(ld, &Record::Exit { status });
+}
+
+/// Before the program blocks waiting for a child (not an event): whatever the actor's next
+/// event needs (its children's exits, for its own exit) must be under way.
+pub fn before_wait(ld: &mut Ld) {
+    halting::before_blocking(ld);
+}

@@ -1,0 +1,365 @@
+//! Replay of connections.
+//!
+//! Connect: a recorded refusal is refused; a recorded success waits until the peer listens
+//! (retrying while it is not up yet), then tells the GD its address so that the acceptor can
+//! recognise it.
+//!
+//! Accept: the recorded peer's connection, whatever order connections arrive in. Connections
+//! that arrive early are kept (at high fd numbers, out of the program's way) and handed out by
+//! the later accept they belong to: the paper's dummy accept. A peer outside the session is
+//! played by the LD (`external.rs`).
+
+use super::Backoff;
+use super::cursor::{self, unreachable_record};
+use crate::halting;
+use crate::ld::{Connector, KeptConnection, Ld};
+use crate::record::socket::{accepted, connected};
+use crate::{fds, real, sys};
+use ddbx_wire::history::Call;
+use ddbx_wire::proto::{GdToLd, LdToGd};
+use ddbx_wire::{Errno, Record};
+use libc::{c_int, sockaddr, socklen_t};
+
+/// A connect of `fd` to `addr`.
+///
+/// # Safety
+/// `addr`/`len` as for connect.
+pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    // SAFETY: the program's address, as for connect.
+    let remote = unsafe { fds::format_addr(addr, len) };
+    let rec = cursor::follow(
+        ld,
+        |r| matches!(r, Record::Connect { fd: f, .. } if *f == fd),
+        || format!("a connect on fd {fd} to {remote}"),
+    );
+    let Record::Connect { err, .. } = rec else {
+        unreachable_record(ld)
+    };
+    if let Some(e) = err
+        && e != Errno::EINPROGRESS
+    {
+        let observed = connected(fd, remote, -1, e.0);
+        cursor::advance(ld, &observed);
+        sys::set_errno(e.0);
+        return -1;
+    }
+    let event = ld.events() + 1;
+    let external = ld
+        .replay
+        .as_ref()
+        .is_some_and(|r| r.external_connects.contains(&event));
+    if external {
+        // A server outside the session: the LD plays it.
+        let nonblock = sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0;
+        super::external::open(ld, Some(fd), nonblock);
+        cursor::advance(ld, &rec);
+        return match err {
+            None => 0,
+            Some(e) => {
+                sys::set_errno(e.0);
+                -1
+            }
+        };
+    }
+    // SAFETY: as the caller promises.
+    unsafe { connect_when_listening(ld, fd, addr, len, &remote) };
+    let local = fds::socket_addr(fd, false);
+    let note = LdToGd::Connected {
+        actor: ld.actor,
+        event,
+        local: local.clone(),
+        remote: remote.clone(),
+    };
+    ld.send(&note);
+    let observed = Record::Connect {
+        fd,
+        err,
+        local,
+        remote,
+    };
+    cursor::advance(ld, &observed);
+    match err {
+        None => 0,
+        Some(e) => {
+            sys::set_errno(e.0);
+            -1
+        }
+    }
+}
+
+/// Connects `fd` to `addr` for real, blocking, retrying until the peer listens (it may not be
+/// up yet); the program's blocking mode is restored afterwards.
+///
+/// # Safety
+/// `addr`/`len` as for connect(2).
+unsafe fn connect_when_listening(
+    ld: &mut Ld,
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+    remote: &str,
+) {
+    let flags = sys::fcntl(fd, libc::F_GETFL, 0);
+    if flags & libc::O_NONBLOCK != 0 {
+        sys::fcntl(
+            fd,
+            libc::F_SETFL,
+            (flags & !libc::O_NONBLOCK) as libc::c_long,
+        );
+    }
+    let mut backoff = Backoff::new();
+    loop {
+        // SAFETY: the program's address, as the caller promises.
+        let r = unsafe { real::connect(fd, addr, len) };
+        let e = sys::errno();
+        if r == 0 || e == libc::EISCONN {
+            break;
+        }
+        match e {
+            libc::EINTR => {}
+            libc::ECONNREFUSED | libc::ENOENT | libc::EAGAIN => backoff.pause(),
+            _ => {
+                let name = Errno(e);
+                cursor::diverge(
+                    ld,
+                    &format!("a connect on fd {fd} to {remote} that failed with {name}"),
+                );
+            }
+        }
+    }
+    if flags & libc::O_NONBLOCK != 0 {
+        sys::fcntl(fd, libc::F_SETFL, flags as libc::c_long);
+    }
+}
+
+/// An accept on listening socket `fd` with accept4 `flags`.
+///
+/// # Safety
+/// `addr`/`len` as for accept4.
+pub unsafe fn accept(
+    ld: &mut Ld,
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    ld.in_wait = true;
+    let rec = cursor::follow(
+        ld,
+        |r| match r {
+            Record::Accept { fd: f, .. } => *f == fd,
+            Record::Fail {
+                call: Call::Accept,
+                fd: f,
+                ..
+            } => *f == fd,
+            _ => false,
+        },
+        || format!("an accept on fd {fd}"),
+    );
+    ld.in_wait = false;
+    let new_fd = match rec {
+        Record::Fail { err, .. } => {
+            cursor::advance(ld, &rec);
+            sys::set_errno(err.0);
+            return -1;
+        }
+        Record::Accept { new_fd, .. } => new_fd,
+        _ => unreachable_record(ld),
+    };
+    let event = ld.events() + 1;
+    let expected = ld
+        .replay
+        .as_ref()
+        .and_then(|r| r.accepts.iter().find(|a| a.event == event))
+        .map(|a| Connector {
+            actor: a.peer,
+            event: a.peer_event,
+        });
+    let got = match expected {
+        Some(connector) => take_connection_from(ld, fd, connector),
+        // A peer outside the session: the LD plays it.
+        None => super::external::open(ld, None, false),
+    };
+    if got < 0 {
+        let err = sys::errno();
+        cursor::diverge(
+            ld,
+            &format!("an accept on fd {fd} that failed (errno {err})"),
+        );
+    }
+    set_accept_flags(got, flags);
+    if got != new_fd {
+        cursor::diverge(
+            ld,
+            &format!(
+                "an accept on fd {fd} that returned fd {got} where the record had fd {new_fd}"
+            ),
+        );
+    }
+    let external = super::external::is_outside(ld, got);
+    if !addr.is_null() && !len.is_null() && !external {
+        // SAFETY: the program's buffers, as for accept4.
+        unsafe { real::getpeername(got, addr, len) };
+    }
+    if external && let Record::Accept { remote, .. } = &rec {
+        // The recorded peer's address, as the program saw it.
+        // SAFETY: the program's buffers, as for accept4.
+        unsafe { fill_addr(remote, addr, len) };
+    }
+    let observed = if external {
+        rec.clone()
+    } else {
+        accepted(fd, got, 0)
+    };
+    cursor::advance(ld, &observed);
+    got
+}
+
+/// Gives an accepted connection the flags the program's accept4 asked for (non-blocking,
+/// close-on-exec), and notes it as a channel end.
+fn set_accept_flags(got: c_int, flags: c_int) {
+    let fl = sys::fcntl(got, libc::F_GETFL, 0);
+    let fl = if flags & libc::SOCK_NONBLOCK != 0 {
+        fl | libc::O_NONBLOCK
+    } else {
+        fl & !libc::O_NONBLOCK
+    };
+    sys::fcntl(got, libc::F_SETFL, fl as libc::c_long);
+    let cloexec = if flags & libc::SOCK_CLOEXEC != 0 {
+        libc::FD_CLOEXEC
+    } else {
+        0
+    };
+    sys::fcntl(got, libc::F_SETFD, cloexec as libc::c_long);
+    fds::set_accepted(got, flags);
+}
+
+/// Writes a recorded `ip:port` address into an accept's address buffer.
+///
+/// # Safety
+/// `addr`/`len` as for accept4 (null allowed).
+unsafe fn fill_addr(text: &str, addr: *mut sockaddr, len: *mut socklen_t) {
+    if addr.is_null() || len.is_null() {
+        return;
+    }
+    let Ok(parsed) = text.parse::<std::net::SocketAddr>() else {
+        return;
+    };
+    // SAFETY: writing at most *len bytes into the program's buffer.
+    unsafe {
+        let room = *len as usize;
+        match parsed {
+            std::net::SocketAddr::V4(v4) => {
+                let mut sa: libc::sockaddr_in = std::mem::zeroed();
+                sa.sin_family = libc::AF_INET as libc::sa_family_t;
+                sa.sin_port = v4.port().to_be();
+                sa.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+                let size = std::mem::size_of::<libc::sockaddr_in>();
+                std::ptr::copy_nonoverlapping(
+                    &sa as *const _ as *const u8,
+                    addr as *mut u8,
+                    size.min(room),
+                );
+                *len = size as socklen_t;
+            }
+            std::net::SocketAddr::V6(v6) => {
+                let mut sa: libc::sockaddr_in6 = std::mem::zeroed();
+                sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                sa.sin6_port = v6.port().to_be();
+                sa.sin6_addr.s6_addr = v6.ip().octets();
+                let size = std::mem::size_of::<libc::sockaddr_in6>();
+                std::ptr::copy_nonoverlapping(
+                    &sa as *const _ as *const u8,
+                    addr as *mut u8,
+                    size.min(room),
+                );
+                *len = size as socklen_t;
+            }
+        }
+    }
+}
+
+/// Accepts until the connection made by `connector`'s connect event arrives; keeps the others.
+fn take_connection_from(ld: &mut Ld, fd: c_int, connector: Connector) -> c_int {
+    loop {
+        if let Some(replay) = ld.replay.as_mut()
+            && let Some(i) = replay
+                .kept
+                .iter()
+                .position(|k| k.listener == fd && k.connector == Some(connector))
+        {
+            let kept = replay.kept.remove(i);
+            fds::forget_ours(kept.fd);
+            // The lowest free fd, as the real accept would have given.
+            let got = sys::fcntl(kept.fd, libc::F_DUPFD, 0);
+            sys::close(kept.fd);
+            return got;
+        }
+        let got = accept_any(fd);
+        if got < 0 {
+            return got;
+        }
+        let who = who_is(ld, got);
+        if who == Some(connector) {
+            return got;
+        }
+        let kept = fds::mark_ours(sys::move_high(got, fds::KEPT_FDS));
+        if let Some(replay) = ld.replay.as_mut() {
+            replay.kept.push(KeptConnection {
+                fd: kept,
+                listener: fd,
+                connector: who,
+            });
+        }
+    }
+}
+
+/// Waits for and accepts any connection on `fd` (close-on-exec, blocking mode unchanged).
+fn accept_any(fd: c_int) -> c_int {
+    loop {
+        // Only accept when a connection is pending: on a blocking listener, accept4 would
+        // otherwise block in the kernel (SOCK_NONBLOCK is for the new socket only).
+        if sys::poll_one(fd, libc::POLLIN, 1000) <= 0 {
+            continue;
+        }
+        // SAFETY: null address buffers are allowed.
+        let got = unsafe {
+            real::accept4(
+                fd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            )
+        };
+        if got >= 0 {
+            return got;
+        }
+        let err = sys::errno();
+        if err != libc::EAGAIN && err != libc::EINTR && err != libc::ECONNABORTED {
+            return -1;
+        }
+    }
+}
+
+/// Asks the GD which actor's connect made this connection.
+fn who_is(ld: &mut Ld, fd: c_int) -> Option<Connector> {
+    let local = fds::socket_addr(fd, false);
+    let remote = fds::socket_addr(fd, true);
+    let peer_pid = if local.starts_with("unix:") {
+        fds::peer_pid(fd)
+    } else {
+        None
+    };
+    let question = LdToGd::WhoIs {
+        local,
+        remote,
+        peer_pid,
+    };
+    match halting::request(ld, &question) {
+        Some(GdToLd::Peer {
+            peer: Some((actor, event)),
+        }) => Some(Connector { actor, event }),
+        _ => None,
+    }
+}
