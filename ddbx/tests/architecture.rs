@@ -3,7 +3,8 @@
 //! * `tests/tools/arch-check` (no import cycle inside a crate, no file over 600 lines and no
 //!   function over 100 lines without a `// size:` comment, every `unsafe` with its contract)
 //!   must exit 0;
-//! * every repository path written in backticks in `docs/ARCHITECTURE.md` must exist.
+//! * every repository path written in backticks in `docs/ARCHITECTURE.md` and the part pages
+//!   it links (`docs/arch-*.md`) must exist.
 //!
 //! A path is a backticked token that contains a `/` or ends in `.rs`, `.md`, `.c` or `.h`,
 //! relative to the repository root (a trailing `:LINE` is dropped). `{a,b}` groups are
@@ -20,10 +21,7 @@ use std::path::Path;
 /// Path checks stop descending at these directories (build output, version control).
 const NOT_SOURCES: &[&str] = &["target", ".git"];
 
-// Enabled when the restructuring branches merge (docs/ARCHITECTURE.md does not exist before
-// then, and arch-check still fails in areas other branches restructure).
 #[test]
-#[ignore]
 fn arch_check_passes() {
     let out = Run::new("python3")
         .args([workspace().join("tests/tools/arch-check")])
@@ -36,26 +34,33 @@ fn arch_check_passes() {
     );
 }
 
-// Enabled when the restructuring branches merge (docs/ARCHITECTURE.md does not exist before
-// then, and arch-check still fails in areas other branches restructure).
 #[test]
-#[ignore]
-fn every_path_in_the_architecture_document_exists() {
-    let doc = workspace().join("docs/ARCHITECTURE.md");
-    let text = std::fs::read_to_string(&doc)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", doc.display()));
+fn every_path_in_the_architecture_documents_exists() {
     let files = repository_files(&workspace());
-    let problems = path_problems("docs/ARCHITECTURE.md", &text, &workspace(), &files);
+    let mut docs: Vec<String> = files
+        .iter()
+        .filter(|f| f.starts_with("docs/arch-") && f.ends_with(".md"))
+        .cloned()
+        .collect();
+    docs.sort();
+    docs.insert(0, "docs/ARCHITECTURE.md".to_string());
+    let mut problems = Vec::new();
+    for name in &docs {
+        let doc = workspace().join(name);
+        let text = std::fs::read_to_string(&doc)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", doc.display()));
+        problems.extend(path_problems(name, &text, &workspace(), &files));
+    }
     assert!(
         problems.is_empty(),
-        "{} path(s) in docs/ARCHITECTURE.md do not exist:\n{}",
+        "{} path(s) in {} do not exist:\n{}",
         problems.len(),
+        docs.join(", "),
         problems.join("\n")
     );
 }
 
-/// The checker itself, on a made-up document (it runs in every test run: the two tests above
-/// wait for the merge, the rules they apply do not).
+/// The checker itself, on a made-up document.
 #[test]
 fn the_path_rules_find_what_they_should() {
     let root = workspace();
