@@ -186,6 +186,50 @@ pub fn poll_one(fd: c_int, events: i16, timeout_ms: c_int) -> c_int {
     }
 }
 
+/// A TCP socket bound to a free loopback port (`127.0.0.1`, or `[::1]` if `v6`) that does not
+/// listen, close-on-exec; or -1. A connect to its port is refused by the kernel.
+pub fn bound_loopback(v6: bool) -> c_int {
+    let family = if v6 { libc::AF_INET6 } else { libc::AF_INET };
+    // SAFETY: plain syscalls on addresses we fill ourselves.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_socket,
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        ) as c_int;
+        if fd < 0 {
+            return -1;
+        }
+        let r = if v6 {
+            let mut a: libc::sockaddr_in6 = std::mem::zeroed();
+            a.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            a.sin6_addr.s6_addr = std::net::Ipv6Addr::LOCALHOST.octets();
+            libc::syscall(
+                libc::SYS_bind,
+                fd,
+                &a as *const libc::sockaddr_in6,
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        } else {
+            let mut a: libc::sockaddr_in = std::mem::zeroed();
+            a.sin_family = libc::AF_INET as libc::sa_family_t;
+            a.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            libc::syscall(
+                libc::SYS_bind,
+                fd,
+                &a as *const libc::sockaddr_in,
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            close(fd);
+            return -1;
+        }
+        fd
+    }
+}
+
 /// Bytes waiting in a socket's receive queue (FIONREAD), or -1.
 pub fn bytes_available(fd: c_int) -> isize {
     let mut n: c_int = 0;

@@ -288,6 +288,7 @@ impl Ld {
             killed_by: plan.killed_by,
             kept: Vec::new(),
             outside_peers: Vec::new(),
+            refusers: [-1, -1],
             external_connects: plan.external_connects,
             observe: plan
                 .observe
@@ -344,6 +345,10 @@ impl Ld {
             }
             for peer in r.outside_peers {
                 sys::close(peer.ld_end);
+            }
+            for fd in r.refusers.into_iter().filter(|fd| *fd >= 0) {
+                fds::forget_ours(fd);
+                sys::close(fd);
             }
         }
         self.pid = sys::getpid();

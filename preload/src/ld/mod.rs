@@ -103,6 +103,9 @@ pub struct ReplayState {
     pub external_connects: Vec<u64>,
     /// Globals to report after each event when they change.
     pub observe: Vec<ObservedGlobal>,
+    /// Loopback TCP sockets (IPv4, IPv6) bound but not listening, to which replay connects a
+    /// socket whose connect the record saw refused (-1: not made yet).
+    pub refusers: [c_int; 2],
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).
@@ -298,6 +301,7 @@ impl Ld {
         if let Some(r) = &self.replay {
             v.extend(r.kept.iter().map(|k| k.fd));
             v.extend(r.outside_peers.iter().map(|p| p.ld_end));
+            v.extend(r.refusers.iter().copied().filter(|fd| *fd >= 0));
         }
         v.sort_unstable();
         v

@@ -13,9 +13,9 @@ use super::Backoff;
 use super::cursor::{self, unreachable_record};
 use crate::halting;
 use crate::ld::{Connector, KeptConnection, Ld};
-use crate::record::socket::{accepted, connected};
+use crate::record::socket::{accepted, connected, note_connect, read_int};
 use crate::{fds, real, sys};
-use ddbx_wire::history::Call;
+use ddbx_wire::history::{Call, ConnectOutcome, connect_outcome};
 use ddbx_wire::proto::{GdToLd, LdToGd};
 use ddbx_wire::{Errno, Record};
 use libc::{c_int, sockaddr, socklen_t};
@@ -27,6 +27,9 @@ use libc::{c_int, sockaddr, socklen_t};
 pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     // SAFETY: the program's address, as for connect.
     let remote = unsafe { fds::format_addr(addr, len) };
+    if fds::kind(fd) & fds::CONNECTING != 0 {
+        return connect_again(ld, fd, &remote);
+    }
     let rec = cursor::follow(
         ld,
         |r| matches!(r, Record::Connect { fd: f, .. } if *f == fd),
@@ -44,6 +47,18 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         return -1;
     }
     let event = ld.events() + 1;
+    let outcome = ld.replay.as_ref().map_or(ConnectOutcome::Unknown, |r| {
+        connect_outcome(&r.records, event as usize - 1)
+    });
+    if let ConnectOutcome::Failed(_) = outcome {
+        // SAFETY: the program's address, as the caller promises.
+        let family = unsafe { addr.as_ref() }.map_or(libc::AF_INET, |a| a.sa_family as c_int);
+        refuse(ld, fd, family);
+        let observed = connected(fd, remote, -1, libc::EINPROGRESS);
+        finish_connect(ld, fd, &observed);
+        sys::set_errno(libc::EINPROGRESS);
+        return -1;
+    }
     let external = ld
         .replay
         .as_ref()
@@ -52,7 +67,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         // A server outside the session: the LD plays it.
         let nonblock = sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0;
         super::external::open(ld, Some(fd), nonblock);
-        cursor::advance(ld, &rec);
+        finish_connect(ld, fd, &rec);
         return match err {
             None => 0,
             Some(e) => {
@@ -77,7 +92,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         local,
         remote,
     };
-    cursor::advance(ld, &observed);
+    finish_connect(ld, fd, &observed);
     match err {
         None => 0,
         Some(e) => {
@@ -85,6 +100,120 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
             -1
         }
     }
+}
+
+/// The connect (or second connect) `observed` has happened.
+fn finish_connect(ld: &mut Ld, fd: c_int, observed: &Record) {
+    note_connect(fd, observed);
+    cursor::advance(ld, observed);
+}
+
+/// A connect on `fd`, whose connect is under way or done: the program learns the outcome the
+/// record learned (no real call: the replayed socket connected, or was refused, already).
+fn connect_again(ld: &mut Ld, fd: c_int, remote: &str) -> c_int {
+    let rec = cursor::follow(
+        ld,
+        |r| matches!(r, Record::ConnectAgain { fd: f, .. } if *f == fd),
+        || format!("a second connect on fd {fd} to {remote} (to learn how the first ended)"),
+    );
+    let Record::ConnectAgain { err, .. } = rec else {
+        unreachable_record(ld)
+    };
+    finish_connect(ld, fd, &rec);
+    match err {
+        None => 0,
+        Some(e) => {
+            sys::set_errno(e.0);
+            -1
+        }
+    }
+}
+
+/// `getsockopt(fd, SOL_SOCKET, SO_ERROR, …)`: the recorded error. The real call is made too
+/// (reading SO_ERROR clears the socket's pending error, as it did in the record).
+///
+/// # Safety
+/// `val`/`len` as for getsockopt(2).
+pub unsafe fn socket_error(
+    ld: &mut Ld,
+    fd: c_int,
+    val: *mut libc::c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    let rec = cursor::follow(
+        ld,
+        |r| matches!(r, Record::SocketError { fd: f, .. } if *f == fd),
+        || format!("getsockopt(SO_ERROR) on fd {fd}"),
+    );
+    let Record::SocketError { err, .. } = rec else {
+        unreachable_record(ld)
+    };
+    // SAFETY: the program's arguments, valid for getsockopt(2) as the caller promises.
+    let r = unsafe { real::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, val, len) };
+    // SAFETY: as the caller promises; after a successful call `len` says how much `val` holds.
+    if r != 0 || unsafe { read_int(val, len) }.is_none() {
+        let e = Errno(sys::errno());
+        cursor::diverge(
+            ld,
+            &format!("getsockopt(SO_ERROR) on fd {fd} that failed ({e}) or returned no int"),
+        );
+    }
+    let value = err.map_or(0, |e| e.0);
+    // SAFETY: the call succeeded with at least an int's room in `val` (checked above).
+    unsafe { std::ptr::write_unaligned(val as *mut c_int, value) };
+    cursor::advance(ld, &rec);
+    0
+}
+
+/// Makes the kernel refuse `fd`'s non-blocking connect for real, as the record's was refused:
+/// it connects to a loopback port of the LD's that is bound but never listens. Every later
+/// observation (`out|err|hup`, `SO_ERROR`, a second connect's `ECONNREFUSED`) is then the
+/// kernel's own.
+fn refuse(ld: &mut Ld, fd: c_int, family: c_int) {
+    let Some((target, target_len)) = refuser(ld, family) else {
+        cursor::diverge(
+            ld,
+            &format!(
+                "a connect on fd {fd} that the record saw refused: ddbx could not make a loopback port to refuse it"
+            ),
+        );
+    };
+    // SAFETY: `target` is a sockaddr_storage holding `target_len` bytes of an address.
+    let r = unsafe { real::connect(fd, (&raw const target).cast(), target_len) };
+    let e = sys::errno();
+    if r == 0 || (e != libc::EINPROGRESS && e != libc::ECONNREFUSED) {
+        cursor::diverge(
+            ld,
+            &format!(
+                "a connect on fd {fd} that the record saw refused, but which {}",
+                if r == 0 {
+                    "connected".to_string()
+                } else {
+                    format!("failed with {}", Errno(e))
+                }
+            ),
+        );
+    }
+}
+
+/// The address of the LD's refusing port for an address `family` (made on first use).
+fn refuser(ld: &mut Ld, family: c_int) -> Option<(libc::sockaddr_storage, socklen_t)> {
+    let v6 = family == libc::AF_INET6;
+    let replay = ld.replay.as_mut()?;
+    let slot = &mut replay.refusers[usize::from(v6)];
+    if *slot < 0 {
+        *slot = sys::bound_loopback(v6);
+        if *slot < 0 {
+            return None;
+        }
+        *slot = fds::mark_ours(sys::move_high(*slot, fds::HIGH_FD));
+    }
+    // SAFETY: zeroed sockaddr_storage is a valid (empty) address buffer.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as socklen_t;
+    // SAFETY: getsockname writes at most `len` bytes into our buffer.
+    let r = unsafe { real::getsockname(*slot, (&raw mut st).cast(), &mut len) };
+    (r == 0).then_some((st, len))
 }
 
 /// Connects `fd` to `addr` for real, blocking, retrying until the peer listens (it may not be
