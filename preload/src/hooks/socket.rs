@@ -105,7 +105,7 @@ unsafe fn on_accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: 
     unsafe {
         match ld.mode {
             Mode::Record => record::socket::accept(ld, fd, addr, len, flags),
-            Mode::Replay => replay::socket::accept(ld, fd, addr, len, flags),
+            Mode::Replay => replay::accept::accept(ld, fd, addr, len, flags),
         }
     }
 }

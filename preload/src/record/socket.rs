@@ -42,10 +42,13 @@ pub unsafe fn socket_error(
     // SAFETY: the program's arguments, valid for getsockopt(2) as the caller promises.
     let r = unsafe { real::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, val, len) };
     let err = sys::errno();
-    // SAFETY: after a successful call, `val` holds `*len` bytes (the caller's buffer).
-    if r == 0
-        && let Some(value) = unsafe { read_int(val, len) }
-    {
+    let value = if r == 0 {
+        // SAFETY: after a successful call, `val` holds `*len` bytes (the caller's buffer).
+        unsafe { read_int(val, len) }
+    } else {
+        None
+    };
+    if let Some(value) = value {
         ld.emit(&Record::SocketError {
             fd,
             err: (value != 0).then_some(Errno(value)),

@@ -85,13 +85,10 @@ fn next_ready_set(
                 {
                     super::external::feed_next(ld, f.fd);
                 }
-                // A connection replay already accepted early (and keeps for a later accept)
-                // makes its listening socket readable, though the kernel's backlog is empty.
-                let accepted_early = ld
-                    .replay
-                    .as_ref()
-                    .is_some_and(|r| r.kept.iter().any(|k| k.listener == f.fd));
-                if !(accepted_early && f.ev.0 & !(Events::IN) == 0) {
+                // A listening socket: the connection its next accept returns is taken now
+                // (the kernel's backlog may be empty: taken early, by another process, or
+                // from outside), or the next accept failed in the record.
+                if !super::accept::listener_ready(ld, f.fd, f.ev) {
                     wait_until_ready(f.fd, f.ev);
                 }
             }
