@@ -12,11 +12,11 @@
 //!   pre-fork workers) is handed to the GD (`Handover`, `SCM_RIGHTS`), which delivers it to
 //!   that actor's LD; the one this LD wants may likewise come from the GD (`Deliver`).
 //!
-//! A ready set that reports a listening socket readable does this already for the accept that
-//! follows ([`listener_ready`]): the connection the record's accept got then exists for certain,
-//! even when another process took it from the queue, or when it is an outside client's. A
-//! ready set whose next accept failed (a worker woken with the others, whose accept found
-//! nothing) reports the listener as recorded without waiting for it.
+//! A ready set that reports a listening socket readable does not wait for it
+//! ([`listener_ready`]): the accept that follows waits for its own connection, and a worker
+//! woken with the others whose accept found nothing must be told `in` all the same. For an
+//! outside client, the ready set makes the LD's connection, so the listener is readable for
+//! real.
 
 use super::cursor::{self, unreachable_record};
 use super::external;
@@ -115,23 +115,25 @@ pub unsafe fn accept(
     got
 }
 
-/// A replayed ready set reports `fd` with `ev`: if `fd` is a listening socket reported
-/// readable, makes the connection its next accept returns available (see the module doc).
-/// True when the ready set must not wait for the kernel to call `fd` readable (the connection
-/// is the LD's now, or the next accept failed in the record); false for any other fd.
+/// A replayed ready set reports `fd` with `ev`. True if `fd` is a listening socket reported
+/// readable: the ready set must not wait for the kernel to call it readable. Its next accept
+/// waits for the connection it returns anyway, wherever that comes from; and the kernel's
+/// readiness cannot be waited for: the connection that made it readable in the record may be
+/// taken by another process, or accepted early, or (a worker woken with the others) the record's
+/// accept found nothing. Waiting at the ready set for the accept's own connection instead would
+/// deadlock a process whose accept gets a connection made only after its later events. For a
+/// client outside the session the LD makes its connection now, so that the listener is
+/// readable for real. False for any other fd.
 pub fn listener_ready(ld: &mut Ld, fd: c_int, ev: Events) -> bool {
     if fds::kind(fd) & fds::LISTENING == 0 || ev.0 & Events::IN == 0 {
         return false;
     }
-    match next_accept(ld, fd) {
-        Some(event) => {
-            // The accept takes it from the kept ones; if it cannot be had, the accept says so.
-            take_early(ld, fd, event);
-            true
-        }
-        // Woken with other processes, the record's accept found nothing; or it never came.
-        None => true,
+    if let Some(event) = next_accept(ld, fd)
+        && outside(ld, event)
+    {
+        external::make_peer(ld, fd, event);
     }
+    true
 }
 
 /// The event number of the next accept on listening socket `fd`, if the next accept there
@@ -178,20 +180,6 @@ fn connector_of(ld: &Ld, event: u64) -> Connector {
                 event: a.peer_event,
             },
         )
-}
-
-/// Makes the connection of accept `event` on `listener` one of the kept ones, ahead of the
-/// accept (which then finds it there).
-fn take_early(ld: &mut Ld, listener: c_int, event: u64) {
-    if let Some(fd) = take(ld, listener, event) {
-        let connector = connector_of(ld, event);
-        if let Some(replay) = ld.replay.as_mut() {
-            replay.kept.push(KeptConnection {
-                fd,
-                connector: Some(connector),
-            });
-        }
-    }
 }
 
 /// The connection of accept `event` on `listener`, taken out of the kept ones (an LD fd, at

@@ -85,9 +85,8 @@ fn next_ready_set(
                 {
                     super::external::feed_next(ld, f.fd);
                 }
-                // A listening socket: the connection its next accept returns is taken now
-                // (the kernel's backlog may be empty: taken early, by another process, or
-                // from outside), or the next accept failed in the record.
+                // A listening socket is not waited for: its accept waits for its own
+                // connection, which another process may have taken from the backlog.
                 if !super::accept::listener_ready(ld, f.fd, f.ev) {
                     wait_until_ready(f.fd, f.ev);
                 }
