@@ -1,8 +1,13 @@
 //! `ddbx record ./server` with clients that are not under ddbx: their bytes are input, logged;
 //! the replay plays them, so the server replays alone; what the server sends them is compared
-//! with the record.
+//! with the record. An event loop (poll, edge-triggered epoll) waits for its listening socket
+//! to be readable before it accepts (issue #10, class 1): the replay's stand-in clients must
+//! exist by then.
 
-use ddbx_tests::{Ddbx, TempDir, path_str, progs, spawn_in_group};
+use ddbx_tests::{
+    Ddbx, TempDir, assert_same_histories, cut_of, full_histories, histories, parse_json, path_str,
+    progs, spawn_in_group,
+};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -11,23 +16,44 @@ use std::time::Duration;
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const CLIENTS: usize = 4;
 
-/// Runs ext_server (under `ddbx record` if `rec` is given) and CLIENTS concurrent outside
-/// clients with random delays; returns the server's output.
+/// Runs ext_server with its arguments (under `ddbx record` if `rec` is given)
+/// and CLIENTS concurrent outside clients with random delays; returns the server's output.
 fn serve(
     program: &std::path::Path,
     wording: &std::path::Path,
     rec: Option<&std::path::Path>,
 ) -> String {
+    let args = [CLIENTS.to_string(), path_str(wording).to_string()];
+    serve_with(program, &args, rec, &[])
+}
+
+/// Runs `program args` (under `ddbx record OPTIONS` if `rec` is given), which prints
+/// `port P` first, and CLIENTS concurrent outside clients with random delays that each send
+/// `client I` and expect `you are number K`; returns the server's output.
+fn serve_with(
+    program: &std::path::Path,
+    args: &[String],
+    rec: Option<&std::path::Path>,
+    options: &[&str],
+) -> String {
     let mut cmd = match rec {
         Some(dir) => {
             let mut c = Command::new(DDBX.path());
-            c.arg("record").arg("-o").arg(dir).arg("--").arg(program);
+            c.arg("record")
+                .args(options)
+                .arg("-o")
+                .arg(dir)
+                .arg("--")
+                .arg(program);
+            if !options.is_empty() {
+                // Optimal tracing: the full history next to the optimal one.
+                c.env("DDBX_TRACE_CHECK", "1");
+            }
             c
         }
         None => Command::new(program),
     };
-    cmd.arg(CLIENTS.to_string())
-        .arg(wording)
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -122,4 +148,105 @@ fn a_server_with_outside_clients_replays_alone() {
     std::fs::write(&wording, "you are client\n").unwrap_or_else(|e| panic!("{e}"));
     let changed = DDBX.run(["replay", path_str(&rec)]).output();
     changed.assert_exit(101, &["sent to an outside peer", "differ"]);
+}
+
+/// The server's output without its first line (`port P`: the kernel's choice in each run).
+fn requests(out: &str) -> Vec<&str> {
+    out.lines().skip(1).collect()
+}
+
+/// `ext_loop MODE` with outside clients: the race natively, then record, 3 replays alone
+/// (same requests in the same order, same histories), a halting replay at `ddbx inf`'s cut,
+/// and an optimal-tracing record replayed twice.
+fn event_loop_with_outside_clients(mode: &str) {
+    let program = progs().join("ext_loop");
+    let args = [mode.to_string(), CLIENTS.to_string()];
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        let out = serve_with(&program, &args, None, &[]);
+        let order = requests(&out).join("|");
+        if !seen.contains(&order) {
+            seen.push(order);
+        }
+        if seen.len() >= 2 {
+            break;
+        }
+    }
+    assert!(
+        seen.len() >= 2,
+        "30 native runs in the same order: {seen:?}"
+    );
+
+    let tmp = TempDir::new("ext-loop");
+    let rec = tmp.join("rec");
+    let recorded = serve_with(&program, &args, Some(&rec), &[]);
+    let want = histories(&rec);
+    for i in 1..=3 {
+        let out_dir = tmp.join(&format!("replay{i}"));
+        let replayed = DDBX
+            .run([
+                "replay",
+                "--history-out",
+                path_str(&out_dir),
+                path_str(&rec),
+            ])
+            .success();
+        assert_eq!(
+            requests(&replayed.stdout),
+            requests(&recorded),
+            "replay {i}"
+        );
+        assert_same_histories(&want, &histories(&out_dir), &format!("replay {i}"));
+    }
+
+    let half = format!("p1:{}", want["p1"].len() / 2);
+    let inf = DDBX.json(["inf", path_str(&rec), "--stop-at", &half, "--json"]);
+    let messages = tmp.join("halt.json");
+    DDBX.run([
+        "replay",
+        path_str(&rec),
+        "--stop-at",
+        &half,
+        "--json",
+        "--messages",
+        path_str(&messages),
+    ])
+    .success();
+    let halted = parse_json(
+        &std::fs::read_to_string(&messages).unwrap_or_default(),
+        "ddbx replay --json",
+    );
+    assert_eq!(halted["outcome"], "halted", "{halted}");
+    assert_eq!(cut_of(&halted["cut"]), cut_of(&inf["cut"]), "{halted}");
+
+    let optimal = tmp.join("optimal");
+    let recorded = serve_with(&program, &args, Some(&optimal), &["--trace", "optimal"]);
+    let full = full_histories(&optimal);
+    for i in 1..=2 {
+        let out_dir = tmp.join(&format!("optimal-replay{i}"));
+        let replayed = DDBX
+            .run([
+                "replay",
+                "--history-out",
+                path_str(&out_dir),
+                path_str(&optimal),
+            ])
+            .success();
+        assert_eq!(
+            requests(&replayed.stdout),
+            requests(&recorded),
+            "optimal replay {i}"
+        );
+        assert_same_histories(&full, &histories(&out_dir), &format!("optimal replay {i}"));
+    }
+}
+
+#[test]
+fn a_poll_loop_with_outside_clients_replays_alone() {
+    event_loop_with_outside_clients("poll");
+}
+
+#[test]
+fn an_edge_triggered_epoll_loop_with_outside_clients_replays_alone() {
+    event_loop_with_outside_clients("et");
 }

@@ -36,6 +36,9 @@ pub const OURS: u16 = 64;
 pub const WATCHES_STREAMS: u16 = 128;
 /// One end of a socketpair: a channel inside the session, never to an outside peer.
 pub const PAIRED: u16 = 256;
+/// connect() was called on this socket and did not fail: another connect() on it continues
+/// that one (it says how a non-blocking connect ended) instead of making a connection.
+pub const CONNECTING: u16 = 512;
 
 static TABLE: [AtomicU16; MAX_FDS] = [const { AtomicU16::new(0) }; MAX_FDS];
 

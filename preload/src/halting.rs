@@ -225,7 +225,8 @@ pub fn request(ld: &mut Ld, msg: &LdToGd) -> Option<GdToLd> {
         if let GdToLd::RunUntil { .. }
         | GdToLd::Report
         | GdToLd::Release
-        | GdToLd::Retarget { .. } = reply
+        | GdToLd::Retarget { .. }
+        | GdToLd::Deliver { .. } = reply
         {
             control(ld, reply);
             continue;

@@ -135,6 +135,7 @@ reals! {
     fn epoll_pwait2(ep: c_int, evs: *mut epoll_event, max: c_int, t: *const timespec, mask: *const sigset_t) -> c_int;
     fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
     fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
+    fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int;
     fn kill(pid: pid_t, sig: c_int) -> c_int;
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
     fn fileno(stream: *mut libc::FILE) -> c_int;

@@ -186,6 +186,167 @@ pub fn poll_one(fd: c_int, events: i16, timeout_ms: c_int) -> c_int {
     }
 }
 
+/// A TCP socket bound to a free loopback port (`127.0.0.1`, or `[::1]` if `v6`) that does not
+/// listen, close-on-exec; or -1. A connect to its port is refused by the kernel.
+pub fn bound_loopback(v6: bool) -> c_int {
+    let family = if v6 { libc::AF_INET6 } else { libc::AF_INET };
+    // SAFETY: plain syscalls on addresses we fill ourselves.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_socket,
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        ) as c_int;
+        if fd < 0 {
+            return -1;
+        }
+        let r = if v6 {
+            let mut a: libc::sockaddr_in6 = std::mem::zeroed();
+            a.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            a.sin6_addr.s6_addr = std::net::Ipv6Addr::LOCALHOST.octets();
+            libc::syscall(
+                libc::SYS_bind,
+                fd,
+                &a as *const libc::sockaddr_in6,
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        } else {
+            let mut a: libc::sockaddr_in = std::mem::zeroed();
+            a.sin_family = libc::AF_INET as libc::sa_family_t;
+            a.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            libc::syscall(
+                libc::SYS_bind,
+                fd,
+                &a as *const libc::sockaddr_in,
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            close(fd);
+            return -1;
+        }
+        fd
+    }
+}
+
+/// The most descriptors one [`recv_with_fds`] takes.
+pub const MAX_FDS_IN: usize = 4;
+
+/// recvmsg(2) on a Unix stream socket into `buf`, taking the descriptors that come with the
+/// bytes (`SCM_RIGHTS`, close-on-exec) into `fds`. Returns the byte count (or -1) and how many
+/// descriptors came.
+pub fn recv_with_fds(sock: c_int, buf: &mut [u8], fds: &mut [c_int; MAX_FDS_IN]) -> (isize, usize) {
+    // Room for one SCM_RIGHTS message of MAX_FDS_IN ints (CMSG_SPACE, with u64 alignment).
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; we point it at our iovec and control buffer.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points to valid buffers of the sizes it says.
+    let n = ret(unsafe {
+        libc::syscall(
+            libc::SYS_recvmsg,
+            sock,
+            &mut msg as *mut libc::msghdr,
+            libc::MSG_CMSG_CLOEXEC,
+        )
+    });
+    let mut count = 0;
+    if n < 0 {
+        return (n, 0);
+    }
+    // SAFETY: the kernel filled msg_controllen bytes of `control` with cmsghdrs; the CMSG_
+    // macros walk them within that length.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c) as *const c_int;
+                let bytes = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                for i in 0..bytes / std::mem::size_of::<c_int>() {
+                    let fd = std::ptr::read_unaligned(data.add(i));
+                    if count < MAX_FDS_IN {
+                        fds[count] = fd;
+                        count += 1;
+                    } else {
+                        close(fd);
+                    }
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    (n, count)
+}
+
+/// Writes all of `buf` to a Unix stream socket with descriptor `fd` attached to its first byte
+/// (`SCM_RIGHTS`). Returns false on error.
+pub fn send_with_fd(sock: c_int, buf: &[u8], fd: c_int) -> bool {
+    let mut control = [0u64; 4];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; we point it at our iovec and control buffer, and fill
+    // one cmsghdr inside the control buffer (CMSG_SPACE(sizeof int) <= its size).
+    let sent = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut c_int, fd);
+        loop {
+            let r = ret(libc::syscall(
+                libc::SYS_sendmsg,
+                sock,
+                &msg as *const libc::msghdr,
+                libc::MSG_NOSIGNAL,
+            ));
+            if r < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            break r;
+        }
+    };
+    sent >= 0 && write_all(sock, &buf[sent as usize..])
+}
+
+/// poll(2) on several fds (`timeout_ms` < 0: no timeout); what it returns, -1 with errno.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> c_int {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ms / 1000) as libc::time_t,
+        tv_nsec: ((timeout_ms % 1000) as libc::c_long) * 1_000_000,
+    };
+    let tsp: *const libc::timespec = if timeout_ms < 0 {
+        std::ptr::null()
+    } else {
+        &ts
+    };
+    // SAFETY: `fds` is a valid pollfd array of its length; a valid or null timespec.
+    unsafe {
+        libc::syscall(
+            libc::SYS_ppoll,
+            fds.as_mut_ptr(),
+            fds.len(),
+            tsp,
+            std::ptr::null::<c_void>(),
+            0,
+        ) as c_int
+    }
+}
+
 /// Bytes waiting in a socket's receive queue (FIONREAD), or -1.
 pub fn bytes_available(fd: c_int) -> isize {
     let mut n: c_int = 0;

@@ -63,6 +63,31 @@ hook! {
     }
 }
 
+hook! {
+    /// getsockopt(2): `SO_ERROR` on a stream socket is recorded and replayed (how a program
+    /// learns the outcome of a non-blocking connect); everything else passes through.
+    fn getsockopt(
+        fd: c_int,
+        level: c_int,
+        name: c_int,
+        val: *mut libc::c_void,
+        len: *mut socklen_t,
+    ) -> c_int {
+        let recorded = level == libc::SOL_SOCKET && name == libc::SO_ERROR && fds::is_stream(fd);
+        let Some(ld) = recorded.then(|| super::ld_for_io(fd)).flatten() else {
+            // SAFETY: the program's arguments, passed on unchanged.
+            return unsafe { real::getsockopt(fd, level, name, val, len) };
+        };
+        // SAFETY: `val`/`len` as getsockopt(2) wants them (its contract).
+        unsafe {
+            match ld.mode {
+                Mode::Record => record::socket::socket_error(ld, fd, val, len),
+                Mode::Replay => replay::socket::socket_error(ld, fd, val, len),
+            }
+        }
+    }
+}
+
 /// accept and accept4.
 ///
 /// # Safety
@@ -80,7 +105,7 @@ unsafe fn on_accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: 
     unsafe {
         match ld.mode {
             Mode::Record => record::socket::accept(ld, fd, addr, len, flags),
-            Mode::Replay => replay::socket::accept(ld, fd, addr, len, flags),
+            Mode::Replay => replay::accept::accept(ld, fd, addr, len, flags),
         }
     }
 }

@@ -19,14 +19,46 @@ impl Ld {
         }
     }
 
-    /// The next message from the GD; `None` if the GD is gone.
+    /// Sends a one-way message with descriptor `fd` attached (`SCM_RIGHTS`); false if it could
+    /// not be sent.
+    pub fn send_with_fd(&mut self, msg: &LdToGd, fd: c_int) -> bool {
+        self.gd_fd >= 0 && sys::send_with_fd(self.gd_fd, proto::encode(msg).as_bytes(), fd)
+    }
+
+    /// The next message from the GD; `None` if the GD is gone. A connection the GD delivers
+    /// (`Deliver`) is kept for the accept it belongs to before the message is returned.
     pub fn receive(&mut self) -> Option<GdToLd> {
         loop {
             let line = self.read_line()?;
             if let Ok(msg) = proto::decode(&line) {
+                if let GdToLd::Deliver { connector } = &msg {
+                    self.keep_delivered(*connector);
+                }
                 return Some(msg);
             }
             sys::diag(self.log_fd, "ddbx-ld: an unreadable message from the GD");
+        }
+    }
+
+    /// A `Deliver` came: its connection (the oldest descriptor received) joins the kept ones.
+    fn keep_delivered(&mut self, (actor, event): (ddbx_wire::ActorId, u64)) {
+        if self.gd_fds.is_empty() {
+            sys::diag(
+                self.log_fd,
+                "ddbx-ld: a delivered connection without its descriptor",
+            );
+            return;
+        }
+        let fd = self.gd_fds.remove(0);
+        match self.replay.as_mut() {
+            Some(replay) => replay.kept.push(super::KeptConnection {
+                fd,
+                connector: Some(super::Connector { actor, event }),
+            }),
+            None => {
+                crate::fds::forget_ours(fd);
+                sys::close(fd);
+            }
         }
     }
 
@@ -37,7 +69,12 @@ impl Ld {
                 return Some(String::from_utf8_lossy(&line[..end]).into_owned());
             }
             let mut chunk = [0u8; 4096];
-            let n = sys::read(self.gd_fd, &mut chunk);
+            let mut fds = [-1; sys::MAX_FDS_IN];
+            let (n, count) = sys::recv_with_fds(self.gd_fd, &mut chunk, &mut fds);
+            for fd in &fds[..count] {
+                let fd = sys::move_high(*fd, crate::fds::KEPT_FDS);
+                self.gd_fds.push(crate::fds::mark_ours(fd));
+            }
             if n < 0 && sys::errno() == libc::EINTR {
                 continue;
             }
@@ -51,6 +88,11 @@ impl Ld {
     /// Whether a whole message from the GD has been read but not handled yet.
     pub fn gd_message_buffered(&self) -> bool {
         self.gd_pending.contains(&b'\n')
+    }
+
+    /// The connection to the GD, for a wait on it together with other fds (-1: none).
+    pub fn gd_fd(&self) -> c_int {
+        self.gd_fd
     }
 
     /// Waits up to `timeout_ms` (-1: for ever) for the GD to send something: what `poll(2)` says

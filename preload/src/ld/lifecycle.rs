@@ -63,6 +63,7 @@ pub fn start() -> Option<Joined> {
         progress: std::ptr::null_mut(),
         gd_fd: -1,
         gd_pending: Vec::new(),
+        gd_fds: Vec::new(),
         gd_path,
         history_fd: -1,
         full_fd: -1,
@@ -161,6 +162,10 @@ impl Ld {
         }
         self.gd_fd = fds::mark_ours(sys::move_high(fd, fds::HIGH_FD));
         self.gd_pending.clear();
+        for fd in self.gd_fds.drain(..) {
+            fds::forget_ours(fd);
+            sys::close(fd);
+        }
         self.send(&LdToGd::Hello {
             protocol: PROTOCOL_VERSION,
             pid: self.pid,
@@ -288,6 +293,8 @@ impl Ld {
             killed_by: plan.killed_by,
             kept: Vec::new(),
             outside_peers: Vec::new(),
+            pending_peers: Vec::new(),
+            refusers: [-1, -1],
             external_connects: plan.external_connects,
             observe: plan
                 .observe
@@ -344,6 +351,14 @@ impl Ld {
             }
             for peer in r.outside_peers {
                 sys::close(peer.ld_end);
+            }
+            for peer in r.pending_peers {
+                fds::forget_ours(peer.ld_end);
+                sys::close(peer.ld_end);
+            }
+            for fd in r.refusers.into_iter().filter(|fd| *fd >= 0) {
+                fds::forget_ours(fd);
+                sys::close(fd);
             }
         }
         self.pid = sys::getpid();

@@ -53,8 +53,6 @@ pub struct Connector {
 pub struct KeptConnection {
     /// The LD's fd of the connection (at [`crate::fds::KEPT_FDS`] or above).
     pub fd: c_int,
-    /// The listening socket it was accepted on.
-    pub listener: c_int,
     /// Who connected, when the GD knew.
     pub connector: Option<Connector>,
 }
@@ -67,6 +65,19 @@ pub struct OutsidePeer {
     pub ld_end: c_int,
     /// Indexes (0-based, into the history) of the receives whose bytes were fed.
     pub fed: Vec<usize>,
+}
+
+/// A connection the LD made to the program's own listening socket, to stand for the outside
+/// peer that an accept of the record returned; the accept will return its other end.
+pub struct PendingPeer {
+    /// The listening socket.
+    pub listener: c_int,
+    /// The accept event it is for.
+    pub event: u64,
+    /// The LD's end (at [`crate::fds::OUTSIDE_PEER_FDS`] or above).
+    pub ld_end: c_int,
+    /// The LD's end's address, which the accepted connection's peer address names.
+    pub local: String,
 }
 
 /// A global of the program the GD asked to observe in replay.
@@ -99,10 +110,16 @@ pub struct ReplayState {
     pub kept: Vec<KeptConnection>,
     /// Connections to outside peers, played by the LD.
     pub outside_peers: Vec<OutsidePeer>,
+    /// Connections the LD made to the program's listening sockets for outside peers, not
+    /// accepted yet.
+    pub pending_peers: Vec<PendingPeer>,
     /// Connect events whose peer was outside the session.
     pub external_connects: Vec<u64>,
     /// Globals to report after each event when they change.
     pub observe: Vec<ObservedGlobal>,
+    /// Loopback TCP sockets (IPv4, IPv6) bound but not listening, to which replay connects a
+    /// socket whose connect the record saw refused (-1: not made yet).
+    pub refusers: [c_int; 2],
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).
@@ -169,6 +186,9 @@ pub struct Ld {
     gd_fd: c_int,
     /// Bytes read from the GD that do not end a line yet.
     gd_pending: Vec<u8>,
+    /// Descriptors that came from the GD with its messages (`Deliver`), not claimed yet (ours,
+    /// at high numbers).
+    gd_fds: Vec<c_int>,
     /// The GD's socket path (`DDBX_GD`), passed on to exec'd images.
     gd_path: Vec<u8>,
     /// The history being written (see [`journal`]).
@@ -298,7 +318,10 @@ impl Ld {
         if let Some(r) = &self.replay {
             v.extend(r.kept.iter().map(|k| k.fd));
             v.extend(r.outside_peers.iter().map(|p| p.ld_end));
+            v.extend(r.pending_peers.iter().map(|p| p.ld_end));
+            v.extend(r.refusers.iter().copied().filter(|fd| *fd >= 0));
         }
+        v.extend(self.gd_fds.iter().copied());
         v.sort_unstable();
         v
     }

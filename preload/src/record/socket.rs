@@ -11,14 +11,90 @@ use libc::{c_int, sockaddr, socklen_t};
 /// # Safety
 /// `addr`/`len` as for connect(2): `addr` points to `len` readable bytes (or is null).
 pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    let again = fds::kind(fd) & fds::CONNECTING != 0;
     // SAFETY: the program's arguments, valid for connect(2) as the caller promises.
     let r = unsafe { real::connect(fd, addr, len) };
     let err = sys::errno();
-    // SAFETY: `addr` points to `len` readable bytes, as the caller promises.
-    let remote = unsafe { fds::format_addr(addr, len) };
-    ld.emit(&connected(fd, remote, r, err));
+    let rec = if again {
+        connected_again(fd, r, err)
+    } else {
+        // SAFETY: `addr` points to `len` readable bytes, as the caller promises.
+        let remote = unsafe { fds::format_addr(addr, len) };
+        connected(fd, remote, r, err)
+    };
+    note_connect(fd, &rec);
+    ld.emit(&rec);
     sys::set_errno(err);
     r
+}
+
+/// `getsockopt(fd, SOL_SOCKET, SO_ERROR, val, len)`: the pending error the program reads is
+/// recorded (it says how a non-blocking connect ended).
+///
+/// # Safety
+/// `val`/`len` as for getsockopt(2).
+pub unsafe fn socket_error(
+    ld: &mut Ld,
+    fd: c_int,
+    val: *mut libc::c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    // SAFETY: the program's arguments, valid for getsockopt(2) as the caller promises.
+    let r = unsafe { real::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, val, len) };
+    let err = sys::errno();
+    let value = if r == 0 {
+        // SAFETY: after a successful call, `val` holds `*len` bytes (the caller's buffer).
+        unsafe { read_int(val, len) }
+    } else {
+        None
+    };
+    if let Some(value) = value {
+        ld.emit(&Record::SocketError {
+            fd,
+            err: (value != 0).then_some(Errno(value)),
+        });
+    }
+    sys::set_errno(err);
+    r
+}
+
+/// The int a getsockopt returned in `val`, if the buffer holds one.
+///
+/// # Safety
+/// `val`/`len` as after a successful getsockopt(2) (either may be null).
+pub unsafe fn read_int(val: *const libc::c_void, len: *const socklen_t) -> Option<c_int> {
+    // SAFETY: as the caller promises: `len` is null or readable, `val` holds `*len` bytes.
+    unsafe {
+        if val.is_null() || len.is_null() || (*len as usize) < std::mem::size_of::<c_int>() {
+            return None;
+        }
+        Some(std::ptr::read_unaligned(val as *const c_int))
+    }
+}
+
+/// Keeps track of whether `fd` has a connect under way or done (so that the next connect() on
+/// it is a [`Record::ConnectAgain`]), after the connect or second connect `rec`.
+pub fn note_connect(fd: c_int, rec: &Record) {
+    match rec {
+        Record::Connect { err, .. } if err.is_none() || *err == Some(Errno::EINPROGRESS) => {
+            fds::update(fd, fds::CONNECTING, 0);
+        }
+        // The attempt ended in failure: the socket can connect anew.
+        Record::ConnectAgain { err: Some(e), .. }
+            if *e != Errno::EALREADY && *e != Errno::EISCONN =>
+        {
+            fds::update(fd, 0, fds::CONNECTING);
+        }
+        _ => {}
+    }
+}
+
+/// The record of a connect on `fd`, whose connect was under way or done, that returned `r`.
+pub fn connected_again(fd: c_int, r: c_int, err: c_int) -> Record {
+    Record::ConnectAgain {
+        fd,
+        err: (r != 0).then_some(Errno(err)),
+    }
 }
 
 /// An accept on listening socket `fd` with accept4 `flags`.

@@ -1,15 +1,21 @@
 //! Replay of a peer outside the session (a client that was not under ddbx, a server it
 //! connected to): the LD plays it.
 //!
-//! The program gets one end of a socketpair where the record had the real connection; the LD
-//! keeps the other end. Before each recorded receive (or a ready set that needs the next one)
-//! it writes the recorded bytes into its end, closes it where the record saw the end of the
-//! stream, and reads back what the program sends, which must be what it sent in the record.
+//! For a client outside, the LD itself connects to the program's listening socket
+//! ([`make_peer`]) as soon as a ready set or the accept needs the connection: the listener is
+//! then readable for real (poll, select, epoll, edge-triggered too), and the accept returns the
+//! connection, with the recorded peer's address. For a server outside, the program's socket is
+//! replaced by one end of a socketpair (also the fallback when the listener cannot be
+//! connected to). Either way the LD keeps the other end. Before each recorded receive (or a
+//! ready set that needs the next one) it writes the recorded bytes into its end, closes it
+//! where the record saw the end of the stream, and reads back what the program sends, which
+//! must be what it sent in the record.
 
 use super::cursor;
-use crate::ld::{Ld, OutsidePeer};
-use crate::{fds, sys};
+use crate::ld::{Ld, OutsidePeer, PendingPeer};
+use crate::{fds, real, sys};
 use ddbx_wire::Record;
+use ddbx_wire::proto::LdToGd;
 use libc::c_int;
 
 /// Whether `fd` is a connection to an outside peer played by the LD.
@@ -69,6 +75,129 @@ pub fn open(ld: &mut Ld, at: Option<c_int>, nonblock: bool) -> c_int {
         });
     }
     program
+}
+
+/// Makes the connection that accept `event` on `listener` returns, standing for the outside
+/// client the record accepted there: the LD connects to the listener (once). The GD hears of
+/// it as a connect of this actor at `event`, so that another process sharing the listener can
+/// name it (and hand it over). False if the listener cannot be connected to (an unnamed Unix
+/// socket): the accept then falls back to a socketpair.
+pub fn make_peer(ld: &mut Ld, listener: c_int, event: u64) -> bool {
+    let Some(replay) = ld.replay.as_ref() else {
+        return false;
+    };
+    if replay.pending_peers.iter().any(|p| p.event == event) {
+        return true;
+    }
+    let Some(end) = connect_to_listener(listener) else {
+        return false;
+    };
+    let ld_end = fds::mark_ours(sys::move_high(end, fds::OUTSIDE_PEER_FDS));
+    let local = fds::socket_addr(ld_end, false);
+    let note = LdToGd::Connected {
+        actor: ld.actor,
+        event,
+        local: local.clone(),
+        remote: fds::socket_addr(ld_end, true),
+    };
+    ld.send(&note);
+    if let Some(replay) = ld.replay.as_mut() {
+        replay.pending_peers.push(PendingPeer {
+            listener,
+            event,
+            ld_end,
+            local,
+        });
+    }
+    true
+}
+
+/// A new socket connected to `listener`'s address (a wildcard address becomes loopback), or
+/// `None`.
+fn connect_to_listener(listener: c_int) -> Option<c_int> {
+    // SAFETY: zeroed sockaddr_storage is a valid (empty) address buffer.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: getsockname writes at most `len` bytes into our buffer.
+    if unsafe { real::getsockname(listener, (&raw mut st).cast(), &mut len) } != 0 {
+        return None;
+    }
+    let family = c_int::from(st.ss_family);
+    match family {
+        libc::AF_INET => {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let a = unsafe { &mut *(&raw mut st).cast::<libc::sockaddr_in>() };
+            if a.sin_addr.s_addr == 0 {
+                a.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            }
+        }
+        libc::AF_INET6 => {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let a = unsafe { &mut *(&raw mut st).cast::<libc::sockaddr_in6>() };
+            if a.sin6_addr.s6_addr == [0; 16] {
+                a.sin6_addr.s6_addr = std::net::Ipv6Addr::LOCALHOST.octets();
+            }
+        }
+        // An unnamed Unix socket has no address to connect to.
+        libc::AF_UNIX if len as usize > std::mem::size_of::<libc::sa_family_t>() => {}
+        _ => return None,
+    }
+    // SAFETY: plain syscalls on the address we just read and fixed.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_socket,
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        ) as c_int;
+        if fd < 0 {
+            return None;
+        }
+        loop {
+            let r = libc::syscall(libc::SYS_connect, fd, (&raw const st).cast::<u8>(), len);
+            if r == 0 {
+                return Some(fd);
+            }
+            if sys::errno() != libc::EINTR {
+                sys::close(fd);
+                return None;
+            }
+        }
+    }
+}
+
+/// The accept event whose made connection `conn` (just accepted on `listener`) is, if it is
+/// one the LD made: its peer's address is the LD's end's (or, on a Unix socket, where every
+/// client is unnamed, its peer is this very process: the oldest one made).
+pub fn made_for(ld: &Ld, listener: c_int, conn: c_int) -> Option<u64> {
+    let replay = ld.replay.as_ref()?;
+    let mut made = replay
+        .pending_peers
+        .iter()
+        .filter(|p| p.listener == listener);
+    let remote = fds::socket_addr(conn, true);
+    if remote.starts_with("unix:") {
+        if fds::peer_pid(conn) != Some(sys::getpid()) {
+            return None;
+        }
+        return made.next().map(|p| p.event);
+    }
+    made.find(|p| p.local == remote).map(|p| p.event)
+}
+
+/// The accept of `event` returned `fd`, the program's end of a connection the LD made: from
+/// now on the LD plays its peer.
+pub fn adopt(ld: &mut Ld, fd: c_int, event: u64) {
+    forget(ld, fd);
+    let Some(r) = ld.replay.as_mut() else { return };
+    if let Some(i) = r.pending_peers.iter().position(|p| p.event == event) {
+        let peer = r.pending_peers.remove(i);
+        r.outside_peers.push(OutsidePeer {
+            fd,
+            ld_end: peer.ld_end,
+            fed: Vec::new(),
+        });
+    }
 }
 
 /// The program closed (or replaced) `fd`: stop playing its peer.

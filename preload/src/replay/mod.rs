@@ -6,6 +6,7 @@
 //! connected), then makes the call produce exactly that outcome. Anything the record does not
 //! expect is a divergence. Peers outside the session are played by the LD ([`external`]).
 
+pub mod accept;
 pub mod cursor;
 pub mod external;
 pub mod io;

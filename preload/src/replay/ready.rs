@@ -85,13 +85,9 @@ fn next_ready_set(
                 {
                     super::external::feed_next(ld, f.fd);
                 }
-                // A connection replay already accepted early (and keeps for a later accept)
-                // makes its listening socket readable, though the kernel's backlog is empty.
-                let accepted_early = ld
-                    .replay
-                    .as_ref()
-                    .is_some_and(|r| r.kept.iter().any(|k| k.listener == f.fd));
-                if !(accepted_early && f.ev.0 & !(Events::IN) == 0) {
+                // A listening socket is not waited for: its accept waits for its own
+                // connection, which another process may have taken from the backlog.
+                if !super::accept::listener_ready(ld, f.fd, f.ev) {
                     wait_until_ready(f.fd, f.ev);
                 }
             }

@@ -1,22 +1,19 @@
-//! Replay of connections.
+//! Replay of connects (accepts: `accept.rs`).
 //!
-//! Connect: a recorded refusal is refused; a recorded success waits until the peer listens
-//! (retrying while it is not up yet), then tells the GD its address so that the acceptor can
-//! recognise it.
-//!
-//! Accept: the recorded peer's connection, whatever order connections arrive in. Connections
-//! that arrive early are kept (at high fd numbers, out of the program's way) and handed out by
-//! the later accept they belong to: the paper's dummy accept. A peer outside the session is
-//! played by the LD (`external.rs`).
+//! A recorded refusal is refused. A non-blocking connect (`EINPROGRESS`) comes out as the
+//! program learned it later in the record ([`connect_outcome`]): refused for real (the socket
+//! connects to a loopback port the LD bound without listening, so every later observation is
+//! the kernel's own), or connected. A recorded success waits until the peer listens (retrying
+//! while it is not up yet), then tells the GD its address so that the acceptor can recognise
+//! it. A second connect on the same socket, and `SO_ERROR`, say what the record said.
 
 use super::Backoff;
 use super::cursor::{self, unreachable_record};
-use crate::halting;
-use crate::ld::{Connector, KeptConnection, Ld};
-use crate::record::socket::{accepted, connected};
+use crate::ld::Ld;
+use crate::record::socket::{connected, note_connect, read_int};
 use crate::{fds, real, sys};
-use ddbx_wire::history::Call;
-use ddbx_wire::proto::{GdToLd, LdToGd};
+use ddbx_wire::history::{ConnectOutcome, connect_outcome};
+use ddbx_wire::proto::LdToGd;
 use ddbx_wire::{Errno, Record};
 use libc::{c_int, sockaddr, socklen_t};
 
@@ -27,6 +24,9 @@ use libc::{c_int, sockaddr, socklen_t};
 pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     // SAFETY: the program's address, as for connect.
     let remote = unsafe { fds::format_addr(addr, len) };
+    if fds::kind(fd) & fds::CONNECTING != 0 {
+        return connect_again(ld, fd, &remote);
+    }
     let rec = cursor::follow(
         ld,
         |r| matches!(r, Record::Connect { fd: f, .. } if *f == fd),
@@ -44,6 +44,18 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         return -1;
     }
     let event = ld.events() + 1;
+    let outcome = ld.replay.as_ref().map_or(ConnectOutcome::Unknown, |r| {
+        connect_outcome(&r.records, event as usize - 1)
+    });
+    if let ConnectOutcome::Failed(_) = outcome {
+        // SAFETY: the program's address, as the caller promises.
+        let family = unsafe { addr.as_ref() }.map_or(libc::AF_INET, |a| a.sa_family as c_int);
+        refuse(ld, fd, family);
+        let observed = connected(fd, remote, -1, libc::EINPROGRESS);
+        finish_connect(ld, fd, &observed);
+        sys::set_errno(libc::EINPROGRESS);
+        return -1;
+    }
     let external = ld
         .replay
         .as_ref()
@@ -52,7 +64,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         // A server outside the session: the LD plays it.
         let nonblock = sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0;
         super::external::open(ld, Some(fd), nonblock);
-        cursor::advance(ld, &rec);
+        finish_connect(ld, fd, &rec);
         return match err {
             None => 0,
             Some(e) => {
@@ -77,7 +89,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         local,
         remote,
     };
-    cursor::advance(ld, &observed);
+    finish_connect(ld, fd, &observed);
     match err {
         None => 0,
         Some(e) => {
@@ -85,6 +97,120 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
             -1
         }
     }
+}
+
+/// The connect (or second connect) `observed` has happened.
+fn finish_connect(ld: &mut Ld, fd: c_int, observed: &Record) {
+    note_connect(fd, observed);
+    cursor::advance(ld, observed);
+}
+
+/// A connect on `fd`, whose connect is under way or done: the program learns the outcome the
+/// record learned (no real call: the replayed socket connected, or was refused, already).
+fn connect_again(ld: &mut Ld, fd: c_int, remote: &str) -> c_int {
+    let rec = cursor::follow(
+        ld,
+        |r| matches!(r, Record::ConnectAgain { fd: f, .. } if *f == fd),
+        || format!("a second connect on fd {fd} to {remote} (to learn how the first ended)"),
+    );
+    let Record::ConnectAgain { err, .. } = rec else {
+        unreachable_record(ld)
+    };
+    finish_connect(ld, fd, &rec);
+    match err {
+        None => 0,
+        Some(e) => {
+            sys::set_errno(e.0);
+            -1
+        }
+    }
+}
+
+/// `getsockopt(fd, SOL_SOCKET, SO_ERROR, …)`: the recorded error. The real call is made too
+/// (reading SO_ERROR clears the socket's pending error, as it did in the record).
+///
+/// # Safety
+/// `val`/`len` as for getsockopt(2).
+pub unsafe fn socket_error(
+    ld: &mut Ld,
+    fd: c_int,
+    val: *mut libc::c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    let rec = cursor::follow(
+        ld,
+        |r| matches!(r, Record::SocketError { fd: f, .. } if *f == fd),
+        || format!("getsockopt(SO_ERROR) on fd {fd}"),
+    );
+    let Record::SocketError { err, .. } = rec else {
+        unreachable_record(ld)
+    };
+    // SAFETY: the program's arguments, valid for getsockopt(2) as the caller promises.
+    let r = unsafe { real::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, val, len) };
+    // SAFETY: as the caller promises; after a successful call `len` says how much `val` holds.
+    if r != 0 || unsafe { read_int(val, len) }.is_none() {
+        let e = Errno(sys::errno());
+        cursor::diverge(
+            ld,
+            &format!("getsockopt(SO_ERROR) on fd {fd} that failed ({e}) or returned no int"),
+        );
+    }
+    let value = err.map_or(0, |e| e.0);
+    // SAFETY: the call succeeded with at least an int's room in `val` (checked above).
+    unsafe { std::ptr::write_unaligned(val as *mut c_int, value) };
+    cursor::advance(ld, &rec);
+    0
+}
+
+/// Makes the kernel refuse `fd`'s non-blocking connect for real, as the record's was refused:
+/// it connects to a loopback port of the LD's that is bound but never listens. Every later
+/// observation (`out|err|hup`, `SO_ERROR`, a second connect's `ECONNREFUSED`) is then the
+/// kernel's own.
+fn refuse(ld: &mut Ld, fd: c_int, family: c_int) {
+    let Some((target, target_len)) = refuser(ld, family) else {
+        cursor::diverge(
+            ld,
+            &format!(
+                "a connect on fd {fd} that the record saw refused: ddbx could not make a loopback port to refuse it"
+            ),
+        );
+    };
+    // SAFETY: `target` is a sockaddr_storage holding `target_len` bytes of an address.
+    let r = unsafe { real::connect(fd, (&raw const target).cast(), target_len) };
+    let e = sys::errno();
+    if r == 0 || (e != libc::EINPROGRESS && e != libc::ECONNREFUSED) {
+        cursor::diverge(
+            ld,
+            &format!(
+                "a connect on fd {fd} that the record saw refused, but which {}",
+                if r == 0 {
+                    "connected".to_string()
+                } else {
+                    format!("failed with {}", Errno(e))
+                }
+            ),
+        );
+    }
+}
+
+/// The address of the LD's refusing port for an address `family` (made on first use).
+fn refuser(ld: &mut Ld, family: c_int) -> Option<(libc::sockaddr_storage, socklen_t)> {
+    let v6 = family == libc::AF_INET6;
+    let replay = ld.replay.as_mut()?;
+    let slot = &mut replay.refusers[usize::from(v6)];
+    if *slot < 0 {
+        *slot = sys::bound_loopback(v6);
+        if *slot < 0 {
+            return None;
+        }
+        *slot = fds::mark_ours(sys::move_high(*slot, fds::HIGH_FD));
+    }
+    // SAFETY: zeroed sockaddr_storage is a valid (empty) address buffer.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as socklen_t;
+    // SAFETY: getsockname writes at most `len` bytes into our buffer.
+    let r = unsafe { real::getsockname(*slot, (&raw mut st).cast(), &mut len) };
+    (r == 0).then_some((st, len))
 }
 
 /// Connects `fd` to `addr` for real, blocking, retrying until the peer listens (it may not be
@@ -129,237 +255,5 @@ unsafe fn connect_when_listening(
     }
     if flags & libc::O_NONBLOCK != 0 {
         sys::fcntl(fd, libc::F_SETFL, flags as libc::c_long);
-    }
-}
-
-/// An accept on listening socket `fd` with accept4 `flags`.
-///
-/// # Safety
-/// `addr`/`len` as for accept4.
-pub unsafe fn accept(
-    ld: &mut Ld,
-    fd: c_int,
-    addr: *mut sockaddr,
-    len: *mut socklen_t,
-    flags: c_int,
-) -> c_int {
-    ld.in_wait = true;
-    let rec = cursor::follow(
-        ld,
-        |r| match r {
-            Record::Accept { fd: f, .. } => *f == fd,
-            Record::Fail {
-                call: Call::Accept,
-                fd: f,
-                ..
-            } => *f == fd,
-            _ => false,
-        },
-        || format!("an accept on fd {fd}"),
-    );
-    ld.in_wait = false;
-    let new_fd = match rec {
-        Record::Fail { err, .. } => {
-            cursor::advance(ld, &rec);
-            sys::set_errno(err.0);
-            return -1;
-        }
-        Record::Accept { new_fd, .. } => new_fd,
-        _ => unreachable_record(ld),
-    };
-    let event = ld.events() + 1;
-    let expected = ld
-        .replay
-        .as_ref()
-        .and_then(|r| r.accepts.iter().find(|a| a.event == event))
-        .map(|a| Connector {
-            actor: a.peer,
-            event: a.peer_event,
-        });
-    let got = match expected {
-        Some(connector) => take_connection_from(ld, fd, connector),
-        // A peer outside the session: the LD plays it.
-        None => super::external::open(ld, None, false),
-    };
-    if got < 0 {
-        let err = sys::errno();
-        cursor::diverge(
-            ld,
-            &format!("an accept on fd {fd} that failed (errno {err})"),
-        );
-    }
-    set_accept_flags(got, flags);
-    if got != new_fd {
-        cursor::diverge(
-            ld,
-            &format!(
-                "an accept on fd {fd} that returned fd {got} where the record had fd {new_fd}"
-            ),
-        );
-    }
-    let external = super::external::is_outside(ld, got);
-    if !addr.is_null() && !len.is_null() && !external {
-        // SAFETY: the program's buffers, as for accept4.
-        unsafe { real::getpeername(got, addr, len) };
-    }
-    if external && let Record::Accept { remote, .. } = &rec {
-        // The recorded peer's address, as the program saw it.
-        // SAFETY: the program's buffers, as for accept4.
-        unsafe { fill_addr(remote, addr, len) };
-    }
-    let observed = if external {
-        rec.clone()
-    } else {
-        accepted(fd, got, 0)
-    };
-    cursor::advance(ld, &observed);
-    got
-}
-
-/// Gives an accepted connection the flags the program's accept4 asked for (non-blocking,
-/// close-on-exec), and notes it as a channel end.
-fn set_accept_flags(got: c_int, flags: c_int) {
-    let fl = sys::fcntl(got, libc::F_GETFL, 0);
-    let fl = if flags & libc::SOCK_NONBLOCK != 0 {
-        fl | libc::O_NONBLOCK
-    } else {
-        fl & !libc::O_NONBLOCK
-    };
-    sys::fcntl(got, libc::F_SETFL, fl as libc::c_long);
-    let cloexec = if flags & libc::SOCK_CLOEXEC != 0 {
-        libc::FD_CLOEXEC
-    } else {
-        0
-    };
-    sys::fcntl(got, libc::F_SETFD, cloexec as libc::c_long);
-    fds::set_accepted(got, flags);
-}
-
-/// Writes a recorded `ip:port` address into an accept's address buffer.
-///
-/// # Safety
-/// `addr`/`len` as for accept4 (null allowed).
-unsafe fn fill_addr(text: &str, addr: *mut sockaddr, len: *mut socklen_t) {
-    if addr.is_null() || len.is_null() {
-        return;
-    }
-    let Ok(parsed) = text.parse::<std::net::SocketAddr>() else {
-        return;
-    };
-    // SAFETY: writing at most *len bytes into the program's buffer.
-    unsafe {
-        let room = *len as usize;
-        match parsed {
-            std::net::SocketAddr::V4(v4) => {
-                let mut sa: libc::sockaddr_in = std::mem::zeroed();
-                sa.sin_family = libc::AF_INET as libc::sa_family_t;
-                sa.sin_port = v4.port().to_be();
-                sa.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
-                let size = std::mem::size_of::<libc::sockaddr_in>();
-                std::ptr::copy_nonoverlapping(
-                    &sa as *const _ as *const u8,
-                    addr as *mut u8,
-                    size.min(room),
-                );
-                *len = size as socklen_t;
-            }
-            std::net::SocketAddr::V6(v6) => {
-                let mut sa: libc::sockaddr_in6 = std::mem::zeroed();
-                sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-                sa.sin6_port = v6.port().to_be();
-                sa.sin6_addr.s6_addr = v6.ip().octets();
-                let size = std::mem::size_of::<libc::sockaddr_in6>();
-                std::ptr::copy_nonoverlapping(
-                    &sa as *const _ as *const u8,
-                    addr as *mut u8,
-                    size.min(room),
-                );
-                *len = size as socklen_t;
-            }
-        }
-    }
-}
-
-/// Accepts until the connection made by `connector`'s connect event arrives; keeps the others.
-fn take_connection_from(ld: &mut Ld, fd: c_int, connector: Connector) -> c_int {
-    loop {
-        if let Some(replay) = ld.replay.as_mut()
-            && let Some(i) = replay
-                .kept
-                .iter()
-                .position(|k| k.listener == fd && k.connector == Some(connector))
-        {
-            let kept = replay.kept.remove(i);
-            fds::forget_ours(kept.fd);
-            // The lowest free fd, as the real accept would have given.
-            let got = sys::fcntl(kept.fd, libc::F_DUPFD, 0);
-            sys::close(kept.fd);
-            return got;
-        }
-        let got = accept_any(fd);
-        if got < 0 {
-            return got;
-        }
-        let who = who_is(ld, got);
-        if who == Some(connector) {
-            return got;
-        }
-        let kept = fds::mark_ours(sys::move_high(got, fds::KEPT_FDS));
-        if let Some(replay) = ld.replay.as_mut() {
-            replay.kept.push(KeptConnection {
-                fd: kept,
-                listener: fd,
-                connector: who,
-            });
-        }
-    }
-}
-
-/// Waits for and accepts any connection on `fd` (close-on-exec, blocking mode unchanged).
-fn accept_any(fd: c_int) -> c_int {
-    loop {
-        // Only accept when a connection is pending: on a blocking listener, accept4 would
-        // otherwise block in the kernel (SOCK_NONBLOCK is for the new socket only).
-        if sys::poll_one(fd, libc::POLLIN, 1000) <= 0 {
-            continue;
-        }
-        // SAFETY: null address buffers are allowed.
-        let got = unsafe {
-            real::accept4(
-                fd,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            )
-        };
-        if got >= 0 {
-            return got;
-        }
-        let err = sys::errno();
-        if err != libc::EAGAIN && err != libc::EINTR && err != libc::ECONNABORTED {
-            return -1;
-        }
-    }
-}
-
-/// Asks the GD which actor's connect made this connection.
-fn who_is(ld: &mut Ld, fd: c_int) -> Option<Connector> {
-    let local = fds::socket_addr(fd, false);
-    let remote = fds::socket_addr(fd, true);
-    let peer_pid = if local.starts_with("unix:") {
-        fds::peer_pid(fd)
-    } else {
-        None
-    };
-    let question = LdToGd::WhoIs {
-        local,
-        remote,
-        peer_pid,
-    };
-    match halting::request(ld, &question) {
-        Some(GdToLd::Peer {
-            peer: Some((actor, event)),
-        }) => Some(Connector { actor, event }),
-        _ => None,
     }
 }

@@ -4,7 +4,10 @@
 //! addresses, not channels, so the pairing is rebuilt here, from the loaded histories alone:
 //!
 //! * **TCP** (any address not starting with `unix:`): an `Accept{local: L, remote: R}` matches a
-//!   `Connect{err: None | Some(EINPROGRESS), local: R, remote: L}` (exact string equality).
+//!   `Connect{err: None | Some(EINPROGRESS), local: R, remote: L}` (exact string equality), unless
+//!   the program saw that non-blocking connect fail later (refused: no connection was made).
+//!   A second `connect()` that completes a non-blocking one is a `ConnectAgain`, not a connect:
+//!   it makes no channel, and the fd stays the end of the first one's.
 //!   When several connects share the same address pair (port reuse), accepts and connects are
 //!   paired in order, each connect used once.
 //! * **Unix sockets** (`unix:` addresses, `Accept.peer_pid = Some(pid)`): the connector is the
@@ -13,9 +16,9 @@
 //!
 //! Accepts with no managed connector (peers outside the session) are simply not in the result.
 
-use ddbx_wire::history::{Addr, Record};
+use ddbx_wire::history::{Addr, ConnectOutcome, Record, connect_outcome};
 use ddbx_wire::proto::AcceptPlan;
-use ddbx_wire::{ActorId, Errno, History};
+use ddbx_wire::{ActorId, History};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One end of a channel: an actor and the number of its connect or accept event (1-based).
@@ -43,12 +46,10 @@ pub fn is_unix(addr: &str) -> bool {
     addr.starts_with("unix:")
 }
 
-/// Whether a connect's outcome means it connected (or was connecting, non-blocking).
-fn connect_succeeded(err: Option<Errno>) -> bool {
-    match err {
-        None => true,
-        Some(e) => e == Errno::EINPROGRESS,
-    }
+/// Whether the connect at `records[index]` made a connection: it connected, or was under way
+/// (non-blocking) and the program did not see it fail later ([`connect_outcome`]).
+fn connect_succeeded(records: &[Record], index: usize) -> bool {
+    !matches!(connect_outcome(records, index), ConnectOutcome::Failed(_))
 }
 
 /// Pairs the accepts and connects of a recording into channels.
@@ -71,9 +72,7 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
             };
             match record {
                 Record::Start { pid, .. } => actors_by_pid.entry(*pid).or_default().push(h.actor),
-                Record::Connect {
-                    err, local, remote, ..
-                } if connect_succeeded(*err) => {
+                Record::Connect { local, remote, .. } if connect_succeeded(&h.records, i) => {
                     if is_unix(remote) {
                         unix_connects
                             .entry((h.actor, remote))
@@ -167,6 +166,7 @@ pub fn accepts_of(channels: &[Channel], actor: ActorId) -> Vec<AcceptPlan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ddbx_wire::Errno;
     use ddbx_wire::history::Origin;
 
     fn start(pid: i32) -> Record {

@@ -7,6 +7,7 @@
 use super::events::MainEvent;
 use super::halted::{HaltedState, Observation, Resume};
 use super::halting::Halting;
+use super::handover::Handovers;
 use super::matcher::ConnectTable;
 use crate::actors::Registry;
 use ddbx_wire::ActorId;
@@ -46,6 +47,9 @@ pub(super) struct Tables {
     pub(super) at_end: Vec<ActorId>,
     /// Replay: observed globals, in the order the notes came.
     pub(super) observed: Vec<Observation>,
+    /// Replay: connections being passed from the process that took them to the actor whose
+    /// accept returned them.
+    pub(super) handovers: Handovers,
 }
 
 /// The state shared by the session's threads (see the module doc).
@@ -279,6 +283,7 @@ impl Tables {
             halting,
             at_end: Vec::new(),
             observed: Vec::new(),
+            handovers: Handovers::default(),
         }
     }
 }

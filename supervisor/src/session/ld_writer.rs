@@ -3,7 +3,9 @@
 
 use super::control_count::count_message;
 use ddbx_wire::proto::{self, GdToLd};
-use std::io::Write;
+use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+use std::io::{IoSlice, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 
@@ -31,6 +33,30 @@ impl LdWriter {
     pub(crate) fn send(&self, msg: &GdToLd) {
         count_message();
         let _ = self.write_line(&proto::encode(msg));
+    }
+
+    /// Sends one message with a descriptor attached to it (`SCM_RIGHTS`; ignored if the
+    /// connection is closed).
+    pub(crate) fn send_with_fd(&self, msg: &GdToLd, fd: &OwnedFd) {
+        let line = proto::encode(msg);
+        let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        let fds = [fd.as_raw_fd()];
+        let sent = loop {
+            let iov = [IoSlice::new(line.as_bytes())];
+            match sendmsg::<()>(
+                stream.as_raw_fd(),
+                &iov,
+                &[ControlMessage::ScmRights(&fds)],
+                MsgFlags::empty(),
+                None,
+            ) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return,
+                Ok(n) => break n,
+            }
+        };
+        // The descriptor went with the first byte; the rest of a long line follows.
+        let _ = stream.write_all(&line.as_bytes()[sent..]);
     }
 
     fn write_line(&self, line: &str) -> std::io::Result<()> {

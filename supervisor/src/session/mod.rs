@@ -27,6 +27,7 @@ mod finish;
 mod gd_state;
 mod halted;
 pub mod halting;
+mod handover;
 mod launch;
 mod ld_writer;
 mod main_loop;

@@ -5,7 +5,7 @@
 use crate::analysis::channels::{Channel, accepts_of, match_channels};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
-use ddbx_wire::history::Record;
+use ddbx_wire::history::{ConnectOutcome, Record, connect_outcome};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use ddbx_wire::pred::VarRef;
 use ddbx_wire::proto::ReplayPlan;
@@ -74,8 +74,8 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
     }
 }
 
-/// An actor's connects that succeeded (or were under way) but no recorded actor accepted:
-/// their peer was outside the session.
+/// An actor's connects that succeeded (or were under way and not seen refused later) but no
+/// recorded actor accepted: their peer was outside the session.
 fn external_connects(recording: &Recording, channels: &[Channel], actor: ActorId) -> Vec<u64> {
     let Some(history) = recording.history(actor) else {
         return Vec::new();
@@ -84,9 +84,12 @@ fn external_connects(recording: &Recording, channels: &[Channel], actor: ActorId
         .records
         .iter()
         .enumerate()
-        .filter(|(_, r)| {
-            matches!(r, Record::Connect { err, .. }
-                if err.is_none() || *err == Some(ddbx_wire::Errno::EINPROGRESS))
+        .filter(|(i, r)| {
+            matches!(r, Record::Connect { .. })
+                && !matches!(
+                    connect_outcome(&history.records, *i),
+                    ConnectOutcome::Failed(_)
+                )
         })
         .map(|(i, _)| i as u64 + 1)
         .filter(|event| {

@@ -47,6 +47,10 @@ impl Errno {
     pub const EINPROGRESS: Errno = Errno(115);
     /// Nobody listens there.
     pub const ECONNREFUSED: Errno = Errno(111);
+    /// The socket is already connected.
+    pub const EISCONN: Errno = Errno(106);
+    /// A connect on this socket is still under way.
+    pub const EALREADY: Errno = Errno(114);
 
     /// The symbolic name, or `None` for a value this table does not know.
     pub fn name(self) -> Option<&'static str> {

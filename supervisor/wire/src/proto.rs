@@ -195,6 +195,16 @@ pub enum LdToGd {
         /// Whether its simple predicate holds (`None`: it has none).
         satisfied: Option<bool>,
     },
+    /// Replay: this process accepted a connection that another actor's recorded accept returned
+    /// (processes sharing one listening socket): the connection comes with this message
+    /// (`SCM_RIGHTS`), for the GD to pass on ([`GdToLd::Deliver`]).
+    Handover {
+        /// The actor that took it.
+        actor: ActorId,
+        /// Who made it: a connecting actor and its connect event, or, for a connection an LD
+        /// made to stand for a peer outside the session, that LD's actor and its accept event.
+        connector: (ActorId, u64),
+    },
 }
 
 /// One accept of the actor being replayed, and the connect it must return.
@@ -290,6 +300,12 @@ pub enum GdToLd {
         /// Retargets so far, this one included (echoed in `Passive`).
         #[serde(default)]
         epoch: u64,
+    },
+    /// Replay: a connection that one of this actor's recorded accepts returned, taken by another
+    /// process ([`LdToGd::Handover`]); it comes with this message (`SCM_RIGHTS`).
+    Deliver {
+        /// Who made it (as in [`LdToGd::Handover`]).
+        connector: (ActorId, u64),
     },
 }
 

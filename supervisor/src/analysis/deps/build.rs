@@ -324,6 +324,8 @@ fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
                 ..
             }
             | Record::Connect { fd, .. }
+            | Record::ConnectAgain { fd, .. }
+            | Record::SocketError { fd, .. }
             | Record::Recv { fd, .. }
             | Record::NoData { fd }
             | Record::Send { fd, .. } => add(*fd, Role::Stream),

@@ -11,8 +11,8 @@
 use super::{Message, MessageKind};
 use crate::analysis::deps::{ChannelId, DataRange, Deps, Direction, Event};
 use crate::recording::Recording;
-use ddbx_wire::history::{Origin, ReadyFd, Record};
-use ddbx_wire::{ActorId, Errno, Events};
+use ddbx_wire::history::{ConnectOutcome, Origin, ReadyFd, Record, connect_outcome};
+use ddbx_wire::{ActorId, Events};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The bytes `[start, end)` of a direction that one send or receive covered.
@@ -169,10 +169,8 @@ impl<'a> RaceModel<'a> {
         }
         for (&a, records) in &self.histories {
             for (i, r) in records.iter().enumerate() {
-                if let Record::Connect {
-                    err, remote, local, ..
-                } = r
-                    && (err.is_none() || *err == Some(Errno::EINPROGRESS))
+                if let Record::Connect { remote, local, .. } = r
+                    && !matches!(connect_outcome(records, i), ConnectOutcome::Failed(_))
                     && local != "?"
                 {
                     self.connects

@@ -27,13 +27,7 @@ pub(super) struct Connection {
 /// Handles one message after the handshake; returns the answer, if it is a request.
 pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option<GdToLd> {
     match message {
-        LdToGd::Hello { .. } => {
-            let me = from.actor;
-            note(
-                gd,
-                format!("ddbx: internal: {me} said `Hello` twice on one connection"),
-            );
-        }
+        LdToGd::Hello { .. } | LdToGd::Handover { .. } => out_of_place(gd, from, &message),
         LdToGd::Connected {
             actor,
             event,
@@ -124,6 +118,17 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
         }
     }
     None
+}
+
+/// A message that never comes here: a second `Hello`, or a `Handover` (its descriptor is the
+/// reader's, so the connection's thread passes it on itself).
+fn out_of_place(gd: &GdState, from: &Connection, message: &LdToGd) {
+    let me = from.actor;
+    let what = match message {
+        LdToGd::Hello { .. } => "said `Hello` twice on one connection",
+        _ => "handed over a connection that was not passed on",
+    };
+    note(gd, format!("ddbx: internal: {me} {what}"));
 }
 
 // Replay matching.

@@ -6,6 +6,7 @@
 //! session ends.
 
 mod messages;
+mod reader;
 mod welcome;
 
 use super::events::MainEvent;
@@ -15,7 +16,7 @@ use super::procs;
 use crate::actors::HelloFacts;
 use ddbx_wire::proto::{self, LdToGd};
 use messages::Connection;
-use std::io::{BufRead, BufReader};
+use reader::LdReader;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -71,7 +72,7 @@ fn serve(gd: &GdState, stream: UnixStream) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
-    let mut reader = BufReader::new(read_half);
+    let mut reader = LdReader::new(read_half);
     let Some(hello) = read_hello(gd, &mut reader) else {
         return;
     };
@@ -85,15 +86,21 @@ fn serve(gd: &GdState, stream: UnixStream) {
         return;
     };
     // Only now may others' requests reach this LD: after its Welcome.
-    if let Some(h) = gd.lock().halting.as_mut() {
-        h.attach(actor, greeting.incarnation, writer.clone());
+    {
+        let mut tables = gd.lock();
+        if let Some(h) = tables.halting.as_mut() {
+            h.attach(actor, greeting.incarnation, writer.clone());
+        }
+        if gd.plans.is_some() {
+            tables.handovers.attach(actor, writer.clone());
+        }
     }
     let from = Connection {
         actor,
         pid: hello.pid,
         incarnation: greeting.incarnation,
     };
-    while let Some(line) = read_line(&mut reader) {
+    while let Some(line) = reader.read_line() {
         let message = match proto::decode::<LdToGd>(&line) {
             Ok(message) => message,
             Err(e) => {
@@ -107,16 +114,42 @@ fn serve(gd: &GdState, stream: UnixStream) {
                 continue;
             }
         };
-        if let Some(answer) = messages::handle(gd, &from, message) {
+        let answer = match message {
+            LdToGd::Handover { connector, .. } => {
+                handed_over(gd, actor, connector, reader.take_fd());
+                None
+            }
+            other => messages::handle(gd, &from, other),
+        };
+        if let Some(answer) = answer {
             writer.send(&answer);
         }
     }
 }
 
+/// Replay: `actor` handed over a connection (`fd`) that `connector` made.
+fn handed_over(
+    gd: &GdState,
+    actor: ddbx_wire::ActorId,
+    connector: super::handover::Connector,
+    fd: Option<std::os::fd::OwnedFd>,
+) {
+    let (Some(plans), Some(fd)) = (gd.plans.as_ref(), fd) else {
+        note(
+            gd,
+            format!(
+                "ddbx: internal: {actor} handed over a connection that did not come with its message"
+            ),
+        );
+        return;
+    };
+    gd.lock().handovers.handover(plans, connector, fd);
+}
+
 /// Reads the connection's first message, which must be `Hello`, with what the GD learns of the
 /// process on its own (its start time).
-fn read_hello(gd: &GdState, reader: &mut BufReader<UnixStream>) -> Option<HelloFacts> {
-    let first = read_line(reader)?;
+fn read_hello(gd: &GdState, reader: &mut LdReader) -> Option<HelloFacts> {
+    let first = reader.read_line()?;
     match proto::decode::<LdToGd>(&first) {
         Ok(LdToGd::Hello {
             protocol,
@@ -157,20 +190,6 @@ fn read_hello(gd: &GdState, reader: &mut BufReader<UnixStream>) -> Option<HelloF
 /// A line for the user, shown by the main loop.
 fn note(gd: &GdState, line: String) {
     gd.send(MainEvent::Note(line));
-}
-
-/// Reads one line without its newline; `None` at the end of the stream or on an error.
-fn read_line(reader: &mut BufReader<UnixStream>) -> Option<String> {
-    let mut buf = Vec::new();
-    match reader.read_until(b'\n', &mut buf) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => {
-            if buf.last() == Some(&b'\n') {
-                buf.pop();
-            }
-            Some(String::from_utf8_lossy(&buf).into_owned())
-        }
-    }
 }
 
 /// The start of a line that could not be read, for a message.

@@ -23,11 +23,13 @@
 //! * `data`: the bytes of outside peers, as base64;
 //! * this file: the header, the writer's lines and the checking reader.
 
+mod connects;
 mod data;
 mod record;
 #[cfg(test)]
 mod tests;
 
+pub use connects::{ConnectOutcome, connect_outcome};
 pub use data::Data;
 pub use record::{Addr, Call, Origin, ReadyFd, Record, WaitCall, is_bystander};
 
@@ -323,6 +325,8 @@ impl Checker {
         }
         let fd = match r {
             Record::Connect { fd, .. }
+            | Record::ConnectAgain { fd, .. }
+            | Record::SocketError { fd, .. }
             | Record::Recv { fd, .. }
             | Record::NoData { fd }
             | Record::Send { fd, .. } => Some(*fd),

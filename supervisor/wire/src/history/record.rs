@@ -202,6 +202,23 @@ pub enum Record {
     /// logged because nothing else could have come out of it; replay makes the real call and
     /// takes what comes. Stored in runs, as `Skip(n: 12)` lines, see [`super::Trace::Optimal`].
     Untraced,
+    /// A connect on a socket whose connect was already under way or done: how a program (hiredis)
+    /// learns the outcome of a non-blocking connect. Not a new connection.
+    ConnectAgain {
+        /// The connecting socket.
+        fd: i32,
+        /// `None`: connected now; `EISCONN`: connected before; `EALREADY`: still under way;
+        /// else the error that ended the connect (`ECONNREFUSED`, …).
+        err: Option<Errno>,
+    },
+    /// `getsockopt(SO_ERROR)` on a stream socket: its pending error as the program read it
+    /// (how libpq and curl learn the outcome of a non-blocking connect).
+    SocketError {
+        /// The socket.
+        fd: i32,
+        /// The error read (`None`: 0).
+        err: Option<Errno>,
+    },
 }
 
 impl Record {
@@ -222,6 +239,8 @@ impl Record {
             Record::Exit { .. } => "Exit",
             Record::Probe { .. } => "Probe",
             Record::Untraced => "Untraced",
+            Record::ConnectAgain { .. } => "ConnectAgain",
+            Record::SocketError { .. } => "SocketError",
         }
     }
 
@@ -298,6 +317,8 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::Fail { .. }
                 | Record::Ready { .. }
                 | Record::Probe { .. }
+                | Record::ConnectAgain { .. }
+                | Record::SocketError { .. }
         )
     })
 }
