@@ -288,6 +288,7 @@ impl Ld {
             killed_by: plan.killed_by,
             kept: Vec::new(),
             outside_peers: Vec::new(),
+            held: Vec::new(),
             external_connects: plan.external_connects,
             observe: plan
                 .observe

@@ -8,6 +8,7 @@
 
 pub mod cursor;
 pub mod external;
+pub mod held;
 pub mod io;
 pub mod probe;
 pub mod process;
