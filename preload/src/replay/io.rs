@@ -95,12 +95,14 @@ fn untraced_recv(ld: &mut Ld, fd: c_int, len: usize, receiver: &mut impl Receive
             break want;
         }
         // Nothing described yet: the peer has not sent it, or closed.
-        let revents = sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, 1000);
-        let waiting = sys::bytes_available(fd).max(0) as usize + held::held_bytes(ld, fd);
+        let held = held::held_bytes(ld, fd);
+        let timeout = if held > 0 { 0 } else { 1000 };
+        let revents = sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, timeout);
+        let waiting = sys::bytes_available(fd).max(0) as usize + held;
         if revents > 0 && revents & ended != 0 && waiting == 0 {
             break 0;
         }
-        if revents > 0 && waiting > 0 {
+        if (revents > 0 || held > 0) && waiting > 0 {
             // Bytes that no side channel describes: a peer optimal tracing cannot replay.
             if ld
                 .trace

@@ -135,6 +135,9 @@ fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
     cursor::advance(ld, &Record::Ready { call, fds });
 }
 
+/// POLLNVAL: the fd is not open.
+const NVAL: u32 = 0x20;
+
 /// Waits until `fd` really reports every event of `ev` that can be waited for; bytes the LD
 /// holds for it (`held.rs`) make it readable. Waits on the fd for what is missing, never
 /// sleeping in between.
@@ -142,7 +145,7 @@ fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
     let waitable =
         Events::IN | Events::PRI | Events::OUT | Events::RDHUP | Events::HUP | Events::ERR;
     let mut want = ev.0 & waitable;
-    if want == 0 || ev.0 & 0x20 != 0 {
+    if want == 0 || ev.0 & NVAL != 0 {
         return; // nothing to wait for, or POLLNVAL (a closed fd): report as recorded
     }
     if want & Events::IN != 0 && held::holds(ld, fd) {
@@ -164,8 +167,8 @@ fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
         }
         // A hang-up or error ends every wait: select reports such an fd readable and
         // writable (the call would not block), while poll on a pipe whose writers are all
-        // gone reports POLLHUP without POLLIN.
-        if got as u32 & (Events::HUP | Events::ERR) != 0 {
+        // gone reports POLLHUP without POLLIN. A closed fd has nothing to wait for.
+        if got as u32 & (Events::HUP | Events::ERR | NVAL) != 0 {
             return;
         }
         // What came may go again while the rest is awaited: check the whole set at once.
