@@ -40,6 +40,8 @@ race_tests! {
     partial_reads_after_peeks: "partial_reads" &["peek"], jitter 2;
     /// recvmmsg on a stream socket, received as one recvmsg.
     partial_reads_with_recvmmsg: "partial_reads" &["mmsg"], jitter 2;
+    /// Reads alternate between the connection's fd and a dup of it: one open file, two numbers.
+    partial_reads_through_a_dup: "partial_reads" &["dup"], jitter 2;
     nonblocking_receive_that_finds_nothing: "nonblock_nodata" &[], jitter 5;
     connect_refused_before_the_server_listens: "connect_refused" &[], jitter 20;
 }

@@ -1,5 +1,5 @@
 /*
- * partial_reads [peek|mmsg]: how many bytes does each read() return?
+ * partial_reads [peek|mmsg|dup]: how many bytes does each read() return?
  *
  * The parent listens and forks one child, which connects and does 20
  * writes of 10 bytes each (random jitter between them with DDBX_JITTER,
@@ -16,8 +16,9 @@
  *
  * With "peek", each read is a recv(MSG_PEEK) followed by a recvmsg() into two buffers (3 and
  * 4093 bytes) that must start with the peeked bytes; it prints "peek K read N". With "mmsg",
- * each read is a recvmmsg() of one message into those two buffers. Both check that the bytes
- * are the client's, in order.
+ * each read is a recvmmsg() of one message into those two buffers. With "dup", the reads
+ * alternate between the connection's fd and a dup() of it (one open file, two numbers). All
+ * three check that the bytes are the client's, in order.
  */
 #include "common.h" /* the helpers every test program shares */
 
@@ -52,12 +53,16 @@ static size_t receive_two_parts(int fd, int mmsg, char *out)
     return (size_t)n;
 }
 
-/* Reads fd until EOF with peeks or recvmmsg (see the top), printing each read; checks the bytes. */
-static void read_other_ways(int fd, int peek)
+/* Reads fd until EOF with peeks, recvmmsg or through a dup (see the top), printing each read;
+ * checks the bytes. */
+static void read_other_ways(int fd, const char *way)
 {
+    int peek = strcmp(way, "peek") == 0, other = fd, reads = 0;
     size_t total = 0;
     char buf[4096], peeked[4096];
 
+    if (strcmp(way, "dup") == 0 && (other = dup(fd)) < 0)
+        die("dup");
     for (;;) {
         ssize_t k = 0;
         size_t n, i;
@@ -65,7 +70,15 @@ static void read_other_ways(int fd, int peek)
         jitter();
         if (peek && (k = recv(fd, peeked, sizeof peeked, MSG_PEEK)) < 0)
             die("recv MSG_PEEK");
-        n = receive_two_parts(fd, !peek, buf);
+        if (other != fd) {
+            ssize_t r = read(reads++ % 2 ? other : fd, buf, sizeof buf);
+
+            if (r < 0)
+                die("read");
+            n = (size_t)r;
+        } else {
+            n = receive_two_parts(fd, !peek, buf);
+        }
         if (n < (size_t)k || memcmp(buf, peeked, (size_t)k) != 0)
             fail("the read does not start with the peeked bytes");
         for (i = 0; i < n; i++)
@@ -82,6 +95,8 @@ static void read_other_ways(int fd, int peek)
     printf("total %zu\n", total);
     if (total != CHUNKS * CHUNK)
         fail("wrong total");
+    if (other != fd)
+        close_or_die(other);
 }
 
 int main(int argc, char **argv)
@@ -93,9 +108,10 @@ int main(int argc, char **argv)
     program_start();
     fd = accept_child(chunk_client, &pid);
     if (argc > 1) {
-        if (strcmp(argv[1], "peek") != 0 && strcmp(argv[1], "mmsg") != 0)
-            fail("usage: partial_reads [peek|mmsg]");
-        read_other_ways(fd, strcmp(argv[1], "peek") == 0);
+        if (strcmp(argv[1], "peek") != 0 && strcmp(argv[1], "mmsg") != 0 &&
+            strcmp(argv[1], "dup") != 0)
+            fail("usage: partial_reads [peek|mmsg|dup]");
+        read_other_ways(fd, argv[1]);
         close_or_die(fd);
         wait_ok(pid);
         return 0;

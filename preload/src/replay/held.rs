@@ -84,13 +84,16 @@ const CONTROL_ROOM: usize = 2048;
 /// returned (0: the end of the stream; -1 and errno: nothing, EAGAIN when nothing is there).
 fn take_from_kernel(h: &mut HeldBytes, fd: c_int, want: usize, flags: c_int) -> isize {
     let had = h.bytes.len();
-    h.bytes.resize(had + want, 0);
+    h.bytes.reserve(want);
     let mut control = [0u64; CONTROL_ROOM / 8];
     // SAFETY: all-zero is a valid sockaddr_storage.
     let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // Into the spare capacity, not zeroed first: a receive that comes in small pieces would
+    // otherwise clear what is still missing at every piece.
+    let spare = h.bytes.spare_capacity_mut();
     let mut iov = libc::iovec {
-        iov_base: h.bytes[had..].as_mut_ptr().cast(),
-        iov_len: want,
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: want.min(spare.len()),
     };
     // SAFETY: all-zero is a valid msghdr; the pointers are set below.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -101,13 +104,15 @@ fn take_from_kernel(h: &mut HeldBytes, fd: c_int, want: usize, flags: c_int) -> 
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = CONTROL_ROOM as _;
     let flags = libc::MSG_DONTWAIT | (flags & libc::MSG_CMSG_CLOEXEC);
-    // SAFETY: every pointer in `msg` points to our locals or to `want` bytes of `h.bytes`.
+    // SAFETY: every pointer in `msg` points to our locals or to the spare capacity of
+    // `h.bytes`, `iov_len` bytes.
     let r = unsafe { libc::syscall(libc::SYS_recvmsg, fd, &mut msg as *mut libc::msghdr, flags) }
         as isize;
-    h.bytes.truncate(had + r.max(0) as usize);
     if r < 0 {
         return r;
     }
+    // SAFETY: the kernel wrote `r <= iov_len` bytes right after the `had` bytes held.
+    unsafe { h.bytes.set_len(had + r as usize) };
     if r == 0 {
         h.ended = true;
     }
