@@ -35,6 +35,13 @@ race_tests! {
     /// SCM_RIGHTS: the worker reads a connection it did not accept; its reads are recorded and
     /// replayed like any other.
     partial_reads_on_a_connection_passed_over_a_unix_socket: "fd_passing" &[], jitter 2;
+    /// Each read is a MSG_PEEK, then a recvmsg into two buffers: replay hands the peeked
+    /// bytes again to the read that follows.
+    partial_reads_after_peeks: "partial_reads" &["peek"], jitter 2;
+    /// recvmmsg on a stream socket, received as one recvmsg.
+    partial_reads_with_recvmmsg: "partial_reads" &["mmsg"], jitter 2;
+    /// Reads alternate between the connection's fd and a dup of it: one open file, two numbers.
+    partial_reads_through_a_dup: "partial_reads" &["dup"], jitter 2;
     nonblocking_receive_that_finds_nothing: "nonblock_nodata" &[], jitter 5;
     connect_refused_before_the_server_listens: "connect_refused" &[], jitter 20;
 }

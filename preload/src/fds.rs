@@ -1,14 +1,27 @@
 //! What the LD knows about each fd: which are stream-socket channel ends (recorded), which are
-//! other sockets or pipes (passed through), which block; and each epoll set's registrations.
+//! other sockets or pipes (passed through), which block; and each epoll set's registrations
+//! ([`epoll`]).
+//!
+//! An fd number refers to an open file description, which the kernel shares between every fd
+//! made from it (dup, dup2/dup3, `F_DUPFD`/`F_DUPFD_CLOEXEC`, fork; a descriptor passed over a
+//! Unix socket is another reference to the sender's). What belongs to the file, its kind, its
+//! O_NONBLOCK flag, an epoll instance's interest list, is kept here per description, so that
+//! what the program does through one number is seen through all of them (mio registers its
+//! sockets through a duplicate of its epoll fd and waits on the original).
 //!
 //! Lock-free fixed tables (no allocation, safe across fork and in signal handlers). An fd the
 //! LD has not seen created (inherited across exec, made by a call we do not hook) is classified
-//! once, lazily, with fstat/getsockopt, and forgotten again when it is closed or replaced.
+//! once, lazily, with fstat/getsockopt, as a description of its own, and forgotten again when
+//! it is closed or replaced. A description lives while some fd of this process refers to it.
+
+pub mod epoll;
 
 use libc::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 const MAX_FDS: usize = 65536;
+/// Open file descriptions known at once (each is referred to by at least one fd).
+const MAX_DESCRIPTIONS: usize = 65536;
 
 /// The LD's own fds (GD connection, history, log, side channels) live at or above this number,
 /// out of the program's way.
@@ -39,26 +52,132 @@ pub const PAIRED: u16 = 256;
 /// connect() was called on this socket and did not fail: another connect() on it continues
 /// that one (it says how a non-blocking connect ended) instead of making a connection.
 pub const CONNECTING: u16 = 512;
+/// An epoll instance.
+pub const EPOLL: u16 = 1024;
 
-static TABLE: [AtomicU16; MAX_FDS] = [const { AtomicU16::new(0) }; MAX_FDS];
+/// One open file description: its bits, and how many fds of this process refer to it.
+struct Description {
+    bits: AtomicU16,
+    /// 0: the slot is free.
+    refs: AtomicU32,
+    /// Counts the slot's uses, so that an id of a closed description never names a new one.
+    generation: AtomicU32,
+}
 
-fn slot(fd: c_int) -> Option<&'static AtomicU16> {
+/// Which description each fd refers to: its slot + 1 (0: not known yet).
+static FD_DESCRIPTION: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(0) }; MAX_FDS];
+
+static DESCRIPTIONS: [Description; MAX_DESCRIPTIONS] = [const {
+    Description {
+        bits: AtomicU16::new(0),
+        refs: AtomicU32::new(0),
+        generation: AtomicU32::new(0),
+    }
+}; MAX_DESCRIPTIONS];
+
+/// Where the search for a free description slot starts.
+static NEXT_FREE: AtomicU32 = AtomicU32::new(0);
+
+/// An open file description, as long as some fd refers to it (the ids of closed descriptions
+/// are never reused).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DescriptionId {
+    slot: u32,
+    generation: u32,
+}
+
+impl DescriptionId {
+    /// The id as one number (for tables keyed by description).
+    pub fn key(self) -> u64 {
+        (self.slot as u64) << 32 | self.generation as u64
+    }
+
+    /// Whether some fd still refers to this description.
+    pub fn is_live(self) -> bool {
+        DESCRIPTIONS.get(self.slot as usize).is_some_and(|d| {
+            d.refs.load(Ordering::Relaxed) > 0
+                && d.generation.load(Ordering::Relaxed) == self.generation
+        })
+    }
+}
+
+fn fd_slot(fd: c_int) -> Option<&'static AtomicU32> {
     if fd < 0 {
         return None;
     }
-    TABLE.get(fd as usize)
+    FD_DESCRIPTION.get(fd as usize)
+}
+
+/// A new description with these bits, referred to once; `None` when every slot is taken.
+fn allocate(bits: u16) -> Option<u32> {
+    let start = NEXT_FREE.load(Ordering::Relaxed) as usize;
+    for i in 0..MAX_DESCRIPTIONS {
+        let slot = (start + i) % MAX_DESCRIPTIONS;
+        let d = &DESCRIPTIONS[slot];
+        if d.refs
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            d.generation.fetch_add(1, Ordering::Relaxed);
+            d.bits.store(bits, Ordering::Relaxed);
+            NEXT_FREE.store((slot + 1) as u32, Ordering::Relaxed);
+            return Some(slot as u32);
+        }
+    }
+    None
+}
+
+/// One reference fewer to the description in `slot`.
+fn release(slot: u32) {
+    if let Some(d) = DESCRIPTIONS.get(slot as usize) {
+        let _ = d
+            .refs
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |r| r.checked_sub(1));
+    }
+}
+
+/// Makes `fd` refer to the description in `slot` (`None`: to nothing known), dropping its
+/// reference to the one it referred to before.
+fn point(fd: c_int, slot: Option<u32>) {
+    if let Some(s) = fd_slot(fd) {
+        let old = s.swap(slot.map_or(0, |d| d + 1), Ordering::AcqRel);
+        if old != 0 {
+            release(old - 1);
+        }
+    } else if let Some(d) = slot {
+        release(d);
+    }
+}
+
+/// The description `fd` refers to, classifying the fd first if needed.
+fn description(fd: c_int) -> Option<&'static Description> {
+    let s = fd_slot(fd)?;
+    let known = s.load(Ordering::Relaxed);
+    if known != 0 {
+        return DESCRIPTIONS.get(known as usize - 1);
+    }
+    let bits = classify(fd);
+    if bits == 0 {
+        return None; // not open: classify again when it is
+    }
+    let slot = allocate(bits)?;
+    point(fd, Some(slot));
+    DESCRIPTIONS.get(slot as usize)
+}
+
+/// The description `fd` refers to (classifying it first if needed).
+pub fn id(fd: c_int) -> Option<DescriptionId> {
+    let d = description(fd)?;
+    let slot = fd_slot(fd)?.load(Ordering::Relaxed).checked_sub(1)?;
+    Some(DescriptionId {
+        slot,
+        generation: d.generation.load(Ordering::Relaxed),
+    })
 }
 
 /// The fd's bits, classifying it first if needed.
 pub fn kind(fd: c_int) -> u16 {
-    let Some(s) = slot(fd) else { return 0 };
-    let bits = s.load(Ordering::Relaxed);
-    if bits & KNOWN != 0 {
-        return bits;
-    }
-    let bits = classify(fd);
-    s.store(bits, Ordering::Relaxed);
-    bits
+    description(fd).map_or(0, |d| d.bits.load(Ordering::Relaxed))
 }
 
 /// Whether reads and writes on `fd` are recorded.
@@ -66,10 +185,11 @@ pub fn is_stream(fd: c_int) -> bool {
     kind(fd) & STREAM != 0
 }
 
-/// Sets the fd's bits.
+/// `fd` now refers to a new open file description with these bits (a socket, an accepted
+/// connection, an epoll instance just made).
 pub fn set(fd: c_int, bits: u16) {
-    if let Some(s) = slot(fd) {
-        s.store(bits | KNOWN, Ordering::Relaxed);
+    if fd_slot(fd).is_some() {
+        point(fd, allocate(bits | KNOWN));
     }
 }
 
@@ -84,32 +204,51 @@ pub fn set_accepted(fd: c_int, flags: c_int) {
     set(fd, STREAM | nonblock);
 }
 
-/// Adds or removes bits (the fd must be known).
+/// Adds or removes bits of the description `fd` refers to (seen through every fd that refers
+/// to it).
 pub fn update(fd: c_int, add: u16, remove: u16) {
-    if let Some(s) = slot(fd) {
-        let bits = kind(fd);
-        s.store((bits | add) & !remove, Ordering::Relaxed);
+    if let Some(d) = description(fd) {
+        let bits = d.bits.load(Ordering::Relaxed);
+        d.bits.store((bits | add) & !remove, Ordering::Relaxed);
     }
 }
 
-/// Forgets an fd (closed, or about to be replaced).
+/// Forgets an fd (closed, or about to be replaced); the LD's own are kept.
 pub fn forget(fd: c_int) {
-    if let Some(s) = slot(fd)
-        && s.load(Ordering::Relaxed) & OURS == 0
-    {
-        s.store(0, Ordering::Relaxed);
+    if !is_ours(fd) {
+        point(fd, None);
     }
 }
 
-/// Copies what we know of `from` to `to` (dup and friends).
-pub fn copy(from: c_int, to: c_int) {
-    let bits = kind(from) & !OURS;
-    set(to, bits);
+/// `to` now refers to the description `from` refers to (dup, dup2, dup3, `F_DUPFD`). A copy
+/// of one of the LD's own fds is the program's, with a description of its own.
+pub fn dup(from: c_int, to: c_int) {
+    if from == to {
+        return;
+    }
+    if is_ours(from) {
+        set(to, kind(from) & !OURS);
+        return;
+    }
+    let Some(slot) = description(from).and(fd_slot(from)) else {
+        forget(to);
+        return;
+    };
+    let shared = slot.load(Ordering::Relaxed).checked_sub(1);
+    if let Some(d) = shared.and_then(|s| DESCRIPTIONS.get(s as usize)) {
+        d.refs.fetch_add(1, Ordering::AcqRel);
+    }
+    point(to, shared);
 }
 
 /// Whether the fd is one of the LD's own.
 pub fn is_ours(fd: c_int) -> bool {
-    slot(fd).is_some_and(|s| s.load(Ordering::Relaxed) & OURS != 0)
+    let Some(s) = fd_slot(fd) else { return false };
+    let known = s.load(Ordering::Relaxed);
+    known != 0
+        && DESCRIPTIONS
+            .get(known as usize - 1)
+            .is_some_and(|d| d.bits.load(Ordering::Relaxed) & OURS != 0)
 }
 
 fn classify(fd: c_int) -> u16 {
@@ -194,99 +333,6 @@ pub fn peer_pid(fd: c_int) -> Option<i32> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// epoll registrations: (epoll fd, fd) -> (events, data), to turn epoll_wait's `data` back into
-// an fd when recording and to give `data` back when replaying.
-
-const EP_SLOTS: usize = 8192;
-const EMPTY: i32 = -1;
-const TOMBSTONE: i32 = -2;
-
-struct EpSlot {
-    epfd: AtomicI32,
-    fd: AtomicI32,
-    data: AtomicU64,
-}
-
-static EPOLL: [EpSlot; EP_SLOTS] = [const {
-    EpSlot {
-        epfd: AtomicI32::new(EMPTY),
-        fd: AtomicI32::new(EMPTY),
-        data: AtomicU64::new(0),
-    }
-}; EP_SLOTS];
-
-fn ep_hash(epfd: c_int, fd: c_int) -> usize {
-    ((epfd as u32 as usize).wrapping_mul(0x9E37_79B9) ^ (fd as u32 as usize)) % EP_SLOTS
-}
-
-/// Remembers `fd`'s registration in epoll set `epfd` (EPOLL_CTL_ADD/MOD).
-pub fn ep_set(epfd: c_int, fd: c_int, data: u64) {
-    let start = ep_hash(epfd, fd);
-    let mut free = None;
-    for i in 0..EP_SLOTS {
-        let s = &EPOLL[(start + i) % EP_SLOTS];
-        let e = s.epfd.load(Ordering::Relaxed);
-        if e == epfd && s.fd.load(Ordering::Relaxed) == fd {
-            s.data.store(data, Ordering::Relaxed);
-            return;
-        }
-        if (e == TOMBSTONE || e == EMPTY) && free.is_none() {
-            free = Some(s);
-        }
-        if e == EMPTY {
-            break;
-        }
-    }
-    if let Some(s) = free {
-        s.data.store(data, Ordering::Relaxed);
-        s.fd.store(fd, Ordering::Relaxed);
-        s.epfd.store(epfd, Ordering::Relaxed);
-    }
-}
-
-/// Forgets `fd`'s registration in `epfd` (EPOLL_CTL_DEL).
-pub fn ep_remove(epfd: c_int, fd: c_int) {
-    if let Some(s) = ep_find(epfd, fd) {
-        s.epfd.store(TOMBSTONE, Ordering::Relaxed);
-    }
-}
-
-fn ep_find(epfd: c_int, fd: c_int) -> Option<&'static EpSlot> {
-    let start = ep_hash(epfd, fd);
-    for i in 0..EP_SLOTS {
-        let s = &EPOLL[(start + i) % EP_SLOTS];
-        let e = s.epfd.load(Ordering::Relaxed);
-        if e == EMPTY {
-            return None;
-        }
-        if e == epfd && s.fd.load(Ordering::Relaxed) == fd {
-            return Some(s);
-        }
-    }
-    None
-}
-
-/// The `data` registered for `fd` in `epfd`.
-pub fn ep_data(epfd: c_int, fd: c_int) -> Option<u64> {
-    ep_find(epfd, fd).map(|s| s.data.load(Ordering::Relaxed))
-}
-
-/// The fd registered in `epfd` with this `data`.
-pub fn ep_fd_of(epfd: c_int, data: u64) -> Option<c_int> {
-    // Most programs put the fd itself in `data`: try that first.
-    if data <= i32::MAX as u64
-        && let Some(s) = ep_find(epfd, data as c_int)
-        && s.data.load(Ordering::Relaxed) == data
-    {
-        return Some(data as c_int);
-    }
-    EPOLL.iter().find_map(|s| {
-        (s.epfd.load(Ordering::Relaxed) == epfd && s.data.load(Ordering::Relaxed) == data)
-            .then(|| s.fd.load(Ordering::Relaxed))
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
 // Socket addresses as text.
 
 /// Formats a sockaddr the way histories show it.
@@ -367,7 +413,5 @@ pub fn mark_ours(fd: c_int) -> c_int {
 
 /// Forgets one of our own fds (we closed or moved it).
 pub fn forget_ours(fd: c_int) {
-    if let Some(s) = slot(fd) {
-        s.store(0, Ordering::Relaxed);
-    }
+    point(fd, None);
 }

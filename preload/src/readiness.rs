@@ -5,7 +5,8 @@
 //! `hooks/wait.rs` decodes each hook's arguments into a [`PollCall`], [`SelectCall`] or
 //! [`EpollCall`].
 
-use crate::{fds, real, sys};
+use crate::fds::{self, epoll};
+use crate::{real, sys};
 use ddbx_wire::Events;
 use ddbx_wire::history::{ReadyFd, WaitCall};
 use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd};
@@ -363,11 +364,16 @@ impl<F: FnMut() -> c_int> ReadinessCall for SelectCall<F> {
 
 /// An epoll_wait (or epoll_pwait, epoll_pwait2) into the program's epoll_event array, valid
 /// for `max` entries.
+///
+/// The kernel reports the LD's tokens (`fds/epoll.rs`): [`ReadinessCall::call`] turns each
+/// back into the program's `data` and keeps the fd it names.
 pub struct EpollCall<F: FnMut() -> c_int> {
     ep: c_int,
     events: *mut epoll_event,
     max: c_int,
     timeout_us: Option<u64>,
+    /// The fd of each event of the last real call (`None`: data the LD cannot place).
+    reported: Vec<Option<c_int>>,
     /// The real call as the program made it.
     real_call: F,
 }
@@ -390,13 +396,35 @@ impl<F: FnMut() -> c_int> EpollCall<F> {
             events,
             max,
             timeout_us,
+            reported: Vec::new(),
             real_call,
         }
     }
 
-    /// Whether the epoll set watches a channel end.
+    /// Whether the epoll set watches a channel end (through any fd of the epoll instance).
     pub fn watches_streams(&self) -> bool {
         fds::kind(self.ep) & fds::WATCHES_STREAMS != 0
+    }
+
+    /// After a real call that returned `r`: gives each event the program's own `data` back
+    /// and notes the fd it is for.
+    fn translate(&mut self, r: c_int) {
+        self.reported.clear();
+        for i in 0..r.clamp(0, self.max) as usize {
+            // SAFETY: the kernel filled `r <= max` entries of the program's array.
+            let e = unsafe { &mut *self.events.add(i) };
+            let data = e.u64;
+            let fd = match epoll::token_fd(data) {
+                Some(fd) => {
+                    if let Some(program) = epoll::data_of(self.ep, fd) {
+                        e.u64 = program;
+                    }
+                    Some(fd)
+                }
+                None => epoll::fd_of(self.ep, data),
+            };
+            self.reported.push(fd);
+        }
     }
 }
 
@@ -404,16 +432,20 @@ impl<F: FnMut() -> c_int> ReadinessCall for EpollCall<F> {
     const KIND: WaitCall = WaitCall::Epoll;
 
     fn call(&mut self) -> c_int {
-        (self.real_call)()
+        let r = (self.real_call)();
+        let err = sys::errno();
+        self.translate(r);
+        sys::set_errno(err);
+        r
     }
 
     fn ready_fds(&self, r: c_int) -> Result<Vec<ReadyFd>, String> {
         let mut ready = Vec::new();
-        for i in 0..r.max(0) as usize {
-            // SAFETY: the kernel filled `r` entries of the program's array.
+        for (i, fd) in self.reported.iter().enumerate().take(r.max(0) as usize) {
+            // SAFETY: the kernel filled `r` entries of the program's array (i < r).
             let e = unsafe { *self.events.add(i) };
-            let data = e.u64;
-            let Some(fd) = fds::ep_fd_of(self.ep, data) else {
+            let Some(fd) = *fd else {
+                let data = e.u64;
                 return Err(format!(
                     "epoll_wait reported data {data:#x}, which was never registered with epoll_ctl"
                 ));
@@ -443,7 +475,7 @@ impl<F: FnMut() -> c_int> ReadinessCall for EpollCall<F> {
             ));
         }
         for (i, f) in set.iter().enumerate() {
-            let Some(data) = fds::ep_data(self.ep, f.fd) else {
+            let Some(data) = epoll::data_of(self.ep, f.fd) else {
                 return Err(format!("{what} in which fd {} is not registered", f.fd));
             };
             // SAFETY: i < max entries of the program's array (checked above).
@@ -473,6 +505,10 @@ impl<F: FnMut() -> c_int> ReadinessCall for EpollCall<F> {
 
     fn call_without_timeout(&mut self) -> c_int {
         // SAFETY: the program's array of `max` events (epoll_wait's contract).
-        unsafe { real::epoll_wait(self.ep, self.events, self.max, -1) }
+        let r = unsafe { real::epoll_wait(self.ep, self.events, self.max, -1) };
+        let err = sys::errno();
+        self.translate(r);
+        sys::set_errno(err);
+        r
     }
 }

@@ -196,7 +196,7 @@ hook! {
         // SAFETY: no pointer arguments.
         let r = unsafe { real::dup(fd) };
         if r >= 0 {
-            fds::copy(fd, r);
+            fds::dup(fd, r);
         }
         r
     }
@@ -221,7 +221,7 @@ hook! {
         // SAFETY: no pointer arguments.
         let r = unsafe { real::dup2(old, new) };
         if r >= 0 && old != new {
-            fds::copy(old, r);
+            fds::dup(old, r);
         }
         r
     }
@@ -234,7 +234,7 @@ hook! {
         // SAFETY: no pointer arguments.
         let r = unsafe { real::dup3(old, new, flags) };
         if r >= 0 {
-            fds::copy(old, r);
+            fds::dup(old, r);
         }
         r
     }
@@ -251,7 +251,7 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         return r;
     }
     match cmd {
-        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => fds::copy(fd, r),
+        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => fds::dup(fd, r),
         libc::F_SETFL => {
             if arg as c_int & libc::O_NONBLOCK != 0 {
                 fds::update(fd, fds::NONBLOCK, 0);

@@ -6,9 +6,10 @@
 //! (`record/ready.rs`, `replay/ready.rs`).
 
 use super::hook;
+use crate::fds::{self, epoll};
 use crate::ld::Ld;
 use crate::readiness::{EpollCall, PollCall, ReadinessCall, SelectCall};
-use crate::{fds, real, record, replay};
+use crate::{real, record, replay, sys};
 use ddbx_wire::proto::Mode;
 use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd, sigset_t, size_t, timespec, timeval};
 
@@ -123,9 +124,7 @@ hook! {
     fn epoll_create(size: c_int) -> c_int {
         // SAFETY: no pointer arguments.
         let fd = unsafe { real::epoll_create(size) };
-        if fd >= 0 {
-            fds::forget(fd);
-        }
+        fds::set(fd, fds::EPOLL);
         fd
     }
 }
@@ -135,31 +134,47 @@ hook! {
     fn epoll_create1(flags: c_int) -> c_int {
         // SAFETY: no pointer arguments.
         let fd = unsafe { real::epoll_create1(flags) };
-        if fd >= 0 {
-            fds::forget(fd);
-        }
+        fds::set(fd, fds::EPOLL);
         fd
     }
 }
 
 hook! {
-    /// epoll_ctl(2): registrations are remembered (fd ↔ data).
+    /// epoll_ctl(2): the kernel gets the LD's token for the fd as `data` (`fds/epoll.rs`), and
+    /// the program's `data` is remembered. An epoll set that watches a channel end, through
+    /// whichever fd of the epoll instance, has its waits recorded.
     fn epoll_ctl(ep: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int {
-        // SAFETY: `ev` is null or the program's event (epoll_ctl's contract).
-        let r = unsafe { real::epoll_ctl(ep, op, fd, ev) };
-        if r == 0 {
-            match op {
-                libc::EPOLL_CTL_ADD | libc::EPOLL_CTL_MOD if !ev.is_null() => {
-                    // SAFETY: not null, and the program's event (the call just read it).
-                    let e = unsafe { *ev };
-                    fds::ep_set(ep, fd, e.u64);
-                    if fds::is_stream(fd) {
-                        fds::update(ep, fds::WATCHES_STREAMS, 0);
-                    }
-                }
-                libc::EPOLL_CTL_DEL => fds::ep_remove(ep, fd),
-                _ => {}
+        let adds = matches!(op, libc::EPOLL_CTL_ADD | libc::EPOLL_CTL_MOD);
+        if !adds || ev.is_null() || super::active().is_none() {
+            // SAFETY: `ev` is null or the program's event (epoll_ctl's contract).
+            let r = unsafe { real::epoll_ctl(ep, op, fd, ev) };
+            if r == 0 && op == libc::EPOLL_CTL_DEL {
+                epoll::remove(ep, fd);
             }
+            return r;
+        }
+        // SAFETY: not null, and the program's event (epoll_ctl's contract).
+        let program = unsafe { *ev };
+        let Some((slot, existed)) = epoll::claim(ep, fd) else {
+            // No room to remember it: the kernel gets the program's data.
+            // SAFETY: as above.
+            return unsafe { real::epoll_ctl(ep, op, fd, ev) };
+        };
+        let mut ours = epoll_event {
+            events: program.events,
+            u64: epoll::token(fd),
+        };
+        // SAFETY: our own event, read by the call.
+        let r = unsafe { real::epoll_ctl(ep, op, fd, &mut ours) };
+        if r == 0 {
+            slot.fill(program.u64);
+            if fds::is_stream(fd) || fds::kind(fd) & fds::WATCHES_STREAMS != 0 {
+                fds::update(ep, fds::WATCHES_STREAMS, 0);
+            }
+        } else if !existed {
+            let err = sys::errno();
+            slot.unclaim();
+            sys::set_errno(err);
         }
         r
     }

@@ -295,6 +295,7 @@ impl Ld {
             outside_peers: Vec::new(),
             pending_peers: Vec::new(),
             refusers: [-1, -1],
+            held: Vec::new(),
             external_connects: plan.external_connects,
             observe: plan
                 .observe

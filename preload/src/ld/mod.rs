@@ -26,6 +26,7 @@ use libc::c_int;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
+use crate::fds::DescriptionId;
 use crate::symbols::Symbols;
 use crate::trace::Tracer;
 
@@ -80,6 +81,22 @@ pub struct PendingPeer {
     pub local: String,
 }
 
+/// Bytes replay took from the kernel for a channel end and has not handed to the program yet
+/// (`replay/held.rs`): a socket's receive memory cannot always hold a recorded receive's bytes
+/// at once, so replay takes them as they come.
+pub struct HeldBytes {
+    /// The open file description they came from (every fd that refers to it reads them).
+    pub description: DescriptionId,
+    /// The bytes, in stream order.
+    pub bytes: Vec<u8>,
+    /// Ancillary data (cmsgs, passed fds already installed) that came with them.
+    pub control: Vec<u8>,
+    /// The sender's address as the last receive reported it (empty: none).
+    pub from: Vec<u8>,
+    /// The end of the stream came after them.
+    pub ended: bool,
+}
+
 /// A global of the program the GD asked to observe in replay.
 pub struct ObservedGlobal {
     /// Its symbol name.
@@ -120,6 +137,8 @@ pub struct ReplayState {
     /// Loopback TCP sockets (IPv4, IPv6) bound but not listening, to which replay connects a
     /// socket whose connect the record saw refused (-1: not made yet).
     pub refusers: [c_int; 2],
+    /// Bytes taken from the kernel and not yet received by the program, per channel end.
+    pub held: Vec<HeldBytes>,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).

@@ -1,16 +1,25 @@
 //! Replay of receives and sends on channel ends: a receive gets exactly the recorded bytes
-//! once they have arrived, a send sends what the record sent.
+//! once they have arrived (taken from the kernel as they come, `held.rs`), a send sends what
+//! the record sent.
 
-use super::Backoff;
 use super::cursor::{self, unreachable_record};
+use super::held::{self, Receiver};
 use crate::ld::Ld;
 use crate::sys;
 use ddbx_wire::Record;
 use ddbx_wire::history::Call;
 use libc::c_int;
 
-/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`.
-pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> isize) -> isize {
+/// A receive of at most `len` bytes on `fd` into the program's buffers (`receiver`); `call(n)`
+/// does the real receive of at most `n` (only for out-of-band data, which is not in the
+/// stream).
+pub fn recv(
+    ld: &mut Ld,
+    fd: c_int,
+    len: usize,
+    receiver: &mut impl Receiver,
+    mut call: impl FnMut(usize) -> isize,
+) -> isize {
     ld.in_wait = true;
     let rec = cursor::follow(
         ld,
@@ -28,7 +37,7 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
     );
     ld.in_wait = false;
     match rec {
-        Record::Untraced => untraced_recv(ld, fd, len, call),
+        Record::Untraced => untraced_recv(ld, fd, len, receiver),
         Record::Recv { n, .. } => {
             let n = n as usize;
             if n > len {
@@ -41,8 +50,12 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
                 let index = ld.events() as usize;
                 super::external::feed(ld, fd, index);
             }
-            wait_for_bytes(ld, fd, n);
-            let r = sys::restart_on_eintr(|| call(n));
+            let r = if receiver.flags() & libc::MSG_OOB != 0 {
+                sys::restart_on_eintr(|| call(n))
+            } else {
+                held::wait_for(ld, fd, n, receiver.flags());
+                held::hand_over(ld, fd, n, receiver)
+            };
             if r != n as isize {
                 let err = sys::errno();
                 cursor::diverge(
@@ -75,23 +88,21 @@ pub fn recv(ld: &mut Ld, fd: c_int, len: usize, mut call: impl FnMut(usize) -> i
 /// Optimal tracing: a receive whose outcome was not logged. It gets what the record rule
 /// gives: up to the end of the send that holds the next byte (or `len`), once those bytes are
 /// there; or the end of the stream.
-fn untraced_recv(
-    ld: &mut Ld,
-    fd: c_int,
-    len: usize,
-    mut call: impl FnMut(usize) -> isize,
-) -> isize {
+fn untraced_recv(ld: &mut Ld, fd: c_int, len: usize, receiver: &mut impl Receiver) -> isize {
     let ended = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as c_int;
     let n = loop {
         if let Some(want) = ld.trace.as_mut().and_then(|t| t.untraced_count(fd, len)) {
             break want;
         }
         // Nothing described yet: the peer has not sent it, or closed.
-        let revents = sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, 1000);
-        if revents > 0 && revents & ended != 0 && sys::bytes_available(fd) == 0 {
+        let held = held::held_bytes(ld, fd);
+        let timeout = if held > 0 { 0 } else { 1000 };
+        let revents = sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, timeout);
+        let waiting = sys::bytes_available(fd).max(0) as usize + held;
+        if revents > 0 && revents & ended != 0 && waiting == 0 {
             break 0;
         }
-        if revents > 0 && sys::bytes_available(fd) > 0 {
+        if (revents > 0 || held > 0) && waiting > 0 {
             // Bytes that no side channel describes: a peer optimal tracing cannot replay.
             if ld
                 .trace
@@ -109,16 +120,13 @@ fn untraced_recv(
         }
     };
     ld.in_wait = true;
-    wait_for_bytes(ld, fd, n);
+    held::wait_for(ld, fd, n, receiver.flags());
     ld.in_wait = false;
-    let r = sys::restart_on_eintr(|| call(n.max(if n == 0 { len } else { 0 })));
+    let r = held::hand_over(ld, fd, n, receiver);
     if r != n as isize {
-        let err = sys::errno();
         cursor::diverge(
             ld,
-            &format!(
-                "an untraced receive on fd {fd} that returned {r} (errno {err}) where {n} bytes were due"
-            ),
+            &format!("an untraced receive on fd {fd} that returned {r} where {n} bytes were due"),
         );
     }
     if let Some(t) = ld.trace.as_mut() {
@@ -133,50 +141,6 @@ fn untraced_recv(
         },
     );
     r
-}
-
-/// Waits until `n` bytes are waiting on `fd` (`n == 0`: until the end of the stream is there).
-fn wait_for_bytes(ld: &mut Ld, fd: c_int, n: usize) {
-    let mut backoff = Backoff::new();
-    let wanted = libc::POLLIN | libc::POLLRDHUP;
-    let ended = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as c_int;
-    loop {
-        let avail = sys::bytes_available(fd);
-        if avail < 0 {
-            return; // not a socket we can measure: let the call decide
-        }
-        let avail = avail as usize;
-        if n > 0 && avail >= n {
-            return;
-        }
-        if n == 0 && avail > 0 {
-            cursor::diverge(
-                ld,
-                &format!(
-                    "{avail} more bytes on fd {fd} where the record saw the end of the stream"
-                ),
-            );
-        }
-        let revents = sys::poll_one(fd, wanted, 0);
-        if revents > 0 && revents & ended != 0 {
-            // The peer sends nothing more: what is there is all there will be.
-            let avail = sys::bytes_available(fd).max(0) as usize;
-            if (n == 0 && avail == 0) || (n > 0 && avail >= n) {
-                return;
-            }
-            cursor::diverge(
-                ld,
-                &format!(
-                    "the end of the stream on fd {fd} after {avail} bytes, where the record received {n}"
-                ),
-            );
-        }
-        if avail > 0 {
-            backoff.pause(); // some bytes, not enough: poll would not wait
-        } else {
-            sys::poll_one(fd, wanted, 1000);
-        }
-    }
 }
 
 /// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n` of the

@@ -9,6 +9,7 @@
 pub mod accept;
 pub mod cursor;
 pub mod external;
+pub mod held;
 pub mod io;
 pub mod probe;
 pub mod process;

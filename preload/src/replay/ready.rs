@@ -5,8 +5,8 @@
 //! tracing a ready set that was not logged is the real call without timeout, which must
 //! report one fd as the record did.
 
-use super::Backoff;
 use super::cursor::{self, unreachable_record};
+use super::held;
 use crate::ld::Ld;
 use crate::readiness::ReadinessCall;
 use crate::sys;
@@ -88,7 +88,7 @@ fn next_ready_set(
                 // A listening socket is not waited for: its accept waits for its own
                 // connection, which another process may have taken from the backlog.
                 if !super::accept::listener_ready(ld, f.fd, f.ev) {
-                    wait_until_ready(f.fd, f.ev);
+                    wait_until_ready(ld, f.fd, f.ev);
                 }
             }
             Ok(fds)
@@ -131,29 +131,48 @@ fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
     cursor::advance(ld, &Record::Ready { call, fds });
 }
 
-/// Waits until `fd` really reports every event of `ev` that can be waited for.
-fn wait_until_ready(fd: c_int, ev: Events) {
+/// POLLNVAL: the fd is not open.
+const NVAL: u32 = 0x20;
+
+/// Waits until `fd` really reports every event of `ev` that can be waited for; bytes the LD
+/// holds for it (`held.rs`) make it readable. Waits on the fd for what is missing, never
+/// sleeping in between.
+fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
     let waitable =
         Events::IN | Events::PRI | Events::OUT | Events::RDHUP | Events::HUP | Events::ERR;
-    let want = ev.0 & waitable;
-    if want == 0 || ev.0 & 0x20 != 0 {
+    let mut want = ev.0 & waitable;
+    if want == 0 || ev.0 & NVAL != 0 {
         return; // nothing to wait for, or POLLNVAL (a closed fd): report as recorded
     }
-    let mut backoff = Backoff::new();
+    if want & Events::IN != 0 && held::holds(ld, fd) {
+        want &= !Events::IN;
+        if want == 0 {
+            return;
+        }
+    }
+    let mut missing = want;
     loop {
-        let got = sys::poll_one(fd, (want & !(Events::HUP | Events::ERR)) as i16, 1000);
+        // Hang-ups and errors are reported whether asked for or not.
+        let asked = (missing & !(Events::HUP | Events::ERR)) as i16;
+        let got = sys::poll_one(fd, asked, -1);
         if got < 0 && sys::errno() != libc::EINTR {
             return;
         }
-        if got > 0 {
-            // A hang-up or error ends every wait: select reports such an fd readable and
-            // writable (the call would not block), while poll on a pipe whose writers are all
-            // gone reports POLLHUP without POLLIN.
-            if got as u32 & want == want || got as u32 & (Events::HUP | Events::ERR) != 0 {
-                return;
-            }
-            backoff.pause(); // part of it: poll would report the same at once
+        if got <= 0 {
+            continue;
         }
+        // A hang-up or error ends every wait: select reports such an fd readable and
+        // writable (the call would not block), while poll on a pipe whose writers are all
+        // gone reports POLLHUP without POLLIN. A closed fd has nothing to wait for.
+        if got as u32 & (Events::HUP | Events::ERR | NVAL) != 0 {
+            return;
+        }
+        // What came may go again while the rest is awaited: check the whole set at once.
+        let now = sys::poll_one(fd, (want & !(Events::HUP | Events::ERR)) as i16, 0).max(0) as u32;
+        if now & want == want || now & (Events::HUP | Events::ERR) != 0 {
+            return;
+        }
+        missing = want & !now;
     }
 }
 
