@@ -35,6 +35,8 @@
 //! (those the replay passed). See `ddbx help predicates`, "Several predicates".
 
 use super::json;
+use super::json_lines::JsonLines;
+use super::progress;
 use crate::api::{Messages, ReplayOptions, replay_driven};
 use crate::debugger::render::cut_json;
 use crate::error::Error;
@@ -82,6 +84,11 @@ pub struct Args {
     /// Print one JSON object at the end instead of ddbx's lines.
     #[arg(long)]
     pub json: bool,
+    /// Print one JSON object per line as things happen (actors started and exited, a
+    /// divergence, each halt and trace point, the end) instead of ddbx's lines; the last one
+    /// is the --json object.
+    #[arg(long, conflicts_with = "json")]
+    pub json_lines: bool,
     /// Write ddbx's lines (or the JSON) to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     pub messages: Option<PathBuf>,
@@ -117,14 +124,18 @@ pub struct Args {
     /// At a halt, never open the prompt, even at a terminal.
     #[arg(long, conflicts_with = "prompt")]
     pub no_prompt: bool,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
 }
 
 /// Runs `ddbx replay`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
-    let messages = match (&args.messages, args.json) {
+    let quiet = args.json || args.json_lines;
+    let messages = match (&args.messages, quiet) {
         (_, true) => Messages::Quiet,
         (Some(path), false) => Messages::File(path.clone()),
         (None, false) => Messages::Stderr,
@@ -144,8 +155,17 @@ pub fn run(args: Args) -> Result<i32, Error> {
         .collect();
     // At a terminal the prompt opens by itself, unless the halt is to be held or printed.
     let prompt = args.prompt
-        || (!args.no_prompt && !args.json && !args.hold && super::prompt::stdin_is_terminal());
+        || (!args.no_prompt && !quiet && !args.hold && super::prompt::stdin_is_terminal());
     let driver = prompt.then(super::prompt::driver);
+    let lines = args
+        .json_lines
+        .then(|| JsonLines::open(args.messages.as_deref()))
+        .transpose()?;
+    let (progress, _progress_shown) = progress::for_run("replaying", progress::wanted(quiet));
+    let observer = match &lines {
+        Some(lines) => lines.observer("replay"),
+        None => progress,
+    };
     let outcome = replay_driven(
         ReplayOptions {
             dir: args.dir,
@@ -157,10 +177,11 @@ pub fn run(args: Args) -> Result<i32, Error> {
             hold: args.hold,
             traces,
             primary: args.primary,
+            observer,
         },
         driver,
     )?;
-    if args.json {
+    if quiet {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({
             "command": "replay",
@@ -178,14 +199,17 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "cut": outcome.halted.as_ref().map(|h| halted_json(h)["cut"].clone()),
             "predicates": outcome.predicates,
         });
-        super::write_json_message(&value, args.messages.as_deref())?;
+        match &lines {
+            Some(lines) => lines.end(value),
+            None => super::write_json_message(&value, args.messages.as_deref())?,
+        }
     }
     Ok(outcome.exit_code)
 }
 
 /// The halted state as JSON (`halted` in the module doc): `cut` maps each actor to the events
 /// it had executed.
-fn halted_json(state: &HaltedState) -> serde_json::Value {
+pub(crate) fn halted_json(state: &HaltedState) -> serde_json::Value {
     let actors: Vec<serde_json::Value> = state
         .actors
         .iter()

@@ -4,7 +4,7 @@
 //! halt callback at each halt.
 
 use super::OnHalt;
-use super::events::MainEvent;
+use super::events::{MainEvent, SessionEvent};
 use super::gd_state::{CollectedHalt, GdState};
 use super::halted::{HaltAction, HaltedState};
 use super::outcome::End;
@@ -78,7 +78,10 @@ impl<'a> MainLoop<'a> {
                     if pid == self.root_pid {
                         self.root_status = Some(status);
                     }
-                    self.gd.reaped(pid, status);
+                    if let Some(actor) = self.gd.reaped(pid, status) {
+                        let exited = SessionEvent::ActorExited { actor, pid, status };
+                        self.transcript.event(&exited);
+                    }
                 }
                 MainEvent::AllGone => break,
                 MainEvent::ReapFailed(e) => {
@@ -93,6 +96,7 @@ impl<'a> MainLoop<'a> {
                     procs::kill_descendants();
                 }
                 MainEvent::Halted => self.on_halted(),
+                MainEvent::Event(event) => self.transcript.event(&event),
             }
         }
         LoopEnd {
@@ -145,6 +149,7 @@ impl<'a> MainLoop<'a> {
     fn on_stop(&mut self, end: End) {
         if self.stop.is_none() {
             self.transcript.say(end.stop_line());
+            self.transcript.event(&SessionEvent::Stopped(end.clone()));
             self.stop = Some(end);
         }
         procs::kill_descendants();

@@ -95,8 +95,11 @@ pub struct Args {
     /// Jun's method: only each actor's locally-first race, with its affecters).
     #[arg(long, value_enum, default_value_t = Method::Exact)]
     pub method: Method,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
 }
 

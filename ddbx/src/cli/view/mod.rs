@@ -67,8 +67,11 @@ Exit code: 0; 2 usage (the file cannot be written), 102 bad recording.";
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
     /// The file to write.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
