@@ -94,8 +94,8 @@ pub mod preload;
 pub mod term;
 
 pub use api::{
-    Driver, Event, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome, ReplayOptions,
-    ReplayOutcome, record, replay, replay_driven, resolve_program,
+    Driver, Event, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome,
+    ReplayOptions, ReplayOutcome, record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};

@@ -107,11 +107,7 @@ pub fn paint_line(line: &str) -> String {
     for (mark, style) in MARKS {
         if let Some(at) = line.find(mark) {
             let (before, after) = line.split_at(at);
-            return format!(
-                "{before}{}{}",
-                paint(*style, mark),
-                &after[mark.len()..]
-            );
+            return format!("{before}{}{}", paint(*style, mark), &after[mark.len()..]);
         }
     }
     line.to_string()

@@ -2,8 +2,8 @@
 //! directory.
 
 use super::{
-    Event, Lines, Messages, Observer, OutcomeKind, end_code, open_sink, path_variable, prepare_empty_dir,
-    resolve_program,
+    Event, Lines, Messages, Observer, OutcomeKind, end_code, open_sink, path_variable,
+    prepare_empty_dir, resolve_program,
 };
 use crate::error::Error;
 use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};

@@ -4,8 +4,8 @@
 
 use super::events::shown_points;
 use super::{
-    Event, Lines, Messages, Observer, OutcomeKind, end_code, lock, open_sink, open_sink_append, path_variable,
-    prepare_empty_dir, resolve_program,
+    Event, Lines, Messages, Observer, OutcomeKind, end_code, lock, open_sink, open_sink_append,
+    path_variable, prepare_empty_dir, resolve_program,
 };
 use crate::debugger::{Debugger, Report, Trace, render};
 use crate::error::Error;

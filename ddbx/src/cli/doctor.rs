@@ -162,8 +162,16 @@ fn print_text(checks: &[Check], ok: bool) {
 fn proc_readable() -> Check {
     const NAME: &str = "/proc";
     match std::fs::read_to_string("/proc/self/stat") {
-        Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.split_whitespace().count() >= 20) => {
-            Check::ok(NAME, "readable (process start times tell an exec from a reused pid)")
+        Ok(stat)
+            if stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.split_whitespace().count() >= 20) =>
+        {
+            Check::ok(
+                NAME,
+                "readable (process start times tell an exec from a reused pid)",
+            )
         }
         Ok(_) => Check::problem(
             NAME,
@@ -230,7 +238,11 @@ fn cache_dir() -> Check {
     let _ = std::fs::remove_file(&probe);
     match result {
         Ok(bytes) if bytes == b"ddbx" => Check::ok(NAME, format!("{} is usable", dir.display())),
-        Ok(_) => Check::problem(NAME, format!("{} gives back other bytes", dir.display()), fix),
+        Ok(_) => Check::problem(
+            NAME,
+            format!("{} gives back other bytes", dir.display()),
+            fix,
+        ),
         Err(e) => Check::problem(NAME, format!("{} is not usable: {e}", dir.display()), fix),
     }
 }
@@ -254,7 +266,9 @@ fn preload_loads() -> Check {
     match recorded {
         Ok(outcome) if outcome.actors.len() == 1 && events > 0 => Check::ok(
             NAME,
-            format!("loads in a dynamically linked program (`true` recorded: 1 actor, {events} events)"),
+            format!(
+                "loads in a dynamically linked program (`true` recorded: 1 actor, {events} events)"
+            ),
         ),
         Ok(outcome) => Check::problem(
             NAME,
@@ -346,8 +360,14 @@ fn program_check(name: &str) -> Check {
         Err(e) => return Check::problem(NAME, e.to_string(), "give a program that exists"),
     };
     let mut bytes = Vec::new();
-    if let Err(e) = std::fs::File::open(&path).and_then(|f| f.take(64 << 20).read_to_end(&mut bytes)) {
-        return Check::problem(NAME, format!("cannot read {}: {e}", path.display()), "check its permissions");
+    if let Err(e) =
+        std::fs::File::open(&path).and_then(|f| f.take(64 << 20).read_to_end(&mut bytes))
+    {
+        return Check::problem(
+            NAME,
+            format!("cannot read {}: {e}", path.display()),
+            "check its permissions",
+        );
     }
     let shown = path.display();
     if bytes.starts_with(b"#!") {
@@ -356,22 +376,36 @@ fn program_check(name: &str) -> Check {
             .next()
             .map(|l| String::from_utf8_lossy(l).trim().to_string())
             .unwrap_or_default();
-        return Check::ok(NAME, format!("{shown} is a script for `{interpreter}` (check that program too)"));
+        return Check::ok(
+            NAME,
+            format!("{shown} is a script for `{interpreter}` (check that program too)"),
+        );
     }
     let head = &bytes[..bytes.len().min(elf::HEADER_BYTES)];
     match elf::is_static(head) {
         Some(true) => Check::problem(
             NAME,
-            format!("{shown} is statically linked: it does not load the preload, so none of its calls would be recorded"),
+            format!(
+                "{shown} is statically linked: it does not load the preload, so none of its calls would be recorded"
+            ),
             "record a dynamically linked build of it",
         ),
-        None => Check::note(NAME, format!("{shown} is not an ELF program ddbx knows"), None),
+        None => Check::note(
+            NAME,
+            format!("{shown} is not an ELF program ddbx knows"),
+            None,
+        ),
         Some(false) if uses_io_uring(&bytes) => Check::problem(
             NAME,
-            format!("{shown} uses io_uring: its socket I/O bypasses libc, so the preload does not see it"),
+            format!(
+                "{shown} uses io_uring: its socket I/O bypasses libc, so the preload does not see it"
+            ),
             "record a build without io_uring (most programs can turn it off)",
         ),
-        Some(false) => Check::ok(NAME, format!("{shown} is dynamically linked, no io_uring seen")),
+        Some(false) => Check::ok(
+            NAME,
+            format!("{shown} is dynamically linked, no io_uring seen"),
+        ),
     }
 }
 
@@ -386,7 +420,9 @@ fn uses_io_uring(bytes: &[u8]) -> bool {
 fn ptrace_scope() -> Check {
     const NAME: &str = "ptrace_scope";
     let root = nix::unistd::geteuid().is_root();
-    match std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").map(|s| s.trim().to_string()) {
+    match std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .map(|s| s.trim().to_string())
+    {
         Err(_) => Check::ok(NAME, "no Yama: `gdb pN` at the prompt can attach"),
         Ok(s) if s == "0" => Check::ok(NAME, "0: `gdb pN` at the prompt can attach"),
         Ok(s) if (s == "1" || s == "2") && root => Check::ok(
@@ -395,7 +431,9 @@ fn ptrace_scope() -> Check {
         ),
         Ok(s) => Check::note(
             NAME,
-            format!("{s}: `gdb pN` at the prompt cannot attach (record and replay are not affected)"),
+            format!(
+                "{s}: `gdb pN` at the prompt cannot attach (record and replay are not affected)"
+            ),
             Some("sysctl kernel.yama.ptrace_scope=0, or run ddbx as root for `gdb pN`".into()),
         ),
     }

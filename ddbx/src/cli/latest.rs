@@ -31,8 +31,7 @@ fn index_file(cwd: &Path) -> Option<PathBuf> {
 /// Remembers `recording` as the latest made from the current directory (a failure only
 /// costs the default later, so it is not an error).
 pub fn remember(recording: &Path) {
-    let (Ok(cwd), Ok(recording)) = (std::env::current_dir(), std::path::absolute(recording))
-    else {
+    let (Ok(cwd), Ok(recording)) = (std::env::current_dir(), std::path::absolute(recording)) else {
         return;
     };
     let Some(file) = index_file(&cwd) else {
@@ -141,7 +140,10 @@ mod tests {
             (Some("run1".into()), s("p3"))
         );
         assert_eq!(split(s("p3"), None, |_| false), (None, s("p3")));
-        assert_eq!(split(s("run1"), None, |_| true), (Some("run1".into()), None));
+        assert_eq!(
+            split(s("run1"), None, |_| true),
+            (Some("run1".into()), None)
+        );
         assert_eq!(split(None, None, |_| true), (None, None));
     }
 }

@@ -179,18 +179,18 @@ where
     let result = fill_in_recording(&mut command)
         .and_then(|()| refuse_optimal(&command))
         .and_then(|()| match command {
-        Command::Record(args) => record::run(args),
-        Command::Replay(args) => replay::run(args),
-        Command::Ps(args) => ps::run(args),
-        Command::Show(args) => show::run(args),
-        Command::Inf(args) => inf::run(args),
-        Command::Races(args) => races::run(args),
-        Command::View(args) => view::run(args),
-        Command::Doctor(args) => doctor::run(args),
-        Command::Completions(args) => pages::completions(args),
-        Command::Man(args) => pages::man(args),
-        Command::Help { topic } => help(topic.as_deref()),
-    });
+            Command::Record(args) => record::run(args),
+            Command::Replay(args) => replay::run(args),
+            Command::Ps(args) => ps::run(args),
+            Command::Show(args) => show::run(args),
+            Command::Inf(args) => inf::run(args),
+            Command::Races(args) => races::run(args),
+            Command::View(args) => view::run(args),
+            Command::Doctor(args) => doctor::run(args),
+            Command::Completions(args) => pages::completions(args),
+            Command::Man(args) => pages::man(args),
+            Command::Help { topic } => help(topic.as_deref()),
+        });
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -66,6 +66,10 @@ pub fn man(args: ManArgs) -> Result<i32, Error> {
 pub fn write_pages(cli: clap::Command, dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::Usage(format!("--dir {}: cannot create it: {e}", dir.display())))?;
-    clap_mangen::generate_to(cli, dir)
-        .map_err(|e| Error::Usage(format!("--dir {}: cannot write the pages: {e}", dir.display())))
+    clap_mangen::generate_to(cli, dir).map_err(|e| {
+        Error::Usage(format!(
+            "--dir {}: cannot write the pages: {e}",
+            dir.display()
+        ))
+    })
 }

@@ -100,10 +100,7 @@ impl RunProgress {
     fn say_alive(&self) {
         if let Some(bar) = self.bar() {
             let n = self.alive.load(Ordering::Relaxed).max(0);
-            bar.set_message(format!(
-                "{n} actor{} alive",
-                if n == 1 { "" } else { "s" }
-            ));
+            bar.set_message(format!("{n} actor{} alive", if n == 1 { "" } else { "s" }));
         }
     }
 
@@ -203,9 +200,11 @@ impl Steps {
         if !wanted {
             return Steps(None);
         }
-        let style = ProgressStyle::with_template(&format!("{{spinner}} {what}: {{msg}}, {{elapsed}}"))
-            .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(style);
+        let style =
+            ProgressStyle::with_template(&format!("{{spinner}} {what}: {{msg}}, {{elapsed}}"))
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar =
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(style);
         Steps(Some(start_bar(bar)))
     }
 

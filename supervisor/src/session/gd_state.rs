@@ -134,11 +134,11 @@ impl GdState {
         }
     }
 
-    /// ddbx reaped process `pid`: its status is authoritative. Returns the actor it was (when
-    /// it was one and still alive as far as the GD knew).
+    /// ddbx reaped process `pid`: its status is authoritative. Returns the actor it was, if
+    /// it was one.
     pub(crate) fn reaped(&self, pid: i32, status: ExitStatus) -> Option<ActorId> {
         let mut tables = self.lock();
-        let actor = tables.registry.live_actor(pid);
+        let actor = tables.registry.actor_of_pid(pid);
         tables.registry.exited(pid, Some(status));
         self.changed.notify_all();
         actor

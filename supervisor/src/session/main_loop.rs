@@ -11,6 +11,7 @@ use super::outcome::End;
 use super::procs;
 use super::transcript::Transcript;
 use ddbx_wire::manifest::ExitStatus;
+use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub(super) struct MainLoop<'a> {
     /// Held at a halt (`--hold`) until a signal comes.
     held: Option<HaltedState>,
     root_status: Option<ExitStatus>,
+    /// The processes whose exit was handed to the embedding.
+    exits_announced: HashSet<i32>,
 }
 
 impl<'a> MainLoop<'a> {
@@ -66,6 +69,7 @@ impl<'a> MainLoop<'a> {
             stop: None,
             held: None,
             root_status: None,
+            exits_announced: HashSet::new(),
         }
     }
 
@@ -79,8 +83,7 @@ impl<'a> MainLoop<'a> {
                         self.root_status = Some(status);
                     }
                     if let Some(actor) = self.gd.reaped(pid, status) {
-                        let exited = SessionEvent::ActorExited { actor, pid, status };
-                        self.transcript.event(&exited);
+                        self.announce(SessionEvent::ActorExited { actor, pid, status });
                     }
                 }
                 MainEvent::AllGone => break,
@@ -96,7 +99,7 @@ impl<'a> MainLoop<'a> {
                     procs::kill_descendants();
                 }
                 MainEvent::Halted => self.on_halted(),
-                MainEvent::Event(event) => self.transcript.event(&event),
+                MainEvent::Event(event) => self.announce(event),
             }
         }
         LoopEnd {
@@ -130,6 +133,17 @@ impl<'a> MainLoop<'a> {
                 }
             }
         }
+    }
+
+    /// Hands `event` to the embedding; an exit only once per process (its LD says it exits,
+    /// and ddbx may reap it too).
+    fn announce(&mut self, event: SessionEvent) {
+        if let SessionEvent::ActorExited { pid, .. } = event
+            && !self.exits_announced.insert(pid)
+        {
+            return;
+        }
+        self.transcript.event(&event);
     }
 
     /// SIGINT or SIGTERM: a held halt ends halted; anything else ends interrupted.
