@@ -38,10 +38,15 @@ Examples:
   ddbx show ddbx-run-1 p3            one actor's events, with peers resolved
   ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'
                                      halt every process at the first global state
-                                     where the predicate holds (ddbx help predicates)
+                                     where the predicate holds (`ddbx help predicates`)
   ddbx inf ddbx-run-1 'x1==1 && x4==1'   the same state, computed offline
   ddbx races ddbx-run-1              the message races, locally-first and unaffected ones
   ddbx view ddbx-run-1 -o run.html   the event, first-race and affects views, one HTML file
+  ddbx replay --stop-if 'x1==1 && x4==1'
+                                     without DIR: the latest recording made from this
+                                     directory (also ps, show, inf, races, view)
+  ddbx doctor                        check that this machine can record
+  source <(ddbx completions bash)    completions (also zsh, fish); `ddbx man` for the pages
 
 Exit codes: the program's own status (record; replay that reached the end),
 2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
@@ -52,14 +57,23 @@ Exit codes: the program's own status (record; replay that reached the end),
 #[command(
     name = "ddbx",
     version,
-    about,
+    about = "Record and replay Linux programs made of processes that talk over sockets, and halt \
+             them all where a global predicate first holds",
     after_help = AFTER_HELP,
     disable_help_subcommand = true
 )]
 pub struct Cli {
-    /// When to colour ddbx's text output: auto (a terminal, and NO_COLOR not set), always,
-    /// never.
-    #[arg(long, value_enum, global = true, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    /// When to colour ddbx's text output: auto (at a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value_t = ColorWhen::Auto,
+        value_name = "WHEN",
+        hide_possible_values = true,
+        display_order = 1000
+    )]
     pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
@@ -102,9 +116,12 @@ pub enum Command {
 fn help(topic: Option<&str>) -> Result<i32, Error> {
     use clap::CommandFactory;
     let mut cli = Cli::command();
+    cli.build();
     match topic {
         Some("predicates") | Some("predicate") => {
-            print!("{}", ddbx_supervisor::predicate::REFERENCE);
+            // Markdown escapes `|` inside a table; a terminal shows the operator as typed.
+            let text = ddbx_supervisor::predicate::REFERENCE.replace(r"`a \|\| b`", "`a || b`  ");
+            print!("{text}");
             Ok(0)
         }
         None => {
@@ -212,7 +229,9 @@ fn fill_in_recording(command: &mut Command) -> Result<(), Error> {
         Command::View(a) => a.dir = dir_or_latest(a.given_dir.take(), false)?,
         Command::Show(a) => {
             let (dir, actor) = split(a.given_dir.take(), a.given_actor.take(), |_| false);
-            a.actor = actor.unwrap_or_default();
+            a.actor = actor.ok_or_else(|| {
+                Error::Usage("expected an ACTOR to show (`ddbx show [DIR] ACTOR`)".into())
+            })?;
             a.dir = dir_or_latest(dir, a.json)?;
         }
         Command::Inf(a) => {

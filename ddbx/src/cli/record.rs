@@ -37,7 +37,12 @@ Exit code: the program's own (128+signal if it was killed); 2 usage, 103 unsuppo
 --json writes one object at the end to the message stream: {\"command\": \"record\",
 \"outcome\": \"complete\"|\"unsupported\"|\"interrupted\", \"exit_code\", \"recording\",
 \"root_status\", \"actors\": [{\"id\", \"parent\", \"origin\", \"pid\", \"host\", \"argv\",
-\"exit\"}], \"passthrough\", \"divergence\": null, \"problem\", \"messages\"}.";
+\"exit\"}], \"passthrough\", \"divergence\": null, \"problem\", \"messages\"}.
+
+--json-lines writes one object per line as things happen, each with an \"event\":
+\"start\", \"actor_started\" {\"actor\", \"pid\", \"parent\", \"origin\", \"argv\", \"exec\"},
+\"actor_exited\" {\"actor\", \"pid\", \"status\"}, \"unsupported\", \"finishing\", and last
+\"end\" with every field of the --json object.";
 
 /// Arguments of `ddbx record`.
 #[derive(Debug, clap::Args)]

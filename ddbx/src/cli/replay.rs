@@ -49,8 +49,10 @@ Examples:
   ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'    halt at the first state where it holds
   ddbx replay ddbx-run-1 --stop-at p3:17                halt right after p3's 17th event
   ddbx replay ddbx-run-1 --stop-if 'p2.recvs >= 2' --hold   keep the halted processes for gdb -p
-  ddbx replay ddbx-run-1 --stop-if 'p1.x==1' --stop-if 'p2.y==3 || p5.y==3' --trace 'p3.count' --if 'p1.x==1'
-  printf 'show\ncont\n' | ddbx replay ddbx-run-1 --stop-if 'x1==1' --prompt
+  ddbx replay ddbx-run-1 --stop-if 'p1.x==1' --stop-if 'p2.y==3 || p5.y==3' \\
+      --trace 'p3.count' --if 'p1.x==1'
+  printf 'show\\ncont\\n' | ddbx replay ddbx-run-1 --stop-if 'x1==1' --prompt
+  ddbx replay --stop-if 'x1==1 && x4==1'   (the latest recording made from this directory)
   ddbx replay --history-out /tmp/again ddbx-run-1   (then compare the histories)
   ddbx replay --json ddbx-run-1
 
@@ -75,7 +77,16 @@ At a halt, with a terminal on stdin or with --prompt, the (ddbx) prompt reads
 commands: show, ps, print EXPR, stop if P, trace E if P, switch N, info, cont,
 gdb pN [ARGS], kill, quit, help. Several --stop-if: the first conjunctive one (or
 --primary N) is halted at exactly, the others are reported where they first hold.
---trace EXPR --if P prints EXPR each time P becomes true. See `ddbx help predicates`.";
+--trace EXPR --if P prints EXPR each time P becomes true. See `ddbx help predicates`.
+
+--json-lines writes one object per line as things happen, each with an \"event\":
+\"start\", \"actor_started\", \"actor_exited\" (as in `ddbx help record`), \"divergence\"
+{\"actor\", \"at_event\", \"expected\", \"found\", \"message\"}, \"halted\" {\"predicate\",
+\"cut\", \"actors\"}, \"trace\" {\"expr\", \"if\", \"cut\", \"value\"}, \"finishing\", and last
+\"end\" with every field of the --json object.
+
+Without DIR, the latest recording made from this directory is replayed (ddbx says
+which).";
 
 /// Arguments of `ddbx replay`.
 #[derive(Debug, clap::Args)]

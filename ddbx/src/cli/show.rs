@@ -48,9 +48,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// The recording directory [default: the latest recording made from this directory].
-    #[arg(value_name = "DIR", required = true)]
+    #[arg(value_name = "DIR")]
     pub given_dir: Option<String>,
-    /// The actor: `p3`, or a unique program name.
+    /// The actor: `p3`, or a unique program name (with one argument, that argument is ACTOR).
     #[arg(value_name = "ACTOR")]
     pub given_actor: Option<String>,
     /// The recording directory: DIR, or the latest one (filled in before `run`).
