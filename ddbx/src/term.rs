@@ -113,6 +113,39 @@ pub fn paint_line(line: &str) -> String {
     line.to_string()
 }
 
+/// A race block as `ddbx races` prints it, styled: its head in bold, the flags
+/// `unaffected` (debug these first) in green and `locally-first` in yellow, the replay command
+/// in cyan.
+pub fn paint_race(block: &str) -> String {
+    let styled: Vec<String> = block
+        .lines()
+        .map(|line| {
+            if line.starts_with("race ")
+                && let Some((head, rest)) = line.split_once(':')
+            {
+                return format!("{}{rest}", paint(HEAD, &format!("{head}:")));
+            }
+            if let Some(rest) = line.strip_prefix("  replay:") {
+                return format!("  replay:{}", paint(COMMAND, rest));
+            }
+            if line.starts_with("  flags:") {
+                return line
+                    .replace("unaffected", &paint(HALT, "unaffected"))
+                    .replace("locally-first", &paint(NOTE, "locally-first"));
+            }
+            line.to_string()
+        })
+        .collect();
+    styled.join("\n")
+}
+
+/// Prints `text` and a newline on standard output, through [`anstream`] (styles dropped when
+/// colour is off).
+pub fn println(text: &str) {
+    let mut out = anstream::stdout();
+    let _ = writeln!(out, "{text}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +159,10 @@ mod tests {
         let plain = anstream::adapter::strip_str(&styled).to_string();
         assert_eq!(plain, line);
         assert_eq!(paint_line("ddbx: recording to x"), "ddbx: recording to x");
+        let race = "race 2: p3 event 2: Accept\n  flags:        locally-first, unaffected\n  replay:       ddbx replay r --stop-at p3:1";
+        let styled = paint_race(race);
+        assert!(styled.contains("\u{1b}[32m"), "{styled:?}");
+        assert_eq!(anstream::adapter::strip_str(&styled).to_string(), race);
         let held = "  p1: 5 events, at an event  (its condition holds)";
         assert_eq!(
             anstream::adapter::strip_str(&paint_line(held)).to_string(),

@@ -120,7 +120,8 @@ fn colour_follows_the_terminal_no_color_and_the_flag() {
 fn progress_is_shown_at_a_terminal_and_never_into_a_pipe() {
     let tmp = TempDir::new("progress");
     let prog = progs().join("bench_pingpong");
-    let rounds = "3000";
+    let rounds = "2000";
+    let now = [("DDBX_PROGRESS_DELAY_MS", "0")];
     let rec = tmp.join("rec");
     let shown = in_terminal(
         &[
@@ -131,27 +132,30 @@ fn progress_is_shown_at_a_terminal_and_never_into_a_pipe() {
             path_str(&prog),
             rounds,
         ],
-        &[],
+        &now,
     );
     assert!(shown.stdout.contains("ok"), "{}", shown.stdout);
     assert!(
-        shown.stdout.contains("recording: ") && shown.stdout.contains(" events, "),
+        shown.stdout.contains("recording ") && shown.stdout.contains(" actors alive"),
         "no progress line at a terminal: {:?}",
         shown.stdout
     );
-    let replayed = in_terminal(&["replay", path_str(&rec)], &[]);
+    let replayed = in_terminal(&["replay", path_str(&rec)], &now);
     assert!(
-        replayed.stdout.contains("replaying: ") && replayed.stdout.contains(" events, "),
+        replayed.stdout.contains("replaying [") && replayed.stdout.contains(" events, "),
         "no progress line at a terminal: {:?}",
         replayed.stdout
     );
     // Into pipes: the program's output and ddbx's lines only.
-    let piped = DDBX.run(["replay", path_str(&rec)]).success();
+    let piped = DDBX
+        .run(["replay", path_str(&rec)])
+        .env("DDBX_PROGRESS_DELAY_MS", "0")
+        .success();
     assert_eq!(piped.stdout, "ok\n");
-    assert!(!piped.stderr.contains("replaying: "), "{}", piped.stderr);
+    assert!(!piped.stderr.contains("replaying ["), "{}", piped.stderr);
     // --json at a terminal: no progress either.
-    let json = in_terminal(&["replay", "--json", path_str(&rec)], &[]);
-    assert!(!json.stdout.contains("replaying: "), "{:?}", json.stdout);
+    let json = in_terminal(&["replay", "--json", path_str(&rec)], &now);
+    assert!(!json.stdout.contains("replaying ["), "{:?}", json.stdout);
 }
 
 #[test]

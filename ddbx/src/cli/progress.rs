@@ -23,6 +23,15 @@ use std::time::Duration;
 
 /// How often the line is redrawn, and the events counted again.
 const TICK: Duration = Duration::from_millis(200);
+/// Work shorter than this shows no line (the program's own output, on the same terminal, is
+/// left alone); `DDBX_PROGRESS_DELAY_MS` sets another delay (the tests use 0).
+fn delay() -> Duration {
+    let ms = std::env::var("DDBX_PROGRESS_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    Duration::from_millis(ms)
+}
 
 /// Whether a progress line may be shown: standard error is a terminal and the output is not
 /// JSON.
@@ -39,12 +48,22 @@ impl term::ProgressLine for Line {
     }
 }
 
-/// A bar on standard error, registered with [`term`].
-fn start_bar(bar: ProgressBar) -> ProgressBar {
+/// Shows `bar` on standard error, registered with [`term`], unless it is finished already.
+fn reveal(bar: &ProgressBar) {
+    if bar.is_finished() {
+        return;
+    }
     bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(5));
     bar.enable_steady_tick(TICK);
     term::show_progress(Some(Box::new(Line(bar.clone()))));
-    bar
+}
+
+/// A bar not drawn yet (see [`reveal`]).
+fn hidden_bar(len: Option<u64>, template: &str) -> ProgressBar {
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+        .progress_chars("=> ");
+    ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden()).with_style(style)
 }
 
 /// Removes the bar from the terminal.
@@ -87,8 +106,8 @@ impl RunProgress {
             Event::Session(SessionEvent::Finishing) => {
                 if let Some(bar) = self.bar() {
                     bar.set_message(match self.verb {
-                        "recording" => "every process ended; writing the recording's end",
-                        _ => "every process ended; finishing",
+                        "recording" => "writing the recording's end",
+                        _ => "finishing",
                     });
                 }
             }
@@ -104,25 +123,19 @@ impl RunProgress {
         }
     }
 
-    /// Shows the bar and counts events from `state_dir` until it is removed.
+    /// Counts events from `state_dir` until the bar is removed, and shows it after [`delay`].
     fn start(&self, state_dir: &Path, total: Option<u64>) {
         let template = match total {
             Some(_) => format!(
-                "{{spinner}} {}: [{{bar:24}}] {{pos}}/{{len}} events, {{msg}}, {{elapsed}}",
+                "{{spinner}} {} [{{bar:20}}] {{pos}}/{{len}} events, {{elapsed}}: {{wide_msg}}",
                 self.verb
             ),
             None => format!(
-                "{{spinner}} {}: {{pos}} events, {{msg}}, {{elapsed}}",
+                "{{spinner}} {} {{pos}} events, {{elapsed}}: {{wide_msg}}",
                 self.verb
             ),
         };
-        let style = ProgressStyle::with_template(&template)
-            .unwrap_or_else(|_| ProgressStyle::default_spinner())
-            .progress_chars("=> ");
-        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden())
-            .with_style(style)
-            .with_message("0 actors alive");
-        let bar = start_bar(bar);
+        let bar = hidden_bar(total, &template).with_message("0 actors alive");
         *self.bar.lock().unwrap_or_else(PoisonError::into_inner) = Some(bar.clone());
         let dir = state_dir.to_path_buf();
         let done = Arc::clone(&self.done);
@@ -145,9 +158,17 @@ impl RunProgress {
     }
 }
 
-/// Sums the events in `dir`'s state files every tick, until `done` or the bar is finished.
+/// Sums the events in `dir`'s state files every tick, until `done` or the bar is finished;
+/// shows the bar after [`delay`].
 fn count_events(dir: &PathBuf, bar: &ProgressBar, done: &AtomicBool) {
+    let started = std::time::Instant::now();
+    let delay = delay();
+    let mut shown = false;
     while !done.load(Ordering::Relaxed) && !bar.is_finished() {
+        if !shown && started.elapsed() >= delay {
+            reveal(bar);
+            shown = true;
+        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             std::thread::sleep(TICK);
             continue;
@@ -200,12 +221,18 @@ impl Steps {
         if !wanted {
             return Steps(None);
         }
-        let style =
-            ProgressStyle::with_template(&format!("{{spinner}} {what}: {{msg}}, {{elapsed}}"))
-                .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let bar =
-            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()).with_style(style);
-        Steps(Some(start_bar(bar)))
+        let bar = hidden_bar(
+            None,
+            &format!("{{spinner}} {what}, {{elapsed}}: {{wide_msg}}"),
+        );
+        let later = bar.clone();
+        let _ = std::thread::Builder::new()
+            .name("ddbx-progress".into())
+            .spawn(move || {
+                std::thread::sleep(delay());
+                reveal(&later);
+            });
+        Steps(Some(bar))
     }
 
     /// Names the step that runs now.

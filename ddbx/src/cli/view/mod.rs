@@ -36,6 +36,7 @@ mod layout;
 mod svg;
 
 use super::races::{actor_label, analyze, race_text, record_text, replay_command};
+use crate::cli::progress::{self, Steps};
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
@@ -94,7 +95,9 @@ pub enum Format {
 
 /// Runs `ddbx view`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
-    let an = analyze(&args.dir)?;
+    let steps = Steps::new("view", progress::wanted(false));
+    let an = analyze(&args.dir, &steps)?;
+    steps.step("laying out and drawing");
     let text = match args.format {
         Format::Html => render(&an.recording, &an.deps, &an.clocks, &an.races, &args.dir)?,
         Format::Shiviz => export::shiviz(&layout(&an.recording, &an.deps)?, &args.dir),
@@ -106,6 +109,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             args.output.display()
         ))
     })?;
+    drop(steps);
     eprintln!(
         "ddbx: wrote {} ({} actors, {} events, {} races)",
         args.output.display(),
