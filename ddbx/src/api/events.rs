@@ -37,7 +37,10 @@ pub enum Event<'a> {
 /// A callback for a run's [`Event`]s, shared so that the options stay `Clone` (none: nobody
 /// listens). It is called from the session's main thread, one event at a time.
 #[derive(Clone, Default)]
-pub struct Observer(Option<Arc<dyn Fn(&Event<'_>) + Send + Sync>>);
+pub struct Observer(Option<Arc<ObserverFn>>);
+
+/// What an [`Observer`] calls.
+type ObserverFn = dyn Fn(&Event<'_>) + Send + Sync;
 
 impl Observer {
     /// An observer that hands every event to `f`.

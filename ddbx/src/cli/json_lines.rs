@@ -87,7 +87,7 @@ fn event_json(command: &str, event: &Event<'_>) -> Option<Value> {
         }),
         Event::Session(session) => session_json(session)?,
         Event::Halted(state) => {
-            let mut value = super::replay::halted_json(state);
+            let mut value = super::json::halted_json(state);
             if let Value::Object(fields) = &mut value {
                 fields.insert("event".into(), "halted".into());
             }

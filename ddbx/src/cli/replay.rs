@@ -38,9 +38,7 @@ use super::json;
 use super::json_lines::JsonLines;
 use super::progress;
 use crate::api::{Messages, ReplayOptions, replay_driven};
-use crate::debugger::render::cut_json;
 use crate::error::Error;
-use ddbx_supervisor::session::HaltedState;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -206,8 +204,8 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "divergence": divergence,
             "problem": problem,
             "messages": outcome.messages,
-            "halted": outcome.halted.as_ref().map(halted_json),
-            "cut": outcome.halted.as_ref().map(|h| halted_json(h)["cut"].clone()),
+            "halted": outcome.halted.as_ref().map(json::halted_json),
+            "cut": outcome.halted.as_ref().map(|h| json::halted_json(h)["cut"].clone()),
             "predicates": outcome.predicates,
         });
         match &lines {
@@ -216,34 +214,4 @@ pub fn run(args: Args) -> Result<i32, Error> {
         }
     }
     Ok(outcome.exit_code)
-}
-
-/// The halted state as JSON (`halted` in the module doc): `cut` maps each actor to the events
-/// it had executed.
-pub(crate) fn halted_json(state: &HaltedState) -> serde_json::Value {
-    let actors: Vec<serde_json::Value> = state
-        .actors
-        .iter()
-        .map(|a| {
-            let vars: serde_json::Map<String, serde_json::Value> = a
-                .vars
-                .iter()
-                .map(|(n, v)| (n.clone(), (*v).into()))
-                .collect();
-            serde_json::json!({
-                "id": a.actor.to_string(),
-                "events": a.events,
-                "status": a.status,
-                "next": a.next,
-                "vars": vars,
-                "satisfied": a.satisfied,
-                "pid": a.pid,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "predicate": state.predicate,
-        "cut": cut_json(&state.cut),
-        "actors": actors,
-    })
 }
