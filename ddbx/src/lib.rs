@@ -91,13 +91,14 @@ mod error;
 pub mod exit;
 pub mod halt;
 pub mod preload;
+pub mod term;
 
 pub use api::{
-    Driver, HaltingReplay, Messages, OutcomeKind, RecordOptions, RecordOutcome, ReplayOptions,
-    ReplayOutcome, record, replay, replay_driven, resolve_program,
+    Driver, Event, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome,
+    ReplayOptions, ReplayOutcome, record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};
-pub use ddbx_supervisor::session::{Divergence, End, HaltedActor, HaltedState};
+pub use ddbx_supervisor::session::{Divergence, End, HaltedActor, HaltedState, SessionEvent};
 pub use ddbx_supervisor::wire;
 pub use error::Error;

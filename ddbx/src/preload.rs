@@ -58,8 +58,8 @@ pub fn locate(runtime_dir: &Path) -> Result<PathBuf, Error> {
     })
 }
 
-/// `${XDG_CACHE_HOME:-$HOME/.cache}/ddbx`.
-fn cache_dir() -> Option<PathBuf> {
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/ddbx` (`None`: neither is set).
+pub fn cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)

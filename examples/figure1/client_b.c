@@ -1,9 +1,10 @@
 /*
  * client_b (Figure 1, p2): usage: client_b DIR
  *
- * Waits for DIR/server_x.port, connects to server_x, sends "client_b\n"
- * (random jitter before the connect and before the send), reads the reply
- * and prints
+ * Creates DIR/client_b.started (the launcher, client_a, waits for it), waits
+ * for DIR/server_x.port, connects to server_x, reads its child's greeting,
+ * sends "client_b\n" (random jitter before the connect and before the send),
+ * reads the reply and prints
  *     client_b: server_x says: server_x child <k> serves client_b
  */
 #define _GNU_SOURCE
@@ -32,10 +33,12 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2)
         fail("usage: client_b DIR");
+    mark_started(argv[1], "client_b");
     jitter_init();
     port = read_port_file(argv[1], "server_x");
     jitter();
     fd = connect_to(port);
+    read_line(fd, reply, sizeof reply); /* server_x's child greets its client */
     jitter();
     write_str(fd, "client_b\n");
     read_line(fd, reply, sizeof reply);

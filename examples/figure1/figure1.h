@@ -314,6 +314,38 @@ static UNUSED int read_port_file(const char *dir, const char *name)
     return port;
 }
 
+/* ---- started files: DIR/<name>.started says that a program is running ---- */
+
+/* Called first thing in main by a program the launcher started (it is an actor of ddbx by
+ * then: ddbx numbers a process when its image starts). Creates DIR/<name>.started. */
+static UNUSED void mark_started(const char *dir, const char *name)
+{
+    char path[4096];
+    int fd;
+
+    snprintf(path, sizeof path, "%s/%s.started", dir, name);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        die("open started file");
+    if (close(fd) < 0)
+        die("close started file");
+}
+
+/* Wait (up to ~10 s) until DIR/<name>.started exists. */
+static UNUSED void wait_started(const char *dir, const char *name)
+{
+    char path[4096];
+    int tries;
+
+    snprintf(path, sizeof path, "%s/%s.started", dir, name);
+    for (tries = 0; access(path, F_OK) != 0; tries++) {
+        if (tries >= PORT_WAIT_TRIES)
+            fail("timed out waiting for a program to start");
+        if (usleep(10000) < 0)
+            die("usleep");
+    }
+}
+
 /* Strip a trailing "\n" from a received line. */
 static UNUSED void chomp(char *s)
 {

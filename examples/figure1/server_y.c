@@ -1,5 +1,6 @@
 /*
- * server_y (Figure 1, p6): usage: server_y DIR
+ * server_y (Figure 1, p6, or p5 when it starts before server_x's second
+ * child): usage: server_y DIR
  *
  * Listens on 127.0.0.1 (kernel-chosen port), publishes the port in
  * DIR/server_y.port, accepts 1 connection, reads the client's name, prints

@@ -6,13 +6,17 @@
 //! * `halting.rs`: [`HaltingReplay`] is such a replay on a thread of its own, driven from
 //!   halt to halt by the caller.
 //!
+//! * `events.rs`: what a run tells an [`Observer`] as it happens ([`Event`]).
+//!
 //! This file holds what both directions share: where ddbx's lines go ([`Messages`]), how a
 //! run ended ([`OutcomeKind`]), and the checks of programs and output directories.
 
+mod events;
 mod halting;
 mod record;
 mod replay;
 
+pub use events::{Event, Observer};
 pub use halting::HaltingReplay;
 pub use record::{RecordOptions, RecordOutcome, record};
 pub use replay::{Driver, ReplayOptions, ReplayOutcome, replay, replay_driven};
@@ -192,7 +196,7 @@ impl Lines {
 /// The line printer for a [`Messages`] destination (the file is created or truncated).
 fn open_sink(messages: &Messages) -> Result<Sink, Error> {
     Ok(match messages {
-        Messages::Stderr => Box::new(|line: &str| eprintln!("{line}")),
+        Messages::Stderr => Box::new(crate::term::eprint_line),
         Messages::Quiet => Box::new(|_: &str| {}),
         Messages::File(path) => file_sink(std::fs::File::create(path).map_err(|e| {
             Error::Usage(format!(

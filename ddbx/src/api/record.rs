@@ -2,8 +2,8 @@
 //! directory.
 
 use super::{
-    Lines, Messages, OutcomeKind, end_code, open_sink, path_variable, prepare_empty_dir,
-    resolve_program,
+    Event, Lines, Messages, Observer, OutcomeKind, end_code, open_sink, path_variable,
+    prepare_empty_dir, resolve_program,
 };
 use crate::error::Error;
 use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};
@@ -22,6 +22,8 @@ pub struct RecordOptions {
     pub messages: Messages,
     /// Catch SIGINT/SIGTERM: stop every process and end as interrupted (for command lines).
     pub handle_signals: bool,
+    /// Told of each [`Event`] as it happens.
+    pub observer: Observer,
 }
 
 /// What a record did.
@@ -69,6 +71,10 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
 
     let runtime = RuntimeDir::create()?;
     let preload = crate::preload::locate(runtime.path())?;
+    options.observer.tell(&Event::Starting {
+        state_dir: &runtime.state_dir(),
+        total_events: None,
+    });
     let outcome = session::run(SessionConfig {
         mode: SessionMode::Record {
             out_dir: out_dir.clone(),
@@ -82,6 +88,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         handle_signals: options.handle_signals,
         on_message: lines.sink,
         on_halt: None,
+        on_event: options.observer.session_callback(),
     })?;
     let kind = OutcomeKind::of(&outcome.end);
     let exit_code = match &outcome.end {

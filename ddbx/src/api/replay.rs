@@ -2,9 +2,10 @@
 //! `stop if` predicates, halt at each global state they select and let a [`Driver`] say how
 //! to go on.
 
+use super::events::shown_points;
 use super::{
-    Lines, Messages, OutcomeKind, end_code, lock, open_sink, open_sink_append, path_variable,
-    prepare_empty_dir, resolve_program,
+    Event, Lines, Messages, Observer, OutcomeKind, end_code, lock, open_sink, open_sink_append,
+    path_variable, prepare_empty_dir, resolve_program,
 };
 use crate::debugger::{Debugger, Report, Trace, render};
 use crate::error::Error;
@@ -40,6 +41,8 @@ pub struct ReplayOptions {
     pub traces: Vec<(String, String)>,
     /// Which `stop_if` is the primary (from 1; default: the first conjunctive one).
     pub primary: Option<usize>,
+    /// Told of each [`Event`] as it happens.
+    pub observer: Observer,
 }
 
 /// Decides, at each halt of a replay, how it goes on (the prompt, or an embedding program).
@@ -149,12 +152,18 @@ pub fn replay_driven(
             Arc::clone(&lines),
             driver,
             options.hold,
+            options.observer.clone(),
         )
     });
     let on_message = {
         let lines = Arc::clone(&lines);
         Box::new(move |line: &str| (lock(&lines).sink)(line))
     };
+    options.observer.tell(&Event::Starting {
+        state_dir: &runtime.state_dir(),
+        total_events: Some(recording.event_count()),
+    });
+    let on_event = options.observer.session_callback();
     let outcome = session::run(SessionConfig {
         mode: SessionMode::Replay {
             recording: Box::new(recording),
@@ -172,6 +181,7 @@ pub fn replay_driven(
         handle_signals: options.handle_signals,
         on_message,
         on_halt,
+        on_event,
     })?;
     let mut debugger = lock(&debugger);
     let mut lines = lock(&lines);
@@ -202,16 +212,22 @@ fn replay_outcome(
         End::Halted(state) => Some((**state).clone()),
         _ => None,
     };
+    let observer = &options.observer;
     // Every process exited right at the halt: the halt callback never ran.
     if let Some(state) = &halted
         && debugger.last.as_ref() != Some(state)
     {
+        let before = shown_points(debugger);
         show_all(lines, debugger.on_halt(state));
+        observer.tell_trace_points(debugger, &before);
+        observer.tell(&Event::Halted(state));
     }
+    let before = shown_points(debugger);
     show_all(
         lines,
         debugger.at_end(kind == OutcomeKind::ReachedEnd, &outcome.observed),
     );
+    observer.tell_trace_points(debugger, &before);
     let mut messages = outcome.messages;
     messages.append(&mut lines.kept);
     if kind == OutcomeKind::ReachedEnd {
@@ -315,10 +331,14 @@ fn halt_callback(
     lines: Arc<Mutex<Lines>>,
     mut driver: Option<Driver>,
     hold: bool,
+    observer: Observer,
 ) -> session::OnHalt {
     Box::new(move |state: &HaltedState| {
         let mut debugger = lock(&debugger);
+        let before = shown_points(&debugger);
         show_all(&mut lock(&lines), debugger.on_halt(state));
+        observer.tell_trace_points(&debugger, &before);
+        observer.tell(&Event::Halted(state));
         match driver.as_mut() {
             Some(driver) => driver(state, &mut debugger),
             None if hold => HaltAction::Hold,

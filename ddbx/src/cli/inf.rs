@@ -37,7 +37,7 @@ recording.";
 
 /// Arguments of `ddbx inf`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = AFTER_HELP, override_usage = "ddbx inf [OPTIONS] [DIR] [P]")]
 pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
@@ -45,11 +45,18 @@ pub struct Args {
     /// A stop point ACTOR:EVENT, joined to the predicate.
     #[arg(long = "stop-at", value_name = "ACTOR:EVENT")]
     pub stop_at: Vec<String>,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory;
+    /// with one argument that is not a recording directory, that argument is P].
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    pub given_dir: Option<String>,
     /// The predicate (a conjunction of conditions that each involve one process).
     #[arg(value_name = "P")]
+    pub given_predicate: Option<String>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
+    pub dir: PathBuf,
+    /// The predicate (filled in before `run`).
+    #[arg(skip)]
     pub predicate: Option<String>,
 }
 

@@ -3,10 +3,13 @@
 //! * an actor: `{"id": "p3", "parent": "p1", "origin": "Fork{parent: p1, index: 2}",
 //!   "pid": 20001, "host": "h", "argv": ["./server_x"], "exit": "exit 0" | "signal 9" | null}`;
 //! * a divergence: `{"actor": "p3" | null, "event": 7 | null, "expected": "…", "found": "…",
-//!   "message": "ddbx: replay diverged: …"}`.
+//!   "message": "ddbx: replay diverged: …"}`;
+//! * a halted state: `{"predicate", "cut": {"p1": 7, …}, "actors": [{"id", "events", "status",
+//!   "next", "vars": {name: value}, "satisfied", "pid"}]}`.
 
+use crate::debugger::render::cut_json;
 use ddbx_supervisor::actors::describe;
-use ddbx_supervisor::session::{Divergence, End};
+use ddbx_supervisor::session::{Divergence, End, HaltedState};
 use ddbx_supervisor::wire::manifest::{ActorInfo, ExitStatus};
 use serde_json::{Value, json};
 
@@ -56,4 +59,34 @@ pub fn end_details(end: &End) -> (Value, Value) {
         ),
         End::Complete | End::ReachedEnd | End::Halted(_) => (Value::Null, Value::Null),
     }
+}
+
+/// The halted state as JSON (`halted` in the module doc): `cut` maps each actor to the events
+/// it had executed.
+pub fn halted_json(state: &HaltedState) -> serde_json::Value {
+    let actors: Vec<serde_json::Value> = state
+        .actors
+        .iter()
+        .map(|a| {
+            let vars: serde_json::Map<String, serde_json::Value> = a
+                .vars
+                .iter()
+                .map(|(n, v)| (n.clone(), (*v).into()))
+                .collect();
+            serde_json::json!({
+                "id": a.actor.to_string(),
+                "events": a.events,
+                "status": a.status,
+                "next": a.next,
+                "vars": vars,
+                "satisfied": a.satisfied,
+                "pid": a.pid,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "predicate": state.predicate,
+        "cut": cut_json(&state.cut),
+        "actors": actors,
+    })
 }

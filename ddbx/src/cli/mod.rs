@@ -8,8 +8,13 @@
 //! * `record`, `replay`: one JSON object, at the end, on the message stream (standard error or
 //!   `--messages FILE`) instead of the `ddbx: …` lines (schemas in [`record`] and [`replay`]).
 
+pub mod doctor;
 pub mod inf;
 pub mod json;
+pub mod json_lines;
+pub mod latest;
+pub mod pages;
+pub mod progress;
 pub mod prompt;
 pub mod ps;
 pub mod races;
@@ -20,6 +25,7 @@ pub mod view;
 
 use crate::error::Error;
 use crate::exit;
+use crate::term::{self, ColorWhen};
 use clap::{Parser, Subcommand};
 use nix::sys::signal::{SigHandler, Signal, signal};
 use std::ffi::OsString;
@@ -32,10 +38,15 @@ Examples:
   ddbx show ddbx-run-1 p3            one actor's events, with peers resolved
   ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'
                                      halt every process at the first global state
-                                     where the predicate holds (ddbx help predicates)
+                                     where the predicate holds (`ddbx help predicates`)
   ddbx inf ddbx-run-1 'x1==1 && x4==1'   the same state, computed offline
   ddbx races ddbx-run-1              the message races, locally-first and unaffected ones
   ddbx view ddbx-run-1 -o run.html   the event, first-race and affects views, one HTML file
+  ddbx replay --stop-if 'x1==1 && x4==1'
+                                     without DIR: the latest recording made from this
+                                     directory (also ps, show, inf, races, view)
+  ddbx doctor                        check that this machine can record
+  source <(ddbx completions bash)    completions (also zsh, fish); `ddbx man` for the pages
 
 Exit codes: the program's own status (record; replay that reached the end),
 2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
@@ -46,11 +57,24 @@ Exit codes: the program's own status (record; replay that reached the end),
 #[command(
     name = "ddbx",
     version,
-    about,
+    about = "Record and replay Linux programs made of processes that talk over sockets, and halt \
+             them all where a global predicate first holds",
     after_help = AFTER_HELP,
     disable_help_subcommand = true
 )]
 pub struct Cli {
+    /// When to colour ddbx's text output: auto (at a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value_t = ColorWhen::Auto,
+        value_name = "WHEN",
+        hide_possible_values = true,
+        display_order = 1000
+    )]
+    pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -74,9 +98,16 @@ pub enum Command {
     /// Write the event, first-race, affects and abstract affects views as one HTML file (or a
     /// ShiViz log, or Chrome/Perfetto trace JSON).
     View(view::Args),
+    /// Check what makes a record fail or lie on this machine, and how to fix it.
+    Doctor(doctor::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(pages::CompletionsArgs),
+    /// Print the man page, or write every page (ddbx.1, ddbx-record.1, …) into a directory.
+    Man(pages::ManArgs),
     /// Help on a command, or on a topic: `ddbx help predicates` (the `stop if` language).
     Help {
-        /// A command (record, replay, ps, show, inf, races, view) or `predicates`.
+        /// A command (record, replay, ps, show, inf, races, view, doctor, completions, man) or
+        /// `predicates`.
         topic: Option<String>,
     },
 }
@@ -85,9 +116,12 @@ pub enum Command {
 fn help(topic: Option<&str>) -> Result<i32, Error> {
     use clap::CommandFactory;
     let mut cli = Cli::command();
+    cli.build();
     match topic {
         Some("predicates") | Some("predicate") => {
-            print!("{}", ddbx_supervisor::predicate::REFERENCE);
+            // Markdown escapes `|` inside a table; a terminal shows the operator as typed.
+            let text = ddbx_supervisor::predicate::REFERENCE.replace(r"`a \|\| b`", "`a || b`  ");
+            print!("{text}");
             Ok(0)
         }
         None => {
@@ -100,7 +134,8 @@ fn help(topic: Option<&str>) -> Result<i32, Error> {
                 Ok(0)
             }
             None => Err(Error::Usage(format!(
-                "no help topic `{name}`: expected a command (record, replay, ps, show, inf, races, view) or `predicates`"
+                "no help topic `{name}`: expected a command (record, replay, ps, show, inf, races, \
+                 view, doctor, completions, man) or `predicates`"
             ))),
         },
     }
@@ -156,23 +191,58 @@ where
             return if e.use_stderr() { exit::USAGE } else { 0 };
         }
     };
-    let result = refuse_optimal(&cli.command).and_then(|()| match cli.command {
-        Command::Record(args) => record::run(args),
-        Command::Replay(args) => replay::run(args),
-        Command::Ps(args) => ps::run(args),
-        Command::Show(args) => show::run(args),
-        Command::Inf(args) => inf::run(args),
-        Command::Races(args) => races::run(args),
-        Command::View(args) => view::run(args),
-        Command::Help { topic } => help(topic.as_deref()),
-    });
+    term::set_color(cli.color);
+    let mut command = cli.command;
+    let result = fill_in_recording(&mut command)
+        .and_then(|()| refuse_optimal(&command))
+        .and_then(|()| match command {
+            Command::Record(args) => record::run(args),
+            Command::Replay(args) => replay::run(args),
+            Command::Ps(args) => ps::run(args),
+            Command::Show(args) => show::run(args),
+            Command::Inf(args) => inf::run(args),
+            Command::Races(args) => races::run(args),
+            Command::View(args) => view::run(args),
+            Command::Doctor(args) => doctor::run(args),
+            Command::Completions(args) => pages::completions(args),
+            Command::Man(args) => pages::man(args),
+            Command::Help { topic } => help(topic.as_deref()),
+        });
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ddbx: error: {e}");
+            term::eprint_line(&format!("ddbx: error: {e}"));
             e.exit_code()
         }
     }
+}
+
+/// Fills in each subcommand's recording directory: the one given, or the latest made from
+/// this directory ([`latest`]); and, where DIR may be left out before another positional,
+/// which one was given.
+fn fill_in_recording(command: &mut Command) -> Result<(), Error> {
+    use latest::{dir_or_latest, is_recording, split};
+    match command {
+        Command::Replay(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json || a.json_lines)?,
+        Command::Ps(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
+        Command::Races(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
+        Command::View(a) => a.dir = dir_or_latest(a.given_dir.take(), false)?,
+        Command::Show(a) => {
+            let (dir, actor) = split(a.given_dir.take(), a.given_actor.take(), |_| false);
+            a.actor = actor.ok_or_else(|| {
+                Error::Usage("expected an ACTOR to show (`ddbx show [DIR] ACTOR`)".into())
+            })?;
+            a.dir = dir_or_latest(dir, a.json)?;
+        }
+        Command::Inf(a) => {
+            let (dir, predicate) =
+                split(a.given_dir.take(), a.given_predicate.take(), is_recording);
+            a.predicate = predicate;
+            a.dir = dir_or_latest(dir, a.json)?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Writes one JSON value (and a newline) to the message stream (`--messages FILE` or stderr).

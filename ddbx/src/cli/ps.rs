@@ -41,8 +41,11 @@ pub struct Args {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
 }
 

@@ -14,6 +14,8 @@
 //! (`<actor>` as in [`super::json`].)
 
 use super::json;
+use super::json_lines::JsonLines;
+use super::progress;
 use crate::api::{Messages, RecordOptions, record};
 use crate::error::Error;
 use std::path::PathBuf;
@@ -35,7 +37,12 @@ Exit code: the program's own (128+signal if it was killed); 2 usage, 103 unsuppo
 --json writes one object at the end to the message stream: {\"command\": \"record\",
 \"outcome\": \"complete\"|\"unsupported\"|\"interrupted\", \"exit_code\", \"recording\",
 \"root_status\", \"actors\": [{\"id\", \"parent\", \"origin\", \"pid\", \"host\", \"argv\",
-\"exit\"}], \"passthrough\", \"divergence\": null, \"problem\", \"messages\"}.";
+\"exit\"}], \"passthrough\", \"divergence\": null, \"problem\", \"messages\"}.
+
+--json-lines writes one object per line as things happen, each with an \"event\":
+\"start\", \"actor_started\" {\"actor\", \"pid\", \"parent\", \"origin\", \"argv\", \"exec\"},
+\"actor_exited\" {\"actor\", \"pid\", \"status\"}, \"unsupported\", \"finishing\", and last
+\"end\" with every field of the --json object.";
 
 /// Arguments of `ddbx record`.
 #[derive(Debug, clap::Args)]
@@ -47,6 +54,10 @@ pub struct Args {
     /// Print one JSON object at the end instead of ddbx's lines.
     #[arg(long)]
     pub json: bool,
+    /// Print one JSON object per line as things happen (actors started and exited, the end)
+    /// instead of ddbx's lines; the last one is the --json object.
+    #[arg(long, conflicts_with = "json")]
+    pub json_lines: bool,
     /// Write ddbx's lines (or the JSON) to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     pub messages: Option<PathBuf>,
@@ -64,7 +75,8 @@ pub struct Args {
 
 /// Runs `ddbx record`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
-    let messages = match (&args.messages, args.json) {
+    let quiet = args.json || args.json_lines;
+    let messages = match (&args.messages, quiet) {
         (_, true) => Messages::Quiet,
         (Some(path), false) => Messages::File(path.clone()),
         (None, false) => Messages::Stderr,
@@ -76,13 +88,24 @@ pub fn run(args: Args) -> Result<i32, Error> {
         // SAFETY: as above.
         unsafe { std::env::remove_var(ddbx_supervisor::wire::env::TRACE) };
     }
+    let lines = args
+        .json_lines
+        .then(|| JsonLines::open(args.messages.as_deref()))
+        .transpose()?;
+    let (progress, _progress_shown) = progress::for_run("recording", progress::wanted(quiet));
+    let observer = match &lines {
+        Some(lines) => lines.observer("record"),
+        None => progress,
+    };
     let outcome = record(RecordOptions {
         command: args.command,
         out_dir: args.out,
         messages,
         handle_signals: true,
+        observer,
     })?;
-    if args.json {
+    super::latest::remember(&outcome.dir);
+    if quiet {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({
             "command": "record",
@@ -96,7 +119,10 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "problem": problem,
             "messages": outcome.messages,
         });
-        super::write_json_message(&value, args.messages.as_deref())?;
+        match &lines {
+            Some(lines) => lines.end(value),
+            None => super::write_json_message(&value, args.messages.as_deref())?,
+        }
     }
     Ok(outcome.exit_code)
 }

@@ -35,10 +35,10 @@
 //! (those the replay passed). See `ddbx help predicates`, "Several predicates".
 
 use super::json;
+use super::json_lines::JsonLines;
+use super::progress;
 use crate::api::{Messages, ReplayOptions, replay_driven};
-use crate::debugger::render::cut_json;
 use crate::error::Error;
-use ddbx_supervisor::session::HaltedState;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -47,8 +47,10 @@ Examples:
   ddbx replay ddbx-run-1 --stop-if 'x1==1 && x4==1'    halt at the first state where it holds
   ddbx replay ddbx-run-1 --stop-at p3:17                halt right after p3's 17th event
   ddbx replay ddbx-run-1 --stop-if 'p2.recvs >= 2' --hold   keep the halted processes for gdb -p
-  ddbx replay ddbx-run-1 --stop-if 'p1.x==1' --stop-if 'p2.y==3 || p5.y==3' --trace 'p3.count' --if 'p1.x==1'
-  printf 'show\ncont\n' | ddbx replay ddbx-run-1 --stop-if 'x1==1' --prompt
+  ddbx replay ddbx-run-1 --stop-if 'p1.x==1' --stop-if 'p2.y==3 || p5.y==3' \\
+      --trace 'p3.count' --if 'p1.x==1'
+  printf 'show\\ncont\\n' | ddbx replay ddbx-run-1 --stop-if 'x1==1' --prompt
+  ddbx replay --stop-if 'x1==1 && x4==1'   (the latest recording made from this directory)
   ddbx replay --history-out /tmp/again ddbx-run-1   (then compare the histories)
   ddbx replay --json ddbx-run-1
 
@@ -73,7 +75,16 @@ At a halt, with a terminal on stdin or with --prompt, the (ddbx) prompt reads
 commands: show, ps, print EXPR, stop if P, trace E if P, switch N, info, cont,
 gdb pN [ARGS], kill, quit, help. Several --stop-if: the first conjunctive one (or
 --primary N) is halted at exactly, the others are reported where they first hold.
---trace EXPR --if P prints EXPR each time P becomes true. See `ddbx help predicates`.";
+--trace EXPR --if P prints EXPR each time P becomes true. See `ddbx help predicates`.
+
+--json-lines writes one object per line as things happen, each with an \"event\":
+\"start\", \"actor_started\", \"actor_exited\" (as in `ddbx help record`), \"divergence\"
+{\"actor\", \"at_event\", \"expected\", \"found\", \"message\"}, \"halted\" {\"predicate\",
+\"cut\", \"actors\"}, \"trace\" {\"expr\", \"if\", \"cut\", \"value\"}, \"finishing\", and last
+\"end\" with every field of the --json object.
+
+Without DIR, the latest recording made from this directory is replayed (ddbx says
+which).";
 
 /// Arguments of `ddbx replay`.
 #[derive(Debug, clap::Args)]
@@ -82,6 +93,11 @@ pub struct Args {
     /// Print one JSON object at the end instead of ddbx's lines.
     #[arg(long)]
     pub json: bool,
+    /// Print one JSON object per line as things happen (actors started and exited, a
+    /// divergence, each halt and trace point, the end) instead of ddbx's lines; the last one
+    /// is the --json object.
+    #[arg(long, conflicts_with = "json")]
+    pub json_lines: bool,
     /// Write ddbx's lines (or the JSON) to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     pub messages: Option<PathBuf>,
@@ -117,14 +133,18 @@ pub struct Args {
     /// At a halt, never open the prompt, even at a terminal.
     #[arg(long, conflicts_with = "prompt")]
     pub no_prompt: bool,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
 }
 
 /// Runs `ddbx replay`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
-    let messages = match (&args.messages, args.json) {
+    let quiet = args.json || args.json_lines;
+    let messages = match (&args.messages, quiet) {
         (_, true) => Messages::Quiet,
         (Some(path), false) => Messages::File(path.clone()),
         (None, false) => Messages::Stderr,
@@ -144,8 +164,17 @@ pub fn run(args: Args) -> Result<i32, Error> {
         .collect();
     // At a terminal the prompt opens by itself, unless the halt is to be held or printed.
     let prompt = args.prompt
-        || (!args.no_prompt && !args.json && !args.hold && super::prompt::stdin_is_terminal());
+        || (!args.no_prompt && !quiet && !args.hold && super::prompt::stdin_is_terminal());
     let driver = prompt.then(super::prompt::driver);
+    let lines = args
+        .json_lines
+        .then(|| JsonLines::open(args.messages.as_deref()))
+        .transpose()?;
+    let (progress, _progress_shown) = progress::for_run("replaying", progress::wanted(quiet));
+    let observer = match &lines {
+        Some(lines) => lines.observer("replay"),
+        None => progress,
+    };
     let outcome = replay_driven(
         ReplayOptions {
             dir: args.dir,
@@ -157,10 +186,11 @@ pub fn run(args: Args) -> Result<i32, Error> {
             hold: args.hold,
             traces,
             primary: args.primary,
+            observer,
         },
         driver,
     )?;
-    if args.json {
+    if quiet {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({
             "command": "replay",
@@ -174,41 +204,14 @@ pub fn run(args: Args) -> Result<i32, Error> {
             "divergence": divergence,
             "problem": problem,
             "messages": outcome.messages,
-            "halted": outcome.halted.as_ref().map(halted_json),
-            "cut": outcome.halted.as_ref().map(|h| halted_json(h)["cut"].clone()),
+            "halted": outcome.halted.as_ref().map(json::halted_json),
+            "cut": outcome.halted.as_ref().map(|h| json::halted_json(h)["cut"].clone()),
             "predicates": outcome.predicates,
         });
-        super::write_json_message(&value, args.messages.as_deref())?;
+        match &lines {
+            Some(lines) => lines.end(value),
+            None => super::write_json_message(&value, args.messages.as_deref())?,
+        }
     }
     Ok(outcome.exit_code)
-}
-
-/// The halted state as JSON (`halted` in the module doc): `cut` maps each actor to the events
-/// it had executed.
-fn halted_json(state: &HaltedState) -> serde_json::Value {
-    let actors: Vec<serde_json::Value> = state
-        .actors
-        .iter()
-        .map(|a| {
-            let vars: serde_json::Map<String, serde_json::Value> = a
-                .vars
-                .iter()
-                .map(|(n, v)| (n.clone(), (*v).into()))
-                .collect();
-            serde_json::json!({
-                "id": a.actor.to_string(),
-                "events": a.events,
-                "status": a.status,
-                "next": a.next,
-                "vars": vars,
-                "satisfied": a.satisfied,
-                "pid": a.pid,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "predicate": state.predicate,
-        "cut": cut_json(&state.cut),
-        "actors": actors,
-    })
 }

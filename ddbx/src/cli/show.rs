@@ -42,16 +42,22 @@ images, when only one actor ran it. Connects and accepts show their peer
 /// Arguments of `ddbx show` (`--json` and DIR are declared as in `ps`: each subcommand's
 /// file lists all of its arguments, in the order its help shows them).
 #[derive(Debug, clap::Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = AFTER_HELP, override_usage = "ddbx show [OPTIONS] [DIR] ACTOR")]
 pub struct Args {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-    /// The actor: `p3`, or a unique program name.
+    pub given_dir: Option<String>,
+    /// The actor: `p3`, or a unique program name (with one argument, that argument is ACTOR).
     #[arg(value_name = "ACTOR")]
+    pub given_actor: Option<String>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
+    pub dir: PathBuf,
+    /// The actor (filled in before `run`: with one positional, it is the actor).
+    #[arg(skip)]
     pub actor: String,
 }
 

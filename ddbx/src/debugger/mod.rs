@@ -44,6 +44,13 @@ pub struct Trace {
     shown: usize,
 }
 
+impl Trace {
+    /// How many of its points were shown so far (they come first in `points`).
+    pub fn shown(&self) -> usize {
+        self.shown
+    }
+}
+
 /// A secondary `stop if`: where it first holds.
 #[derive(Debug, Clone)]
 pub struct Report {

@@ -86,6 +86,11 @@ impl Registry {
         self.procs.get(&pid).filter(|p| !p.exited).map(|p| p.actor)
     }
 
+    /// The actor the process `pid` is or was (the latest one, if the pid was reused).
+    pub fn actor_of_pid(&self, pid: i32) -> Option<ActorId> {
+        self.procs.get(&pid).map(|p| p.actor)
+    }
+
     /// The pids of every process that is an actor and has not exited, as far as the GD knows.
     pub fn live_pids(&self) -> Vec<i32> {
         let mut pids: Vec<i32> = self

@@ -3,7 +3,41 @@
 //! is its only receiver.
 
 use super::outcome::End;
+use ddbx_wire::ActorId;
+use ddbx_wire::history::Origin;
 use ddbx_wire::manifest::ExitStatus;
+
+/// Something that happened in a session, handed to [`super::SessionConfig::on_event`] as it
+/// happens (for progress lines and `--json-lines`; the `ddbx: …` lines are unchanged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// A process image became an actor: a new process, or an exec of a live one (`exec`).
+    ActorStarted {
+        /// The actor.
+        actor: ActorId,
+        /// Its process in this run.
+        pid: i32,
+        /// How it was created.
+        origin: Origin,
+        /// Its program and arguments.
+        argv: Vec<String>,
+        /// Whether this is an exec of a process that was already this actor.
+        exec: bool,
+    },
+    /// An actor's process was reaped.
+    ActorExited {
+        /// The actor.
+        actor: ActorId,
+        /// Its process in this run.
+        pid: i32,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// The session stops early: a divergence, an unsupported call (the first one only).
+    Stopped(End),
+    /// Every process is gone; the session writes its end (a record strips its channel data).
+    Finishing,
+}
 
 /// Events for the session's main loop.
 pub(crate) enum MainEvent {
@@ -28,4 +62,6 @@ pub(crate) enum MainEvent {
     Halted,
     /// Replay: every live process waits at the end of a history that ends without `Exit`.
     AllAtEnd,
+    /// Something to hand to the embedding's event callback.
+    Event(SessionEvent),
 }

@@ -138,11 +138,14 @@ impl GdState {
         }
     }
 
-    /// ddbx reaped process `pid`: its status is authoritative.
-    pub(crate) fn reaped(&self, pid: i32, status: ExitStatus) {
+    /// ddbx reaped process `pid`: its status is authoritative. Returns the actor it was, if
+    /// it was one.
+    pub(crate) fn reaped(&self, pid: i32, status: ExitStatus) -> Option<ActorId> {
         let mut tables = self.lock();
+        let actor = tables.registry.actor_of_pid(pid);
         tables.registry.exited(pid, Some(status));
         self.changed.notify_all();
+        actor
     }
 
     /// The session is ending: release every waiting `WhoIs`, wake the acceptor, and give the

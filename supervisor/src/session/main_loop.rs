@@ -4,13 +4,14 @@
 //! halt callback at each halt.
 
 use super::OnHalt;
-use super::events::MainEvent;
+use super::events::{MainEvent, SessionEvent};
 use super::gd_state::{CollectedHalt, GdState};
 use super::halted::{HaltAction, HaltedState};
 use super::outcome::End;
 use super::procs;
 use super::transcript::Transcript;
 use ddbx_wire::manifest::ExitStatus;
+use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub(super) struct MainLoop<'a> {
     /// Held at a halt (`--hold`) until a signal comes.
     held: Option<HaltedState>,
     root_status: Option<ExitStatus>,
+    /// The processes whose exit was handed to the embedding.
+    exits_announced: HashSet<i32>,
 }
 
 impl<'a> MainLoop<'a> {
@@ -66,6 +69,7 @@ impl<'a> MainLoop<'a> {
             stop: None,
             held: None,
             root_status: None,
+            exits_announced: HashSet::new(),
         }
     }
 
@@ -78,7 +82,9 @@ impl<'a> MainLoop<'a> {
                     if pid == self.root_pid {
                         self.root_status = Some(status);
                     }
-                    self.gd.reaped(pid, status);
+                    if let Some(actor) = self.gd.reaped(pid, status) {
+                        self.announce(SessionEvent::ActorExited { actor, pid, status });
+                    }
                 }
                 MainEvent::AllGone => break,
                 MainEvent::ReapFailed(e) => {
@@ -93,6 +99,7 @@ impl<'a> MainLoop<'a> {
                     procs::kill_descendants();
                 }
                 MainEvent::Halted => self.on_halted(),
+                MainEvent::Event(event) => self.announce(event),
             }
         }
         LoopEnd {
@@ -128,6 +135,17 @@ impl<'a> MainLoop<'a> {
         }
     }
 
+    /// Hands `event` to the embedding; an exit only once per process (its LD says it exits,
+    /// and ddbx may reap it too).
+    fn announce(&mut self, event: SessionEvent) {
+        if let SessionEvent::ActorExited { pid, .. } = event
+            && !self.exits_announced.insert(pid)
+        {
+            return;
+        }
+        self.transcript.event(&event);
+    }
+
     /// SIGINT or SIGTERM: a held halt ends halted; anything else ends interrupted.
     fn on_signal(&mut self, signal: i32) {
         if let Some(state) = self.held.take() {
@@ -145,6 +163,7 @@ impl<'a> MainLoop<'a> {
     fn on_stop(&mut self, end: End) {
         if self.stop.is_none() {
             self.transcript.say(end.stop_line());
+            self.transcript.event(&SessionEvent::Stopped(end.clone()));
             self.stop = Some(end);
         }
         procs::kill_descendants();

@@ -41,6 +41,7 @@ mod strip;
 mod threads;
 mod transcript;
 
+pub use events::SessionEvent;
 pub use halted::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation, Resume};
 pub use outcome::{Divergence, End, Outcome};
 pub use runtime_dir::RuntimeDir;
@@ -107,7 +108,12 @@ pub struct SessionConfig {
     /// LDs, while it runs) to decide how to go on. `None`: end the processes, or hold them
     /// with [`SessionMode::Replay`]'s `hold`.
     pub on_halt: Option<OnHalt>,
+    /// Receives each [`SessionEvent`] as it happens (`None`: nobody listens).
+    pub on_event: Option<OnEvent>,
 }
+
+/// The event callback of [`SessionConfig::on_event`].
+pub type OnEvent = Box<dyn FnMut(&SessionEvent) + Send>;
 
 /// The halt callback of [`SessionConfig::on_halt`].
 pub type OnHalt = Box<dyn FnMut(&HaltedState) -> HaltAction + Send>;
@@ -177,10 +183,11 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         handle_signals,
         on_message,
         on_halt,
+        on_event,
     } = config;
     let ddbx_pid = std::process::id() as i32;
     let host = procs::host_name();
-    let mut transcript = Transcript::new(on_message);
+    let mut transcript = Transcript::new(on_message, on_event);
     let manifest_dir = mode.manifest_dir().map(absolute).transpose()?;
     let facts = manifest::RunFacts {
         argv: &argv,
@@ -234,6 +241,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         stop,
         root_status,
     };
+    transcript.event(&SessionEvent::Finishing);
     let outcome = finish::outcome(&gd, ended, transcript)?;
     drop(runtime);
     Ok(outcome)

@@ -38,6 +38,7 @@
 
 mod two_pass;
 
+use crate::cli::progress::Steps;
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
@@ -95,8 +96,11 @@ pub struct Args {
     /// Jun's method: only each actor's locally-first race, with its affecters).
     #[arg(long, value_enum, default_value_t = Method::Exact)]
     pub method: Method,
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
 }
 
@@ -125,12 +129,16 @@ struct Loaded {
 }
 
 /// Loads `dir` and computes its races; an inconsistent recording is a bad recording.
-pub(crate) fn analyze(dir: &Path) -> Result<Analysis, Error> {
+pub(crate) fn analyze(dir: &Path, steps: &Steps) -> Result<Analysis, Error> {
     let Loaded {
         recording,
         deps,
         clocks,
-    } = analyze_loaded(dir)?;
+    } = analyze_loaded(dir, steps)?;
+    steps.step(format!(
+        "finding the races among {} events",
+        recording.event_count()
+    ));
     let races = find_races(&recording, &deps, &clocks);
     Ok(Analysis {
         recording,
@@ -141,8 +149,14 @@ pub(crate) fn analyze(dir: &Path) -> Result<Analysis, Error> {
 }
 
 /// Loads `dir` and orders its events; an inconsistent recording is a bad recording.
-fn analyze_loaded(dir: &Path) -> Result<Loaded, Error> {
+fn analyze_loaded(dir: &Path, steps: &Steps) -> Result<Loaded, Error> {
+    steps.step("loading the recording");
     let recording = Recording::open(dir)?;
+    steps.step(format!(
+        "ordering {} events of {} actors (vector clocks)",
+        recording.event_count(),
+        recording.histories.len()
+    ));
     let deps = Deps::from_recording(&recording);
     let clocks = Clocks::compute(&deps).map_err(|e| {
         Error::BadRecording(format!(
@@ -362,7 +376,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
     if args.method == Method::TwoPass {
         return two_pass::run(&args);
     }
-    let an = analyze(&args.dir)?;
+    let steps = Steps::new("races", super::progress::wanted(args.json));
+    let an = analyze(&args.dir, &steps)?;
+    drop(steps);
     let (rec, races) = (&an.recording, &an.races);
     let ids = |f: &dyn Fn(&Race) -> bool| -> Vec<usize> {
         races.races.iter().filter(|r| f(r)).map(|r| r.id).collect()
@@ -385,7 +401,8 @@ pub fn run(args: Args) -> Result<i32, Error> {
         return Ok(0);
     }
     for r in &races.races {
-        println!("{}\n", race_text(rec, &args.dir, r));
+        crate::term::println(&crate::term::paint_race(&race_text(rec, &args.dir, r)));
+        println!();
     }
     println!(
         "{} race{} in {} actors, {} events: {} locally-first ({}), {} unaffected ({})",

@@ -39,9 +39,12 @@ impl Shown<'_> {
 /// `ddbx races --method two-pass`: Park & Jun's method
 /// ([`ddbx_supervisor::analysis::twopass`]); only the locally-first races.
 pub(super) fn run(args: &Args) -> Result<i32, Error> {
-    let an = analyze_loaded(&args.dir)?;
+    let steps = super::Steps::new("races", crate::cli::progress::wanted(args.json));
+    let an = analyze_loaded(&args.dir, &steps)?;
     let rec = &an.recording;
+    steps.step("the two passes");
     let tp = two_pass(rec, &an.deps, &an.clocks);
+    drop(steps);
     let unaffected: Vec<usize> = tp
         .races
         .iter()
@@ -75,7 +78,8 @@ pub(super) fn run(args: &Args) -> Result<i32, Error> {
             )
         };
         let text = Shown::two_pass(r, &tp).text(rec, &args.dir, &flags, false);
-        println!("{text}\n");
+        crate::term::println(&crate::term::paint_race(&text));
+        println!();
     }
     // Shaped like the exact method's summary in `run`, worded for what this method finds
     // (only locally-first races).

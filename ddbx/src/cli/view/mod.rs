@@ -36,6 +36,7 @@ mod layout;
 mod svg;
 
 use super::races::{actor_label, analyze, race_text, record_text, replay_command};
+use crate::cli::progress::{self, Steps};
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::clock::Clocks;
@@ -67,8 +68,11 @@ Exit code: 0; 2 usage (the file cannot be written), 102 bad recording.";
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The recording directory.
+    /// The recording directory [default: the latest recording made from this directory].
     #[arg(value_name = "DIR")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording directory: DIR, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
     /// The file to write.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -91,7 +95,9 @@ pub enum Format {
 
 /// Runs `ddbx view`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
-    let an = analyze(&args.dir)?;
+    let steps = Steps::new("view", progress::wanted(false));
+    let an = analyze(&args.dir, &steps)?;
+    steps.step("laying out and drawing");
     let text = match args.format {
         Format::Html => render(&an.recording, &an.deps, &an.clocks, &an.races, &args.dir)?,
         Format::Shiviz => export::shiviz(&layout(&an.recording, &an.deps)?, &args.dir),
@@ -103,6 +109,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             args.output.display()
         ))
     })?;
+    drop(steps);
     eprintln!(
         "ddbx: wrote {} ({} actors, {} events, {} races)",
         args.output.display(),

@@ -4,7 +4,7 @@
 //! `Unsupported`), and the halting notes (`Need`, `Passive`, `State`).
 
 use super::note;
-use crate::session::events::MainEvent;
+use crate::session::events::{MainEvent, SessionEvent};
 use crate::session::gd_state::{GdState, Passthrough};
 use crate::session::halted::{HaltedActor, Observation};
 use crate::session::halting::PassiveNote;
@@ -206,6 +206,11 @@ fn exiting(gd: &GdState, from: &Connection, events: u64, status: ExitStatus) {
     // After a reap, waitpid's status stands.
     if tables.registry.live_actor(from.pid) == Some(from.actor) {
         tables.registry.exited(from.pid, Some(status));
+        gd.send(MainEvent::Event(SessionEvent::ActorExited {
+            actor: from.actor,
+            pid: from.pid,
+            status,
+        }));
     }
     if let Some(h) = tables.halting.as_mut() {
         h.exited(from.actor, events);

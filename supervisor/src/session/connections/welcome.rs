@@ -4,7 +4,7 @@
 
 use super::note;
 use crate::actors::{HelloFacts, Resolution};
-use crate::session::events::MainEvent;
+use crate::session::events::{MainEvent, SessionEvent};
 use crate::session::gd_state::{GdState, Tables};
 use crate::session::halting::HaltingWelcome;
 use crate::session::outcome::{Divergence, End};
@@ -45,7 +45,16 @@ pub(super) fn welcome(gd: &GdState, hello: &HelloFacts) -> Greeting {
             };
             if new_actor {
                 append_to_manifest(gd, tables, actor);
+            } else {
+                drop(tables);
             }
+            gd.send(MainEvent::Event(SessionEvent::ActorStarted {
+                actor,
+                pid: hello.pid,
+                origin,
+                argv: hello.argv.clone(),
+                exec,
+            }));
             let reply = welcome_reply(gd, actor, origin, exec, halting);
             Greeting {
                 actor: Some(actor),
