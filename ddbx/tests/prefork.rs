@@ -6,13 +6,24 @@
 //!
 //! `tests/progs/prefork.c`: 4 workers, 8 clients, in three modes. Each: the race natively
 //! (which worker served whom), record, 5 replays with the record's output and histories, and
-//! an optimal-tracing record replayed twice. (A halting replay of it waits for issue #10's
+//! an optimal-tracing record replayed twice. With clients outside the session (classes 1 and 9
+//! together), the workers replay alone: the LD of the worker whose recorded accept got an
+//! outside client makes that connection, and whichever worker the kernel gives it to passes it
+//! on. (A halting replay of it waits for issue #10's
 //! class 7: the ready set of a listening socket must need the connect of the connection the
 //! next accept returns.)
 
-use ddbx_tests::{Ddbx, Histories, TempDir, full_histories, histories, native_outputs, progs};
+use ddbx_tests::{
+    Ddbx, Histories, TempDir, assert_same_histories, full_histories, histories, native_outputs,
+    path_str, progs, spawn_in_group,
+};
 use ddbx_wire::Record;
 use ddbx_wire::history::Call;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const JITTER: &str = "5";
@@ -93,4 +104,102 @@ fn prefork_workers_with_epollexclusive() {
 #[test]
 fn prefork_workers_blocking_in_accept() {
     prefork("block", false);
+}
+
+/// Runs `prefork epoll outside` (under `ddbx record -o REC` if given) with 8 clients outside
+/// the session; returns its output without its first line (`port P`).
+fn serve_outside(program: &Path, rec: Option<&Path>) -> String {
+    let mut cmd = match rec {
+        Some(dir) => {
+            let mut c = Command::new(DDBX.path());
+            c.args(["record", "-o", path_str(dir), "--"]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    cmd.args(["epoll", "outside"])
+        .env("DDBX_JITTER", JITTER)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let (mut child, _group) = spawn_in_group(&mut cmd);
+    let mut out = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let port: u16 = first
+        .trim()
+        .strip_prefix("port ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("expected `port N`, found {first:?}"));
+    let clients: Vec<_> = (0..8u32)
+        .map(|i| {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_micros(u64::from(i * 397 % 3000)));
+                let mut s =
+                    TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{e}"));
+                s.write_all(format!("client {i}\n").as_bytes())
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let mut reply = String::new();
+                s.read_to_string(&mut reply)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert!(reply.starts_with("you are number "), "{reply:?}");
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap_or_else(|_| panic!("a client failed"));
+    }
+    // The clients are done: the master stops its workers.
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    stdin.write_all(b"\n").unwrap_or_else(|e| panic!("{e}"));
+    drop(stdin);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{status:?}");
+    rest
+}
+
+#[test]
+fn prefork_workers_with_clients_outside_the_session_replay_alone() {
+    let program = progs().join("prefork");
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        let out = serve_outside(&program, None);
+        if !seen.contains(&out) {
+            seen.push(out);
+        }
+        if seen.len() >= 2 {
+            break;
+        }
+    }
+    assert!(
+        seen.len() >= 2,
+        "30 native runs, the same workers: {seen:?}"
+    );
+
+    let tmp = TempDir::new("prefork-outside");
+    let rec = tmp.join("rec");
+    let recorded = serve_outside(&program, Some(&rec));
+    let want = histories(&rec);
+    for i in 1..=3 {
+        let out_dir = tmp.join(&format!("replay{i}"));
+        let replayed = DDBX
+            .run([
+                "replay",
+                "--history-out",
+                path_str(&out_dir),
+                path_str(&rec),
+            ])
+            .success();
+        let without_port: String = replayed
+            .stdout
+            .lines()
+            .skip(1)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(without_port, recorded, "replay {i}");
+        assert_same_histories(&want, &histories(&out_dir), &format!("replay {i}"));
+    }
 }

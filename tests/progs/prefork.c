@@ -15,11 +15,20 @@
  *     client 1: worker 3
  *     ...
  * Race: which worker serves which client (varies natively with DDBX_JITTER=5).
+ *
+ * prefork MODE outside: the clients are not under ddbx (issue #10, classes 1 and 9 together).
+ * The master prints "port P" first (flushed) and forks no client; it waits for a line (or the
+ * end) on stdin, which the clients' driver writes when they are done, then stops the workers
+ * the same way and prints "worker W served K" per worker (K: its exit status). A worker answers
+ * a client "you are number W".
  */
 #include "common.h" /* the helpers every test program shares */
 
 #define WORKERS 4
 #define CLIENTS 8
+
+static int outside; /* the clients are not under ddbx */
+static int answered; /* clients, by this worker */
 
 /* Answers one connection; true if it said "quit". */
 static int answer(int fd, int w)
@@ -34,7 +43,8 @@ static int answer(int fd, int w)
     }
     if (strncmp(line, "client ", 7) != 0)
         fail("worker: bad request");
-    snprintf(reply, sizeof reply, "worker %d\n", w);
+    answered++;
+    snprintf(reply, sizeof reply, "%s %d\n", outside ? "you are number" : "worker", w);
     write_str(fd, reply);
     close_or_die(fd);
     return 0;
@@ -44,7 +54,7 @@ static void worker_blocking(int lfd, int w)
 {
     while (!answer(accept_one(lfd), w))
         ;
-    exit(0);
+    exit(outside ? answered : 0);
 }
 
 static void worker_epoll(int lfd, int w, int exclusive)
@@ -71,7 +81,7 @@ static void worker_epoll(int lfd, int w, int exclusive)
             if (fcntl(fd, F_SETFL, 0) < 0) /* accepted sockets inherit nothing; be sure */
                 die("fcntl");
             if (answer(fd, w))
-                exit(0);
+                exit(outside ? answered : 0);
         }
     }
 }
@@ -98,10 +108,14 @@ int main(int argc, char **argv)
     pid_t workers[WORKERS], clients[CLIENTS];
     int port, lfd, i, served[CLIENTS];
 
-    if (strcmp(mode, "epoll") && strcmp(mode, "excl") && strcmp(mode, "block"))
-        fail("usage: prefork [epoll|excl|block]");
+    outside = argc > 2 && strcmp(argv[2], "outside") == 0;
+    if ((strcmp(mode, "epoll") && strcmp(mode, "excl") && strcmp(mode, "block")) ||
+        (argc > 2 && !outside))
+        fail("usage: prefork [epoll|excl|block [outside]]");
     program_start();
     lfd = bind_any(&port, 1);
+    if (outside)
+        printf("port %d\n", port);
     if (strcmp(mode, "block") != 0)
         set_nonblock(lfd);
     for (i = 0; i < WORKERS; i++) {
@@ -113,13 +127,19 @@ int main(int argc, char **argv)
             worker_epoll(lfd, i + 1, strcmp(mode, "excl") == 0);
         }
     }
-    i = fork_clients(lfd, CLIENTS, clients);
-    if (i)
-        client(port, i);
-    for (i = 0; i < CLIENTS; i++) {
-        served[i] = wait_status(clients[i]);
-        if (served[i] < 1 || served[i] > WORKERS)
-            fail("a client failed");
+    if (outside) {
+        char go[8];
+        if (read(0, go, sizeof go) < 0) /* a line, or the end: the clients are done */
+            die("read stdin");
+    } else {
+        i = fork_clients(lfd, CLIENTS, clients);
+        if (i)
+            client(port, i);
+        for (i = 0; i < CLIENTS; i++) {
+            served[i] = wait_status(clients[i]);
+            if (served[i] < 1 || served[i] > WORKERS)
+                fail("a client failed");
+        }
     }
     for (i = 0; i < WORKERS; i++) {
         char bye[8];
@@ -127,6 +147,11 @@ int main(int argc, char **argv)
         write_str(fd, "quit\n");
         read_line(fd, bye, sizeof bye);
         close_or_die(fd);
+    }
+    if (outside) {
+        for (i = 0; i < WORKERS; i++)
+            printf("worker %d served %d\n", i + 1, wait_status(workers[i]));
+        return 0;
     }
     wait_all_ok(workers, WORKERS);
     for (i = 0; i < CLIENTS; i++)
