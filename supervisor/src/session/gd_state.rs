@@ -247,6 +247,13 @@ impl GdState {
         self.lock().halting.as_mut().is_some_and(Halting::resend)
     }
 
+    /// Halting: the predicate still looked for (halting neither given up nor ended by a halt).
+    pub(crate) fn pending_predicate(&self) -> Option<String> {
+        let tables = self.lock();
+        let h = tables.halting.as_ref()?;
+        (!h.released()).then(|| h.text().to_string())
+    }
+
     /// Halting: the predicate never held; let everything run to the end.
     pub(crate) fn release(&self) {
         if let Some(h) = self.lock().halting.as_mut() {

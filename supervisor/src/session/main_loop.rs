@@ -102,6 +102,15 @@ impl<'a> MainLoop<'a> {
                 MainEvent::Event(event) => self.announce(event),
             }
         }
+        // Every process ended before all of them stood still: the predicate never held (a
+        // process that reaches a state where it holds is held there).
+        if self.stop.is_none()
+            && let Some(predicate) = self.gd.pending_predicate()
+        {
+            self.transcript.say(format!(
+                "ddbx: `{predicate}` never holds in this run: every process ran to its end"
+            ));
+        }
         LoopEnd {
             stop: self.stop,
             root_status: self.root_status,

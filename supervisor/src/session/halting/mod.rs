@@ -439,6 +439,11 @@ impl Halting {
         self.released
     }
 
+    /// The predicate being halted at, as the user wrote it.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Lets every actor run freely to the end of its history.
     pub(crate) fn release(&mut self) {
         self.released = true;
