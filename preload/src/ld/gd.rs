@@ -19,14 +19,19 @@ impl Ld {
         }
     }
 
-    /// The next message from the GD; `None` if the GD is gone.
+    /// The next message from the GD; `None` if the GD is gone. A message this LD cannot read
+    /// (a ddbx bug: both ends come from one build) stops the session with what was wrong,
+    /// rather than leaving the process waiting for a message that was already sent.
     pub fn receive(&mut self) -> Option<GdToLd> {
-        loop {
-            let line = self.read_line()?;
-            if let Ok(msg) = proto::decode(&line) {
-                return Some(msg);
+        let line = self.read_line()?;
+        match proto::decode(&line) {
+            Ok(msg) => Some(msg),
+            Err(e) => {
+                let clipped: String = line.chars().take(80).collect();
+                self.unsupported(format!(
+                    "internal: this process cannot read a message from ddbx (`{clipped}…`: {e})"
+                ))
             }
-            sys::diag(self.log_fd, "ddbx-ld: an unreadable message from the GD");
         }
     }
 
