@@ -145,7 +145,7 @@ impl Manifest {
     /// Reads and checks `dir/manifest.ron`.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(Self::FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Io {
+        let text = crate::file::read_regular_text(&path).map_err(|source| ManifestError::Io {
             path: path.clone(),
             source,
         })?;
@@ -197,7 +197,7 @@ impl Manifest {
 
     /// The actors appended to `dir/actors.log` (whole lines only).
     fn logged_actors(dir: &Path) -> Vec<ActorInfo> {
-        let Ok(text) = std::fs::read_to_string(dir.join(Self::ACTORS_LOG)) else {
+        let Ok(text) = crate::file::read_regular_text(&dir.join(Self::ACTORS_LOG)) else {
             return Vec::new();
         };
         text.lines()

@@ -88,9 +88,11 @@ pub fn skip_line(n: u64) -> String {
 /// What the history at `path` logs, from its header (`Full` if the header says nothing or
 /// cannot be read: the loader reports that properly).
 pub fn trace_of(path: &Path) -> Trace {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    // The header is the first line that is not a comment: a few lines at most.
+    let Ok(text) = crate::file::read_regular(path) else {
         return Trace::Full;
     };
+    let text = String::from_utf8_lossy(&text[..text.len().min(4096)]);
     text.lines()
         .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
         .and_then(|l| l.trim().strip_prefix("Header"))
@@ -152,7 +154,7 @@ pub struct History {
 
 /// A history that cannot be used, with where and why.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{path}:{line}: {problem}")]
+#[error("{}: {problem}", located(path, *line))]
 pub struct HistoryError {
     /// The file.
     pub path: PathBuf,
@@ -165,18 +167,29 @@ pub struct HistoryError {
 impl History {
     /// Reads and checks a history file.
     pub fn load(path: &Path) -> Result<History, HistoryError> {
-        let text = std::fs::read(path).map_err(|e| HistoryError {
+        let text = crate::file::read_regular(path).map_err(|e| HistoryError {
             path: path.to_path_buf(),
             line: 0,
             problem: format!("cannot read the history: {e}"),
         })?;
-        let text = String::from_utf8(text).map_err(|e| HistoryError {
-            path: path.to_path_buf(),
-            line: 0,
-            problem: format!(
-                "expected UTF-8 text, found invalid bytes at offset {}",
-                e.utf8_error().valid_up_to()
-            ),
+        let text = String::from_utf8(text).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let before = &e.as_bytes()[..at];
+            let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+            let column = at
+                - before
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |i| i + 1)
+                + 1;
+            HistoryError {
+                path: path.to_path_buf(),
+                line,
+                problem: format!(
+                    "expected UTF-8 text (a history record per line), found invalid bytes at \
+                     column {column} (byte offset {at} of the file)"
+                ),
+            }
         })?;
         History::parse(path, &text)
     }
@@ -267,6 +280,14 @@ impl History {
             records,
             truncated,
         })
+    }
+}
+
+/// `path:line`, or `path` for a problem with the whole file (line 0).
+fn located(path: &Path, line: usize) -> String {
+    match line {
+        0 => path.display().to_string(),
+        n => format!("{}:{n}", path.display()),
     }
 }
 
