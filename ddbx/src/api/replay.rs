@@ -196,6 +196,10 @@ fn replay_outcome(
             .root_exit
             .or(outcome.root_status)
             .map_or(0, ExitStatus::code),
+        // A held halt ends when ddbx is interrupted: it exits as interrupted (130/143).
+        End::Halted(_) if outcome.held_until.is_some() => {
+            outcome.held_until.map_or(0, crate::exit::interrupted)
+        }
         other => end_code(other),
     };
     let halted = match &outcome.end {

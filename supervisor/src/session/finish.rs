@@ -22,6 +22,8 @@ pub(super) struct Ended<'a> {
     pub(super) stop: Option<End>,
     /// The root's status, if it was reaped.
     pub(super) root_status: Option<ExitStatus>,
+    /// The signal that ended a held halt.
+    pub(super) held_until: Option<i32>,
 }
 
 /// Decides how the session ended, writes the last manifest, and says what the user must know.
@@ -35,6 +37,7 @@ pub(super) fn outcome(
         manifest_dir,
         stop,
         root_status,
+        held_until,
     } = ended;
     for note in gd.take_notes() {
         transcript.say(note);
@@ -90,6 +93,7 @@ pub(super) fn outcome(
         end,
         root_status,
         recorded_root_status,
+        held_until,
         actors,
         events: recording.map_or(recorded_events, Recording::event_count),
         passthrough,

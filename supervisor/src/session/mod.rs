@@ -217,6 +217,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     let LoopEnd {
         stop,
         root_status,
+        held_until,
         reap_error,
     } = main_loop.run();
 
@@ -232,6 +233,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         manifest_dir: manifest_dir.as_deref(),
         stop,
         root_status,
+        held_until,
     };
     let outcome = finish::outcome(&gd, ended, transcript)?;
     drop(runtime);
