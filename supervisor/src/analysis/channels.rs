@@ -56,7 +56,43 @@ fn connect_succeeded(err: Option<Errno>) -> bool {
 /// `histories` may come in any order; each history's `actor` names it. The result is sorted by
 /// channel id, i.e. by (connector actor, connect event).
 pub fn match_channels(histories: &[History]) -> Vec<Channel> {
-    let mut ordered: Vec<&History> = histories.iter().collect();
+    let sparse: Vec<SparseHistory<'_>> = histories
+        .iter()
+        .map(|h| SparseHistory {
+            actor: h.actor,
+            records: h
+                .records
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| makes_channels(r))
+                .map(|(i, r)| (i as u64 + 1, r))
+                .collect(),
+        })
+        .collect();
+    match_sparse(&sparse)
+}
+
+/// The records of one history that channel matching reads ([`makes_channels`]), each with its
+/// event number: what a pass that streams a history keeps of it.
+#[derive(Debug, Clone)]
+pub struct SparseHistory<'a> {
+    /// Whose history.
+    pub actor: ActorId,
+    /// (event number, record), in event order.
+    pub records: Vec<(u64, &'a Record)>,
+}
+
+/// Whether channel matching reads this record: `Start` (a pid), `Connect`, `Accept`.
+pub fn makes_channels(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::Start { .. } | Record::Connect { .. } | Record::Accept { .. }
+    )
+}
+
+/// [`match_channels`] over the records it reads only.
+pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
+    let mut ordered: Vec<&SparseHistory<'_>> = histories.iter().collect();
     ordered.sort_by_key(|h| h.actor);
 
     // Successful connects, in (actor, event) order, indexed two ways.
@@ -64,10 +100,10 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
     let mut unix_connects: HashMap<(ActorId, &Addr), VecDeque<Endpoint>> = HashMap::new();
     let mut actors_by_pid: BTreeMap<i32, Vec<ActorId>> = BTreeMap::new();
     for h in &ordered {
-        for (i, record) in h.records.iter().enumerate() {
+        for &(event, record) in &h.records {
             let here = Endpoint {
                 actor: h.actor,
-                event: i as u64 + 1,
+                event,
             };
             match record {
                 Record::Start { pid, .. } => actors_by_pid.entry(*pid).or_default().push(h.actor),
@@ -93,7 +129,7 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
 
     let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
     for h in &ordered {
-        for (i, record) in h.records.iter().enumerate() {
+        for &(event, record) in &h.records {
             let Record::Accept {
                 local,
                 remote,
@@ -105,7 +141,7 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
             };
             let acceptor = Endpoint {
                 actor: h.actor,
-                event: i as u64 + 1,
+                event,
             };
             let connector = if is_unix(local) {
                 peer_pid

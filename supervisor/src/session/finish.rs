@@ -9,6 +9,7 @@ use super::transcript::Transcript;
 use crate::error::Result;
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
+use ddbx_wire::history::Reader;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use std::path::Path;
 
@@ -102,13 +103,20 @@ pub(super) fn outcome(
     })
 }
 
-/// The events the record's histories in `dir` hold.
+/// The events the record's histories in `dir` hold (each read line by line, not held).
 fn events_in_histories(dir: &Path, actors: &[ActorInfo]) -> u64 {
     actors
         .iter()
-        .filter_map(|a| ddbx_wire::History::load(&Manifest::history_path(dir, a.id)).ok())
-        .map(|h| h.records.len() as u64)
+        .filter_map(|a| events_in(&Manifest::history_path(dir, a.id)))
         .sum()
+}
+
+/// The events of the history at `path`; `None` if it cannot be read.
+fn events_in(path: &Path) -> Option<u64> {
+    let file = ddbx_wire::file::open_regular(path).ok()?;
+    let mut reader = Reader::new(path, std::io::BufReader::new(file)).ok()?;
+    while reader.next_entry().ok()?.is_some() {}
+    Some(reader.events())
 }
 
 /// A record's last lines: what was not recorded, and what was.

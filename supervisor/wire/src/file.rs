@@ -9,7 +9,14 @@ use std::path::Path;
 /// device, a directory) is refused with what it is, without waiting on it: the file is
 /// opened non-blocking and checked before it is read.
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::OpenOptions::new()
+    let mut bytes = Vec::new();
+    open_regular(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The regular file at `path`, open for reading (see [`read_regular`]).
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -31,9 +38,7 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
             format!("expected a regular file, found {what}"),
         ));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// [`read_regular`], as UTF-8 text.
