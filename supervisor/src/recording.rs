@@ -62,6 +62,7 @@ impl Recording {
                 actors,
                 passthrough: Vec::new(),
                 problem: None,
+                env_left_out: Vec::new(),
             },
             histories,
             warnings: Vec::new(),

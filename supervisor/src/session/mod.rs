@@ -94,6 +94,8 @@ pub struct SessionConfig {
     pub cwd: PathBuf,
     /// The root's environment, without ddbx's own variables.
     pub env: Vec<(String, String)>,
+    /// Names of variables of `env` that the manifest leaves out (the program still gets them).
+    pub env_left_out: Vec<String>,
     /// The preload library.
     pub preload: PathBuf,
     /// The runtime directory (created by [`RuntimeDir::create`]; removed when the session ends).
@@ -171,6 +173,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         program,
         cwd,
         env,
+        env_left_out,
         preload,
         runtime,
         handle_signals,
@@ -185,6 +188,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         argv: &argv,
         cwd: &cwd,
         env: &env,
+        env_left_out: &env_left_out,
         host: &host,
     };
     let (events_tx, events_rx) = mpsc::channel::<MainEvent>();

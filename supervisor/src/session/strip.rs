@@ -117,8 +117,8 @@ impl Walk<'_> {
     /// bindings) but kept: their logged bytes are only ever input from outside peers.
     fn rewrite(mut self, path: &Path) -> Result<()> {
         let tmp = path.with_extension("ron.tmp");
-        let file =
-            std::fs::File::create(&tmp).map_err(|e| Error::io_at("cannot write", &tmp, e))?;
+        let file = ddbx_wire::file::create_private(&tmp)
+            .map_err(|e| Error::io_at("cannot write", &tmp, e))?;
         let mut out = BufWriter::new(file);
         let mut changed = false;
         let mut optimal = false;
@@ -349,6 +349,7 @@ mod tests {
             actors: infos,
             passthrough: Vec::new(),
             problem: None,
+            env_left_out: Vec::new(),
         }
         .store(dir)
         .unwrap();

@@ -2,7 +2,7 @@
 //! manifest or a history should be would make a plain `read` wait for a writer for ever.
 
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// The whole contents of the regular file at `path`. Anything else (a FIFO, a socket, a
@@ -39,6 +39,28 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
         ));
     }
     Ok(file)
+}
+
+/// Creates (or truncates) the file at `path` for writing, readable and writable by its owner
+/// only (mode 0600): a recording holds the program's environment and the bytes of its
+/// outside peers.
+pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Creates the directory `path` (and its missing parents) with mode 0700; an existing
+/// directory is made 0700 too.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
 }
 
 /// [`read_regular`], as UTF-8 text.
