@@ -74,16 +74,105 @@ fn a_garbage_line_is_reported_with_file_and_line() {
     }
 }
 
-#[test]
-fn a_torn_last_line_is_dropped_with_a_note() {
-    let tmp = TempDir::new("torn");
-    let rec = recording(&tmp);
-    let (p2, text) = client_history(&rec);
+/// Cuts p2's history in the middle of its last line; returns how many records it had.
+fn tear_client_history(rec: &Path) -> usize {
+    let (p2, text) = client_history(rec);
     let whole = text.lines().count() - 1; // records after the header
     let body = text.trim_end_matches('\n');
     let last = body.rfind('\n').unwrap_or(0) + 1;
     let cut = last + (body.len() - last) / 2;
     std::fs::write(&p2, &body[..cut]).unwrap_or_else(|e| panic!("{e}"));
+    whole
+}
+
+/// Rewrites p2's exit status in the manifest (`Exited(0)` → `with`).
+fn set_client_exit(rec: &Path, with: &str) {
+    let manifest = rec.join("manifest.ron");
+    let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+    let at = text
+        .find("id: \"p2\"")
+        .unwrap_or_else(|| panic!("no p2:\n{text}"));
+    let exit = at
+        + text[at..]
+            .find("exit: Some(Exited(0))")
+            .unwrap_or_else(|| panic!("{text}"));
+    let edited = format!(
+        "{}exit: Some({with}){}",
+        &text[..exit],
+        &text[exit + "exit: Some(Exited(0))".len()..]
+    );
+    std::fs::write(&manifest, edited).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_torn_history_of_a_process_that_exited_is_refused() {
+    let tmp = TempDir::new("torn-exited");
+    let rec = recording(&tmp);
+    tear_client_history(&rec);
+    let lines = std::fs::read_to_string(rec.join("history/p2.ron"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let before = snapshot(&rec);
+    let r = path_str(&rec);
+    let at_line = format!("ends inside a record at line {lines}");
+    for args in [vec!["replay", r], vec!["show", r, "p2"], vec!["ps", r]] {
+        ddbx(&args).assert_exit(
+            BAD_RECORDING,
+            &["p2.ron", &at_line, "manifest says p2 ended with exit 0"],
+        );
+        assert_eq!(snapshot(&rec), before, "{args:?} changed the recording");
+    }
+}
+
+#[test]
+fn random_bytes_are_reported_at_their_line() {
+    let tmp = TempDir::new("random-bytes");
+    let rec = recording(&tmp);
+    let (p2, text) = client_history(&rec);
+    let mut bytes = text.into_bytes();
+    let third = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(1)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(0);
+    bytes.splice(third + 4..third + 4, [0xff, 0xfe, 0x80, 0x00]);
+    std::fs::write(&p2, bytes).unwrap_or_else(|e| panic!("{e}"));
+    ddbx(&["replay", path_str(&rec)])
+        .assert_exit(BAD_RECORDING, &["p2.ron:3:", "invalid bytes at column 5"]);
+}
+
+#[test]
+fn a_fifo_in_place_of_a_file_is_refused_without_waiting() {
+    for file in ["manifest.ron", "history/p2.ron"] {
+        let tmp = TempDir::new("fifo");
+        let rec = recording(&tmp);
+        let path = rec.join(file);
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap_or_else(|e| panic!("mkfifo: {e}"));
+        assert!(status.success());
+        // Nobody ever writes to the FIFO: reading it would wait for ever (the run's limit
+        // fails the test then).
+        let out = DDBX
+            .run(["replay", path_str(&rec)])
+            .limit(std::time::Duration::from_secs(20))
+            .output();
+        out.assert_exit(BAD_RECORDING, &[file, "found a FIFO"]);
+    }
+}
+
+#[test]
+fn a_torn_last_line_is_dropped_with_a_note() {
+    let tmp = TempDir::new("torn");
+    let rec = recording(&tmp);
+    // The process was killed while writing its last record.
+    set_client_exit(&rec, "Signaled(9)");
+    let whole = tear_client_history(&rec);
     let before = snapshot(&rec);
 
     let out = ddbx(&["show", path_str(&rec), "p2"]);

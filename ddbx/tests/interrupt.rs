@@ -1,6 +1,7 @@
 //! ddbx interrupted: SIGINT/SIGTERM stop every debuggee and clean up; SIGKILL of ddbx leaves
 //! the recorded program running (record: it carries on), a recording that still loads, and a
-//! runtime directory that the next ddbx removes; a held halt ends on SIGTERM.
+//! runtime directory that the next ddbx removes; a held halt ends on SIGINT or SIGTERM, as
+//! interrupted (130, 143).
 
 use ddbx_tests::{Ddbx, GroupKiller, TempDir, group_pids, path_str, progs, spawn_in_group};
 use std::io::{BufRead, BufReader};
@@ -116,29 +117,32 @@ fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
 }
 
 #[test]
-fn a_held_halt_ends_on_sigterm_with_nothing_left() {
+fn a_held_halt_ends_on_sigint_or_sigterm_as_interrupted_with_nothing_left() {
     let tmp = TempDir::new("hold");
     let rec = tmp.join("rec");
     DDBX.record(&rec, &progs().join("accept_race"), &[])
         .success();
-    let args = ["replay", "--stop-at", "p1:2", "--hold", path_str(&rec)];
-    let (mut child, group) = start_ddbx(&args, Stdio::null(), Stdio::piped());
-    let mut err = BufReader::new(child.stderr.take().unwrap_or_else(|| panic!("no stderr")));
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        let n = err.read_line(&mut line).unwrap_or(0);
-        assert!(n > 0, "ddbx ended before holding:\n{seen}");
-        seen.push_str(&line);
-        if line.contains("holding") {
-            break;
+    // The README's table: 130 / 143, ddbx was interrupted.
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let args = ["replay", "--stop-at", "p1:2", "--hold", path_str(&rec)];
+        let (mut child, group) = start_ddbx(&args, Stdio::null(), Stdio::piped());
+        let mut err = BufReader::new(child.stderr.take().unwrap_or_else(|| panic!("no stderr")));
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            let n = err.read_line(&mut line).unwrap_or(0);
+            assert!(n > 0, "ddbx ended before holding:\n{seen}");
+            seen.push_str(&line);
+            if line.contains("holding") {
+                break;
+            }
         }
+        // The halted processes are alive and held.
+        assert!(group_pids(group.0).len() >= 2, "{seen}");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(status.code(), Some(code), "signal {signal}: {seen}");
+        assert_eq!(group_pids(group.0), Vec::<i32>::new());
     }
-    // The halted processes are alive and held.
-    assert!(group_pids(group.0).len() >= 2, "{seen}");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(status.code(), Some(0), "{seen}");
-    assert_eq!(group_pids(group.0), Vec::<i32>::new());
 }

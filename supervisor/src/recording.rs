@@ -8,9 +8,15 @@
 
 use crate::error::{Error, Result, shown};
 use ddbx_wire::history::{Origin, Record};
-use ddbx_wire::manifest::{ActorInfo, Manifest};
+use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use ddbx_wire::{ActorId, History};
 use std::path::{Path, PathBuf};
+
+/// The number of the line a history file ends inside (its last, unterminated line).
+fn torn_line(path: &Path) -> usize {
+    ddbx_wire::file::read_regular(path)
+        .map_or(0, |bytes| bytes.iter().filter(|b| **b == b'\n').count() + 1)
+}
 
 /// A recording directory's contents.
 #[derive(Debug, Clone)]
@@ -56,6 +62,7 @@ impl Recording {
                 actors,
                 passthrough: Vec::new(),
                 problem: None,
+                env_left_out: Vec::new(),
             },
             histories,
             warnings: Vec::new(),
@@ -102,6 +109,18 @@ impl Recording {
                     "{}: expected at least a `Start` record after the header, found none \
                      (the process died before its first event was written)",
                     shown(&path)
+                )));
+            }
+            if history.truncated
+                && let Some(status @ ExitStatus::Exited(_)) = actor.exit
+            {
+                return Err(Error::BadRecording(format!(
+                    "{}: ends inside a record at line {}, but the manifest says {} ended with \
+                     {status}: a process that exits writes its whole history, so this file \
+                     was cut or damaged after the record",
+                    shown(&path),
+                    torn_line(&path),
+                    actor.id
                 )));
             }
             if history.truncated {

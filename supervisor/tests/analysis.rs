@@ -150,6 +150,7 @@ fn the_manifest_names_children() {
         ],
         passthrough: vec![],
         problem: None,
+        env_left_out: Vec::new(),
     };
     let histories = [parent, child];
     let channels = ddbx_supervisor::analysis::match_channels(&histories);

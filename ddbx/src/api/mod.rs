@@ -11,6 +11,7 @@
 //! This file holds what both directions share: where ddbx's lines go ([`Messages`]), how a
 //! run ended ([`OutcomeKind`]), and the checks of programs and output directories.
 
+pub mod environment;
 mod events;
 mod halting;
 mod record;
@@ -156,16 +157,22 @@ fn prepare_empty_dir(dir: &Path, option: &str) -> Result<(), Error> {
                     dir.display()
                 )));
             }
-            Ok(())
+            // A recording is its owner's only: it holds the program's environment and the
+            // bytes of its outside peers.
+            private_dir(dir, option)
         }
         Err(_) if dir.exists() => Err(Error::Usage(format!(
             "{option} {}: expected a directory, found a file",
             dir.display()
         ))),
-        Err(_) => std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Usage(format!("{option} {}: cannot create it: {e}", dir.display()))
-        }),
+        Err(_) => private_dir(dir, option),
     }
+}
+
+/// Creates `dir` (or makes it) mode 0700.
+fn private_dir(dir: &Path, option: &str) -> Result<(), Error> {
+    ddbx_supervisor::wire::file::create_private_dir(dir)
+        .map_err(|e| Error::Usage(format!("{option} {}: cannot create it: {e}", dir.display())))
 }
 
 /// Something that prints ddbx's lines.

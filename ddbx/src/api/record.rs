@@ -2,12 +2,13 @@
 //! directory.
 
 use super::{
-    Event, Lines, Messages, Observer, OutcomeKind, end_code, open_sink, path_variable,
+    Event, Lines, Messages, Observer, OutcomeKind, end_code, environment, open_sink, path_variable,
     prepare_empty_dir, resolve_program,
 };
 use crate::error::Error;
 use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};
 use ddbx_supervisor::wire::manifest::{ActorInfo, ExitStatus};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// What to record.
@@ -24,6 +25,9 @@ pub struct RecordOptions {
     pub handle_signals: bool,
     /// Told of each [`Event`] as it happens.
     pub observer: Observer,
+    /// Shell patterns (`AWS_*`) of environment variables the manifest leaves out: the program
+    /// gets them, a replay takes them from its own environment.
+    pub env_exclude: Vec<String>,
 }
 
 /// What a record did.
@@ -68,6 +72,10 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
     };
     let mut lines = Lines::new(open_sink(&options.messages)?);
     lines.show(format!("ddbx: recording to {}", out_dir.display()));
+    let (stored, env_left_out) = environment::split(&env, &options.env_exclude);
+    if let Some(note) = environment::secret_note(&stored) {
+        lines.show(note);
+    }
 
     let runtime = RuntimeDir::create()?;
     let preload = crate::preload::locate(runtime.path())?;
@@ -83,6 +91,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         program,
         cwd,
         env,
+        env_left_out,
         preload,
         runtime,
         handle_signals: options.handle_signals,
@@ -144,7 +153,10 @@ fn session_env() -> Vec<(String, String)> {
 pub(super) fn default_out_dir(cwd: &Path) -> Result<PathBuf, Error> {
     for n in 1..100_000u32 {
         let name = PathBuf::from(format!("ddbx-run-{n}"));
-        match std::fs::create_dir(cwd.join(&name)) {
+        let made = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(cwd.join(&name));
+        match made {
             Ok(()) => return Ok(name),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {

@@ -104,6 +104,9 @@ struct Launch {
     argv: Vec<String>,
     cwd: PathBuf,
     env: Vec<(String, String)>,
+    /// The variables of `env` the recording left out (a replay's own manifest leaves them
+    /// out too).
+    env_left_out: Vec<String>,
     /// The program to start (argv[0] resolved in the recorded directory and `PATH`).
     program: PathBuf,
 }
@@ -176,6 +179,7 @@ pub fn replay_driven(
         program: recorded.launch.program,
         cwd: recorded.launch.cwd,
         env: recorded.launch.env,
+        env_left_out: recorded.launch.env_left_out,
         preload,
         runtime,
         handle_signals: options.handle_signals,
@@ -206,6 +210,10 @@ fn replay_outcome(
             .root_exit
             .or(outcome.root_status)
             .map_or(0, ExitStatus::code),
+        // A held halt ends when ddbx is interrupted: it exits as interrupted (130/143).
+        End::Halted(_) if outcome.held_until.is_some() => {
+            outcome.held_until.map_or(0, crate::exit::interrupted)
+        }
         other => end_code(other),
     };
     let halted = match &outcome.end {
@@ -286,16 +294,14 @@ fn recorded_run(recording: &Recording, dir: &Path) -> Result<Recorded, Error> {
             manifest.cwd.display()
         )));
     }
-    let program = resolve_program(
-        &manifest.command[0],
-        path_variable(&manifest.env),
-        &manifest.cwd,
-    )?;
+    let env = super::environment::with_left_out(&manifest.env, &manifest.env_left_out)?;
+    let program = resolve_program(&manifest.command[0], path_variable(&env), &manifest.cwd)?;
     Ok(Recorded {
         launch: Launch {
             argv: manifest.command.clone(),
             cwd: manifest.cwd.clone(),
-            env: manifest.env.clone(),
+            env,
+            env_left_out: manifest.env_left_out.clone(),
             program,
         },
         end: RecordedEnd {

@@ -343,6 +343,7 @@ mod tests {
             actors: vec![actor(1, Origin::Root), actor(2, p2_origin)],
             passthrough: vec![],
             problem: None,
+            env_left_out: Vec::new(),
         }
         .store(dir)
         .unwrap();

@@ -68,6 +68,11 @@ pub struct Args {
     /// Same as `--trace full` (the default), for scripts that want to say so.
     #[arg(long, conflicts_with = "trace")]
     pub full: bool,
+    /// Leave the environment variables whose names match PATTERN (`*`, `?`, e.g. `AWS_*`)
+    /// out of the recording (repeatable). The program still gets them; `ddbx replay` then
+    /// takes them from its own environment and refuses to start without them.
+    #[arg(long = "env-exclude", value_name = "PATTERN")]
+    pub env_exclude: Vec<String>,
     /// The program to record and its arguments (after `--`).
     #[arg(value_name = "PROGRAM", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -103,6 +108,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
         messages,
         handle_signals: true,
         observer,
+        env_exclude: args.env_exclude,
     })?;
     super::latest::remember(&outcome.dir);
     if quiet {

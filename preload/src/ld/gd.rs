@@ -26,17 +26,25 @@ impl Ld {
     }
 
     /// The next message from the GD; `None` if the GD is gone. A connection the GD delivers
-    /// (`Deliver`) is kept for the accept it belongs to before the message is returned.
+    /// (`Deliver`) is kept for the accept it belongs to before the message is returned. A
+    /// message this LD cannot read (a ddbx bug: both ends come from one build) stops the
+    /// session with what was wrong, rather than leaving the process waiting for a message that
+    /// was already sent.
     pub fn receive(&mut self) -> Option<GdToLd> {
-        loop {
-            let line = self.read_line()?;
-            if let Ok(msg) = proto::decode(&line) {
+        let line = self.read_line()?;
+        match proto::decode(&line) {
+            Ok(msg) => {
                 if let GdToLd::Deliver { connector } = &msg {
                     self.keep_delivered(*connector);
                 }
-                return Some(msg);
+                Some(msg)
             }
-            sys::diag(self.log_fd, "ddbx-ld: an unreadable message from the GD");
+            Err(e) => {
+                let clipped: String = line.chars().take(80).collect();
+                self.unsupported(format!(
+                    "internal: this process cannot read a message from ddbx (`{clipped}…`: {e})"
+                ))
+            }
         }
     }
 

@@ -81,7 +81,7 @@ pub fn open_history(path: &[u8], actor: ActorId, optimal: bool) -> c_int {
     let fd = sys::open(
         path,
         libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
-        0o644,
+        0o600,
     );
     if fd < 0 {
         return -1;

@@ -18,7 +18,7 @@
 
 use ddbx_wire::history::{Addr, ConnectOutcome, Record, connect_outcome};
 use ddbx_wire::proto::AcceptPlan;
-use ddbx_wire::{ActorId, History};
+use ddbx_wire::{ActorId, Errno, History};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One end of a channel: an actor and the number of its connect or accept event (1-based).
@@ -57,7 +57,94 @@ fn connect_succeeded(records: &[Record], index: usize) -> bool {
 /// `histories` may come in any order; each history's `actor` names it. The result is sorted by
 /// channel id, i.e. by (connector actor, connect event).
 pub fn match_channels(histories: &[History]) -> Vec<Channel> {
-    let mut ordered: Vec<&History> = histories.iter().collect();
+    let sparse: Vec<SparseHistory<'_>> = histories
+        .iter()
+        .map(|h| SparseHistory {
+            actor: h.actor,
+            records: h
+                .records
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| makes_channels(r))
+                .map(|(i, r)| (i as u64 + 1, r))
+                .collect(),
+        })
+        .collect();
+    match_sparse(&sparse)
+}
+
+/// The records of one history that channel matching reads ([`makes_channels`]), each with its
+/// event number: what a pass that streams a history keeps of it.
+#[derive(Debug, Clone)]
+pub struct SparseHistory<'a> {
+    /// Whose history.
+    pub actor: ActorId,
+    /// (event number, record), in event order.
+    pub records: Vec<(u64, &'a Record)>,
+}
+
+/// Whether channel matching reads this record: `Start` (a pid), `Connect`, `Accept`.
+pub fn makes_channels(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::Start { .. } | Record::Connect { .. } | Record::Accept { .. }
+    )
+}
+
+/// Which records of a history, read in order, [`match_sparse`] needs: those that make
+/// channels ([`makes_channels`]), and for a non-blocking connect (`EINPROGRESS`) the later
+/// record of its fd that tells how it ended (a ready set, `SO_ERROR`, a second connect, a
+/// transfer).
+#[derive(Default)]
+pub struct ChannelFilter {
+    /// Connects under way, by fd.
+    pending: HashMap<i32, Record>,
+}
+
+impl ChannelFilter {
+    /// Whether `record` (the next of the history) is needed.
+    pub fn keep(&mut self, record: &Record) -> bool {
+        if makes_channels(record) {
+            match record {
+                Record::Connect {
+                    fd, err: Some(e), ..
+                } if *e == Errno::EINPROGRESS => {
+                    self.pending.insert(*fd, record.clone());
+                }
+                Record::Connect { fd, .. } | Record::Accept { new_fd: fd, .. } => {
+                    self.pending.remove(fd);
+                }
+                _ => {}
+            }
+            return true;
+        }
+        let fds: Vec<i32> = match record {
+            Record::Ready { fds, .. } => fds.iter().map(|f| f.fd).collect(),
+            Record::ConnectAgain { fd, .. }
+            | Record::SocketError { fd, .. }
+            | Record::Recv { fd, .. }
+            | Record::Send { fd, .. }
+            | Record::NoData { fd }
+            | Record::Fail { fd, .. } => vec![*fd],
+            _ => Vec::new(),
+        };
+        let mut kept = false;
+        for fd in fds {
+            if let Some(connect) = self.pending.get(&fd) {
+                kept = true;
+                let pair = [connect.clone(), record.clone()];
+                if connect_outcome(&pair, 0) != ConnectOutcome::Unknown {
+                    self.pending.remove(&fd);
+                }
+            }
+        }
+        kept
+    }
+}
+
+/// [`match_channels`] over the records it reads only.
+pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
+    let mut ordered: Vec<&SparseHistory<'_>> = histories.iter().collect();
     ordered.sort_by_key(|h| h.actor);
 
     // Successful connects, in (actor, event) order, indexed two ways.
@@ -65,14 +152,16 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
     let mut unix_connects: HashMap<(ActorId, &Addr), VecDeque<Endpoint>> = HashMap::new();
     let mut actors_by_pid: BTreeMap<i32, Vec<ActorId>> = BTreeMap::new();
     for h in &ordered {
-        for (i, record) in h.records.iter().enumerate() {
+        // What decides a non-blocking connect's outcome is among them ([`ChannelFilter`]).
+        let records: Vec<Record> = h.records.iter().map(|(_, r)| (*r).clone()).collect();
+        for (i, &(event, record)) in h.records.iter().enumerate() {
             let here = Endpoint {
                 actor: h.actor,
-                event: i as u64 + 1,
+                event,
             };
             match record {
                 Record::Start { pid, .. } => actors_by_pid.entry(*pid).or_default().push(h.actor),
-                Record::Connect { local, remote, .. } if connect_succeeded(&h.records, i) => {
+                Record::Connect { local, remote, .. } if connect_succeeded(&records, i) => {
                     if is_unix(remote) {
                         unix_connects
                             .entry((h.actor, remote))
@@ -92,7 +181,7 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
 
     let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
     for h in &ordered {
-        for (i, record) in h.records.iter().enumerate() {
+        for &(event, record) in &h.records {
             let Record::Accept {
                 local,
                 remote,
@@ -104,7 +193,7 @@ pub fn match_channels(histories: &[History]) -> Vec<Channel> {
             };
             let acceptor = Endpoint {
                 actor: h.actor,
-                event: i as u64 + 1,
+                event,
             };
             let connector = if is_unix(local) {
                 peer_pid

@@ -73,7 +73,7 @@ pub fn classify(expr: &Expr) -> Class {
         groups
             .into_iter()
             .map(|(actor, parts)| {
-                let joined = parts.into_iter().reduce(|l, r| Expr::bin(BinOp::And, l, r));
+                let joined = Expr::chain(BinOp::And, parts);
                 // Every group has at least one part.
                 (actor, joined.unwrap_or(Expr::Int(0)))
             })

@@ -28,7 +28,7 @@ mod tests;
 pub use classify::{Class, classify};
 pub use ddbx_wire::pred::{ActorRef, BinOp, Expr, MemType, Value, VarRef};
 pub use errors::{ParseError, ResolveError};
-pub use parse::{MAX_DEPTH, parse};
+pub use parse::{MAX_DEPTH, MAX_NESTING, parse};
 pub use resolve::{Catalog, resolve, resolve_value};
 
 /// The user's reference page for the predicate language, in Markdown.

@@ -20,9 +20,15 @@ use super::lex::{Lexer, Tok, Token};
 use ddbx_wire::ActorId;
 use ddbx_wire::pred::{ActorRef, BinOp, Expr, MemType, VarRef};
 
-/// How deep a predicate may nest (operators inside operators, parentheses inside
-/// parentheses). Far beyond what anyone types; it keeps evaluation's recursion bounded.
-pub const MAX_DEPTH: usize = 64;
+/// How deep a predicate's tree may be. It keeps the recursion of everything that walks the
+/// tree bounded (evaluation in the debuggees, classification, printing, dropping). A sum of `n`
+/// terms is `n` deep; a chain of `n` conditions joined by `&&` or `||` is `n` deep up to
+/// [`ddbx_wire::pred::FLAT_CHAIN`] and then grouped ([`Expr::chain`]): 1,000 conditions are 80
+/// deep, 250,000 are 192.
+pub const MAX_DEPTH: usize = 256;
+
+/// How deeply parentheses, `!` and `-` may nest: the parser recurses once per level.
+pub const MAX_NESTING: usize = 64;
 
 const OPERAND: &str = "an operand such as `p1.x` or `1`";
 const INT_RANGE: &str = "an integer from -9223372036854775808 to 9223372036854775807";
@@ -53,11 +59,34 @@ struct Parser {
 
 impl Parser {
     fn or(&mut self) -> Result<Parsed, ParseError> {
-        self.left_assoc(Parser::and, |t| t.is_sym("||").then_some(BinOp::Or))
+        self.chain(Parser::and, "||", BinOp::Or)
     }
 
     fn and(&mut self) -> Result<Parsed, ParseError> {
-        self.left_assoc(Parser::not, |t| t.is_sym("&&").then_some(BinOp::And))
+        self.chain(Parser::not, "&&", BinOp::And)
+    }
+
+    /// `operand (symbol operand)*`, joined by [`Expr::chain`] (grouped to the left; a long
+    /// chain is grouped so that the tree stays shallow).
+    fn chain(
+        &mut self,
+        operand: fn(&mut Parser) -> Result<Parsed, ParseError>,
+        symbol: &str,
+        op: BinOp,
+    ) -> Result<Parsed, ParseError> {
+        let (first, mut deepest) = operand(self)?;
+        let mut operands = vec![first];
+        while self.lexer.peek()?.is_sym(symbol) {
+            let at = self.lexer.next()?;
+            let (next, depth) = operand(self)?;
+            operands.push(next);
+            deepest = deepest.max(depth);
+            self.deeper(deepest + Expr::chain_depth(op, operands.len()) - 1, &at)?;
+        }
+        let depth = deepest + Expr::chain_depth(op, operands.len());
+        // At least one operand: `first`.
+        let joined = Expr::chain(op, operands).unwrap_or(Expr::Int(0));
+        Ok((joined, depth))
     }
 
     fn sum(&mut self) -> Result<Parsed, ParseError> {
@@ -222,8 +251,8 @@ impl Parser {
     /// Opens one more level of parentheses, `!` or `-`.
     fn enter(&mut self, at: &Token) -> Result<(), ParseError> {
         self.nesting += 1;
-        if self.nesting > MAX_DEPTH {
-            let expected = format!("a predicate nested at most {MAX_DEPTH} deep");
+        if self.nesting > MAX_NESTING {
+            let expected = format!("parentheses, `!` and `-` nested at most {MAX_NESTING} deep");
             return Err(self.lexer.error(at.col, expected, at.found()));
         }
         Ok(())
@@ -232,7 +261,7 @@ impl Parser {
     /// The depth of a node over children of depth `below`, if allowed.
     fn deeper(&self, below: usize, at: &Token) -> Result<usize, ParseError> {
         if below + 1 > MAX_DEPTH {
-            let expected = format!("a predicate nested at most {MAX_DEPTH} deep");
+            let expected = format!("a predicate at most {MAX_DEPTH} deep");
             return Err(self.lexer.error(at.col, expected, at.found()));
         }
         Ok(below + 1)
@@ -510,18 +539,57 @@ mod tests {
             "(".repeat(100_000),
             "!".repeat(100_000) + "a",
             "-".repeat(100_000) + "a",
-            "a".to_string() + &" + a".repeat(100_000),
-            "a".to_string() + &" && a".repeat(100_000),
         ] {
             let e = err(&text);
             assert_eq!(
                 e.expected,
-                format!("a predicate nested at most {MAX_DEPTH} deep")
+                format!("parentheses, `!` and `-` nested at most {MAX_NESTING} deep")
             );
         }
-        let ok = "(".repeat(MAX_DEPTH - 1) + "a == 1" + &")".repeat(MAX_DEPTH - 1);
+        for text in [
+            "a".to_string() + &" + a".repeat(100_000),
+            "a".to_string() + &" + a".repeat(MAX_DEPTH),
+            "(".repeat(40) + "a" + &" + a".repeat(MAX_DEPTH - 1) + &")".repeat(40) + " && a",
+        ] {
+            let e = err(&text);
+            assert_eq!(e.expected, format!("a predicate at most {MAX_DEPTH} deep"));
+        }
+        let ok = "(".repeat(MAX_NESTING - 1) + "a == 1" + &")".repeat(MAX_NESTING - 1);
         assert!(parse(&ok).is_ok());
         let ok = "a".to_string() + &" + a".repeat(MAX_DEPTH - 1);
         assert!(parse(&ok).is_ok());
+    }
+
+    /// The depth of a tree (recursive: for trees the parser accepted).
+    fn depth(e: &Expr) -> usize {
+        match e {
+            Expr::Int(_) | Expr::Str(_) | Expr::Var(_) => 1,
+            Expr::Not(e) | Expr::Neg(e) => 1 + depth(e),
+            Expr::Bin(_, l, r) => 1 + depth(l).max(depth(r)),
+        }
+    }
+
+    #[test]
+    fn predicate_parse_long_chains_stay_shallow_and_print_back() {
+        for n in [2, 64, 65, 200, 1000, 4000, 100_000] {
+            for op in ["&&", "||"] {
+                let text = (0..n)
+                    .map(|i| format!("p{}.x == {i}", i % 7 + 1))
+                    .collect::<Vec<_>>()
+                    .join(&format!(" {op} "));
+                let e = p(&text);
+                let d = depth(&e);
+                assert!(d <= MAX_DEPTH, "{n} {op}: {d} deep");
+                assert!(
+                    n > 1000 || d <= 2 + Expr::chain_depth(BinOp::And, n),
+                    "{n}: {d}"
+                );
+                assert_eq!(e.vars().len(), n.min(7), "{n}");
+                assert_eq!(p(&e.to_string()), e, "{n} {op}: printed form");
+            }
+        }
+        // As written up to FLAT_CHAIN conditions.
+        let flat = (0..64).map(|_| "a").collect::<Vec<_>>().join(" && ");
+        assert_eq!(p(&flat).to_string(), flat);
     }
 }

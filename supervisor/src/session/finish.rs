@@ -9,6 +9,7 @@ use super::transcript::Transcript;
 use crate::error::Result;
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
+use ddbx_wire::history::Reader;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use std::path::Path;
 
@@ -22,6 +23,8 @@ pub(super) struct Ended<'a> {
     pub(super) stop: Option<End>,
     /// The root's status, if it was reaped.
     pub(super) root_status: Option<ExitStatus>,
+    /// The signal that ended a held halt.
+    pub(super) held_until: Option<i32>,
 }
 
 /// Decides how the session ended, writes the last manifest, and says what the user must know.
@@ -35,6 +38,7 @@ pub(super) fn outcome(
         manifest_dir,
         stop,
         root_status,
+        held_until,
     } = ended;
     for note in gd.take_notes() {
         transcript.say(note);
@@ -90,6 +94,7 @@ pub(super) fn outcome(
         end,
         root_status,
         recorded_root_status,
+        held_until,
         actors,
         events: recording.map_or(recorded_events, Recording::event_count),
         passthrough,
@@ -98,13 +103,20 @@ pub(super) fn outcome(
     })
 }
 
-/// The events the record's histories in `dir` hold.
+/// The events the record's histories in `dir` hold (each read line by line, not held).
 fn events_in_histories(dir: &Path, actors: &[ActorInfo]) -> u64 {
     actors
         .iter()
-        .filter_map(|a| ddbx_wire::History::load(&Manifest::history_path(dir, a.id)).ok())
-        .map(|h| h.records.len() as u64)
+        .filter_map(|a| events_in(&Manifest::history_path(dir, a.id)))
         .sum()
+}
+
+/// The events of the history at `path`; `None` if it cannot be read.
+fn events_in(path: &Path) -> Option<u64> {
+    let file = ddbx_wire::file::open_regular(path).ok()?;
+    let mut reader = Reader::new(path, std::io::BufReader::new(file)).ok()?;
+    while reader.next_entry().ok()?.is_some() {}
+    Some(reader.events())
 }
 
 /// A record's last lines: what was not recorded, and what was.

@@ -28,6 +28,8 @@ pub(super) struct LoopEnd {
     pub(super) stop: Option<End>,
     /// The root's status, if it was reaped.
     pub(super) root_status: Option<ExitStatus>,
+    /// The signal that ended a held halt (`--hold` ends when ddbx is interrupted).
+    pub(super) held_until: Option<i32>,
     /// waitpid failed in an unexpected way.
     pub(super) reap_error: Option<std::io::Error>,
 }
@@ -44,6 +46,8 @@ pub(super) struct MainLoop<'a> {
     stop: Option<End>,
     /// Held at a halt (`--hold`) until a signal comes.
     held: Option<HaltedState>,
+    /// The signal that ended the hold.
+    held_until: Option<i32>,
     root_status: Option<ExitStatus>,
     /// The processes whose exit was handed to the embedding.
     exits_announced: HashSet<i32>,
@@ -68,6 +72,7 @@ impl<'a> MainLoop<'a> {
             transcript,
             stop: None,
             held: None,
+            held_until: None,
             root_status: None,
             exits_announced: HashSet::new(),
         }
@@ -114,6 +119,7 @@ impl<'a> MainLoop<'a> {
         LoopEnd {
             stop: self.stop,
             root_status: self.root_status,
+            held_until: self.held_until,
             reap_error,
         }
     }
@@ -159,6 +165,7 @@ impl<'a> MainLoop<'a> {
     fn on_signal(&mut self, signal: i32) {
         if let Some(state) = self.held.take() {
             self.stop = Some(End::Halted(Box::new(state)));
+            self.held_until = Some(signal);
         } else if self.stop.is_none() {
             self.transcript.say(format!(
                 "ddbx: interrupted by signal {signal}: stopping every process"

@@ -16,6 +16,8 @@ pub(super) struct RunFacts<'a> {
     pub(super) cwd: &'a Path,
     /// The root's environment, without ddbx's own variables.
     pub(super) env: &'a [(String, String)],
+    /// The names of the variables of `env` the manifest leaves out.
+    pub(super) env_left_out: &'a [String],
     /// This machine's name.
     pub(super) host: &'a str,
 }
@@ -27,19 +29,26 @@ pub(super) fn first_manifest(run: &RunFacts<'_>) -> Manifest {
         ddbx_version: env!("CARGO_PKG_VERSION").to_string(),
         command: run.argv.to_vec(),
         cwd: run.cwd.to_path_buf(),
-        env: run.env.to_vec(),
+        env: run
+            .env
+            .iter()
+            .filter(|(name, _)| !run.env_left_out.contains(name))
+            .cloned()
+            .collect(),
         host: run.host.to_string(),
         state: SessionState::Recording,
         actors: Vec::new(),
         passthrough: Vec::new(),
         problem: None,
+        env_left_out: run.env_left_out.to_vec(),
     }
 }
 
 /// Creates `dir/history/` and writes the first manifest in `dir`.
 pub(super) fn start_in(dir: &Path, manifest: &Manifest) -> Result<()> {
     let history = dir.join("history");
-    std::fs::create_dir_all(&history).map_err(|e| Error::io_at("cannot create", &history, e))?;
+    ddbx_wire::file::create_private_dir(&history)
+        .map_err(|e| Error::io_at("cannot create", &history, e))?;
     manifest
         .store(dir)
         .map_err(|e| Error::io_at("cannot write the manifest in", dir, e))

@@ -96,6 +96,8 @@ pub struct SessionConfig {
     pub cwd: PathBuf,
     /// The root's environment, without ddbx's own variables.
     pub env: Vec<(String, String)>,
+    /// Names of variables of `env` that the manifest leaves out (the program still gets them).
+    pub env_left_out: Vec<String>,
     /// The preload library.
     pub preload: PathBuf,
     /// The runtime directory (created by [`RuntimeDir::create`]; removed when the session ends).
@@ -178,6 +180,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         program,
         cwd,
         env,
+        env_left_out,
         preload,
         runtime,
         handle_signals,
@@ -193,6 +196,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         argv: &argv,
         cwd: &cwd,
         env: &env,
+        env_left_out: &env_left_out,
         host: &host,
     };
     let (events_tx, events_rx) = mpsc::channel::<MainEvent>();
@@ -225,6 +229,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     let LoopEnd {
         stop,
         root_status,
+        held_until,
         reap_error,
     } = main_loop.run();
 
@@ -240,6 +245,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         manifest_dir: manifest_dir.as_deref(),
         stop,
         root_status,
+        held_until,
     };
     transcript.event(&SessionEvent::Finishing);
     let outcome = finish::outcome(&gd, ended, transcript)?;

@@ -53,6 +53,9 @@ pub struct Outcome {
     pub root_status: Option<ExitStatus>,
     /// The recorded root status (replay only).
     pub recorded_root_status: Option<ExitStatus>,
+    /// A halt held (`--hold`) until ddbx was interrupted: the signal (the end is still
+    /// [`End::Halted`], with the state it was held in).
+    pub held_until: Option<i32>,
     /// The actors of this run (ids, this run's pids, exit statuses).
     pub actors: Vec<ActorInfo>,
     /// Replay: the recorded events; record: events the actors reported at exit.

@@ -14,7 +14,8 @@
 //! * [`elf`]: telling statically linked programs (which ddbx cannot see into) apart;
 //! * [`errno`] and [`events`]: small value types that print readably in histories;
 //! * [`counters`]: the built-in counters every actor has (`p3.recvs`), counted once for all;
-//! * [`exit`]: ddbx's exit codes, the same in the `ddbx` command and in the LD.
+//! * [`exit`]: ddbx's exit codes, the same in the `ddbx` command and in the LD;
+//! * [`file`]: reading a recording's files, refusing what is not a regular file (a FIFO).
 //!
 //! Nothing here allocates on its own or starts threads: the preload links it into other
 //! people's processes.
@@ -24,6 +25,7 @@ pub mod elf;
 pub mod errno;
 pub mod events;
 pub mod exit;
+pub mod file;
 pub mod history;
 pub mod ids;
 pub mod manifest;

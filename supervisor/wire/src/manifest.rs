@@ -109,6 +109,10 @@ pub struct Manifest {
     /// Why the recording was interrupted, if it was.
     #[serde(default)]
     pub problem: Option<String>,
+    /// Variables the program had that [`Manifest::env`] leaves out (`ddbx record
+    /// --env-exclude`): a replay takes them from its own environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_left_out: Vec<String>,
 }
 
 /// A manifest that cannot be used.
@@ -145,7 +149,7 @@ impl Manifest {
     /// Reads and checks `dir/manifest.ron`.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(Self::FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Io {
+        let text = crate::file::read_regular_text(&path).map_err(|source| ManifestError::Io {
             path: path.clone(),
             source,
         })?;
@@ -188,16 +192,18 @@ impl Manifest {
         use std::io::Write;
         let mut line = ron::to_string(actor).map_err(std::io::Error::other)?;
         line.push('\n');
+        use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(dir.join(Self::ACTORS_LOG))?
             .write_all(line.as_bytes())
     }
 
     /// The actors appended to `dir/actors.log` (whole lines only).
     fn logged_actors(dir: &Path) -> Vec<ActorInfo> {
-        let Ok(text) = std::fs::read_to_string(dir.join(Self::ACTORS_LOG)) else {
+        let Ok(text) = crate::file::read_regular_text(&dir.join(Self::ACTORS_LOG)) else {
             return Vec::new();
         };
         text.lines()
@@ -211,7 +217,10 @@ impl Manifest {
         let text = ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::new())
             .map_err(std::io::Error::other)?;
         let tmp = dir.join(format!(".{}.tmp", Self::FILE));
-        std::fs::write(&tmp, text + "\n")?;
+        {
+            use std::io::Write;
+            crate::file::create_private(&tmp)?.write_all((text + "\n").as_bytes())?;
+        }
         std::fs::rename(&tmp, dir.join(Self::FILE))?;
         if self.state != SessionState::Recording {
             let _ = std::fs::remove_file(dir.join(Self::ACTORS_LOG));
@@ -258,6 +267,7 @@ mod tests {
             }],
             passthrough: vec![],
             problem: None,
+            env_left_out: vec!["TOKEN".into()],
         };
         m.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap(), m);
@@ -292,6 +302,7 @@ mod tests {
             actors: vec![],
             passthrough: vec![],
             problem: None,
+            env_left_out: vec![],
         };
         m.store(&dir).unwrap();
         Manifest::append_actor(&dir, &actor(1)).unwrap();

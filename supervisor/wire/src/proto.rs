@@ -241,6 +241,7 @@ pub struct ReplayPlan {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct HaltPlan {
     /// This actor's simple predicate (`None`: it has none and starts passive).
+    #[serde(with = "crate::pred::postfix")]
     pub sp: Option<crate::pred::Expr>,
     /// Run at least until this many events were executed (requests made before it existed).
     pub target: u64,
@@ -296,6 +297,7 @@ pub enum GdToLd {
     /// running until then).
     Retarget {
         /// The new simple predicate.
+        #[serde(with = "crate::pred::postfix")]
         sp: Option<crate::pred::Expr>,
         /// Retargets so far, this one included (echoed in `Passive`).
         #[serde(default)]

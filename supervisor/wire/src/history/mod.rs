@@ -12,25 +12,26 @@
 //! ```
 //!
 //! Event *k* of an actor is the *k*-th record after the header (1-based; `Start` is event 1,
-//! the actor's creation). Writer and reader live together in this file so that whoever changes
-//! one sees the other. The reader checks every invariant (`Checker`: a `Start` first and
-//! only once, nothing after `Exit`, children numbered 1, 2, …, fds not negative, `Skip` runs
-//! of 1 to [`MAX_SKIP`]) and names file and line when one fails. A last line without its
-//! newline is a record that was being written when the process died: the reader drops it and
-//! says so ([`History::truncated`]). A header with another format version is refused.
+//! the actor's creation). The reader ([`Reader`]) checks every invariant as it goes and names
+//! file and line when one fails. A last line without its newline is a record that was being
+//! written when the process died: the reader drops it and says so ([`History::truncated`]).
+//! A header with another format version is refused.
 //!
 //! * `record`: what one line says (the [`Record`] types);
 //! * `data`: the bytes of outside peers, as base64;
-//! * this file: the header, the writer's lines and the checking reader.
+//! * `reader`: the checking reader, line by line (a long history need not be held whole);
+//! * this file: the header, the writer's lines, and [`History`], a history read whole.
 
 mod connects;
 mod data;
+mod reader;
 mod record;
 #[cfg(test)]
 mod tests;
 
 pub use connects::{ConnectOutcome, connect_outcome};
 pub use data::Data;
+pub use reader::{Entry, Reader};
 pub use record::{Addr, Call, Origin, ReadyFd, Record, WaitCall, is_bystander};
 
 use crate::{ActorId, FORMAT_VERSION};
@@ -88,17 +89,12 @@ pub fn skip_line(n: u64) -> String {
 }
 
 /// What the history at `path` logs, from its header (`Full` if the header says nothing or
-/// cannot be read: the loader reports that properly).
+/// cannot be read: the loader reports that properly). Reads the header only.
 pub fn trace_of(path: &Path) -> Trace {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Trace::Full;
-    };
-    text.lines()
-        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
-        .and_then(|l| l.trim().strip_prefix("Header"))
-        .and_then(|h| ron::from_str::<HeaderExtra>(h).ok())
-        .map(|h| h.trace)
-        .unwrap_or_default()
+    crate::file::open_regular(path)
+        .ok()
+        .and_then(|f| Reader::new(path, std::io::BufReader::new(f)).ok())
+        .map_or(Trace::Full, |r| r.trace())
 }
 
 /// Whether any history of the recording at `dir` was made by optimal tracing.
@@ -154,7 +150,7 @@ pub struct History {
 
 /// A history that cannot be used, with where and why.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{path}:{line}: {problem}")]
+#[error("{}: {problem}", located(path, *line))]
 pub struct HistoryError {
     /// The file.
     pub path: PathBuf,
@@ -167,111 +163,48 @@ pub struct HistoryError {
 impl History {
     /// Reads and checks a history file.
     pub fn load(path: &Path) -> Result<History, HistoryError> {
-        let text = std::fs::read(path).map_err(|e| HistoryError {
+        let file = crate::file::open_regular(path).map_err(|e| HistoryError {
             path: path.to_path_buf(),
             line: 0,
             problem: format!("cannot read the history: {e}"),
         })?;
-        let text = String::from_utf8(text).map_err(|e| HistoryError {
-            path: path.to_path_buf(),
-            line: 0,
-            problem: format!(
-                "expected UTF-8 text, found invalid bytes at offset {}",
-                e.utf8_error().valid_up_to()
-            ),
-        })?;
-        History::parse(path, &text)
+        History::read(Reader::new(path, std::io::BufReader::new(file))?)
     }
 
     /// Parses and checks history text; `path` is only used in error messages.
     pub fn parse(path: &Path, text: &str) -> Result<History, HistoryError> {
-        let err = |line: usize, problem: String| HistoryError {
-            path: path.to_path_buf(),
-            line,
-            problem,
-        };
-        let truncated = !text.is_empty() && !text.ends_with('\n');
-        let mut lines: Vec<&str> = text.split('\n').collect();
-        // The piece after the last newline is empty, or the record being written at death.
-        lines.pop();
-        let mut numbered = lines.iter().enumerate().map(|(i, l)| (i + 1, *l));
-        let (first_no, first) = numbered
-            .find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
-            .ok_or_else(|| {
-                err(
-                    1,
-                    "expected a `Header(format: …, actor: …)` line, found an empty file".into(),
-                )
-            })?;
-        let header_text = first.trim().strip_prefix("Header").ok_or_else(|| {
-            err(
-                first_no,
-                format!(
-                    "expected `Header(format: {FORMAT_VERSION}, actor: …)`, found `{}`",
-                    clip(first)
-                ),
-            )
-        })?;
-        let header: Header = ron::from_str(header_text)
-            .map_err(|e| err(first_no, format!("malformed header: {e}")))?;
-        if header.format != FORMAT_VERSION {
-            return Err(err(
-                first_no,
-                format!(
-                    "history format {} is not supported by this ddbx (it reads format {FORMAT_VERSION})",
-                    header.format
-                ),
-            ));
-        }
+        History::read(Reader::new(path, text.as_bytes())?)
+    }
+
+    /// Every record the reader gives (each untraced event of a `Skip` as [`Record::Untraced`]).
+    fn read<R: std::io::BufRead>(mut reader: Reader<R>) -> Result<History, HistoryError> {
         let mut records = Vec::new();
-        let mut checker = Checker::default();
-        for (no, line) in numbered {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with("//") {
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix("Skip")
-                && let Ok(skip) = ron::from_str::<Skip>(rest)
-            {
-                if skip.n == 0 || skip.n > MAX_SKIP {
-                    return Err(err(
-                        no,
-                        format!(
-                            "expected a run of 1 to {MAX_SKIP} untraced events, found {}",
-                            skip.n
-                        ),
-                    ));
+        while let Some(entry) = reader.next_entry()? {
+            match entry {
+                Entry::Event { record, .. } => records.push(record),
+                Entry::Skip { n, .. } => {
+                    records.extend(std::iter::repeat_n(Record::Untraced, n as usize));
                 }
-                for _ in 0..skip.n {
-                    checker
-                        .check(&Record::Untraced, records.len() + 1)
-                        .map_err(|p| err(no, p))?;
-                    records.push(Record::Untraced);
-                }
-                continue;
+                Entry::Blank => {}
             }
-            let record: Record = ron::from_str(line).map_err(|e| {
-                err(
-                    no,
-                    format!(
-                        "expected a history record such as `Recv(fd: 4, n: 17)`, found `{}` ({e})",
-                        clip(line)
-                    ),
-                )
-            })?;
-            checker
-                .check(&record, records.len() + 1)
-                .map_err(|p| err(no, p))?;
-            records.push(record);
         }
         Ok(History {
-            actor: header.actor,
+            actor: reader.header().actor,
             records,
-            truncated,
+            truncated: reader.truncated(),
         })
     }
 }
 
+/// `path:line`, or `path` for a problem with the whole file (line 0).
+fn located(path: &Path, line: usize) -> String {
+    match line {
+        0 => path.display().to_string(),
+        n => format!("{}:{n}", path.display()),
+    }
+}
+
+/// The start of a long line, for a message.
 fn clip(s: &str) -> String {
     const MAX: usize = 80;
     if s.len() <= MAX {
@@ -282,78 +215,4 @@ fn clip(s: &str) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
-}
-
-/// The invariants of a history, checked record by record.
-#[derive(Default)]
-struct Checker {
-    started: bool,
-    exited: bool,
-    last_child_index: u32,
-}
-
-impl Checker {
-    fn check(&mut self, r: &Record, event: usize) -> Result<(), String> {
-        if self.exited {
-            return Err(format!(
-                "event {event}: expected nothing after `Exit`, found `{}`",
-                r.kind()
-            ));
-        }
-        match r {
-            Record::Start { .. } if self.started => {
-                return Err(format!("event {event}: a second `Start`"));
-            }
-            Record::Start { .. } => self.started = true,
-            _ if !self.started => {
-                return Err(format!(
-                    "event {event}: expected `Start` as the first event, found `{}`",
-                    r.kind()
-                ));
-            }
-            Record::Fork { index } | Record::Spawn { index } => {
-                if *index != self.last_child_index + 1 {
-                    return Err(format!(
-                        "event {event}: expected child number {}, found {index} (children are numbered 1, 2, … per actor)",
-                        self.last_child_index + 1
-                    ));
-                }
-                self.last_child_index = *index;
-            }
-            Record::Exit { .. } => self.exited = true,
-            _ => {}
-        }
-        let fd = match r {
-            Record::Connect { fd, .. }
-            | Record::ConnectAgain { fd, .. }
-            | Record::SocketError { fd, .. }
-            | Record::Recv { fd, .. }
-            | Record::NoData { fd }
-            | Record::Send { fd, .. } => Some(*fd),
-            Record::Accept { fd, new_fd, .. } => {
-                if *new_fd < 0 {
-                    return Err(format!(
-                        "event {event}: accepted fd must be >= 0, found {new_fd}"
-                    ));
-                }
-                Some(*fd)
-            }
-            Record::Ready { fds, .. } => {
-                if let Some(bad) = fds.iter().find(|f| f.fd < 0) {
-                    return Err(format!(
-                        "event {event}: ready fd must be >= 0, found {}",
-                        bad.fd
-                    ));
-                }
-                None
-            }
-            _ => None,
-        };
-        if let Some(fd) = fd
-            && fd < 0
-        {
-            return Err(format!("event {event}: fd must be >= 0, found {fd}"));
-        }
-        Ok(())
-    }
 }

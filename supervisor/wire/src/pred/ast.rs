@@ -119,6 +119,9 @@ impl VarRef {
     }
 }
 
+/// The longest chain of `&&` or `||` that [`Expr::chain`] groups to the left as written.
+pub const FLAT_CHAIN: usize = 64;
+
 /// How a variable names its actor.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 pub enum ActorRef {
@@ -134,6 +137,44 @@ impl Expr {
     /// A binary expression.
     pub fn bin(op: BinOp, left: Expr, right: Expr) -> Expr {
         Expr::Bin(op, Box::new(left), Box::new(right))
+    }
+
+    /// `operands` joined by `op`, grouped to the left as the parser reads `a && b && c`; `None`
+    /// when there are none.
+    ///
+    /// A chain of `&&` or `||` longer than [`FLAT_CHAIN`] is grouped so that the tree stays
+    /// shallow (everything that walks a predicate recurses, in the debuggees too): its first
+    /// operand, then `FLAT_CHAIN - 1` parenthesised chains of the rest, each built the same
+    /// way. `&&` and `||` are associative and evaluate left to right, so the grouping changes
+    /// nothing of the value; the printed form shows the groups, and parses back to this tree.
+    /// `+` and `-` chains are always grouped to the left (regrouping a sum can change where it
+    /// overflows).
+    pub fn chain(op: BinOp, operands: Vec<Expr>) -> Option<Expr> {
+        let join = |parts: Vec<Expr>| parts.into_iter().reduce(|l, r| Expr::bin(op, l, r));
+        if operands.len() <= FLAT_CHAIN || !matches!(op, BinOp::And | BinOp::Or) {
+            return join(operands);
+        }
+        let mut rest = operands.into_iter();
+        let first = rest.next()?;
+        let rest: Vec<Expr> = rest.collect();
+        let groups = FLAT_CHAIN - 1;
+        let (n, mut rest) = (rest.len(), rest.into_iter());
+        let mut top = vec![first];
+        for g in 0..groups {
+            let size = n / groups + usize::from(g < n % groups);
+            top.push(Expr::chain(op, rest.by_ref().take(size).collect())?);
+        }
+        join(top)
+    }
+
+    /// How many levels [`Expr::chain`] adds above its deepest operand, at most, for `n`
+    /// operands joined by `op`.
+    pub fn chain_depth(op: BinOp, n: usize) -> usize {
+        if n <= FLAT_CHAIN || !matches!(op, BinOp::And | BinOp::Or) {
+            return n.saturating_sub(1);
+        }
+        let group = (n - 1).div_ceil(FLAT_CHAIN - 1);
+        FLAT_CHAIN - 1 + Expr::chain_depth(op, group)
     }
 
     /// `!e`.

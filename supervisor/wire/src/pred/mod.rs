@@ -12,7 +12,8 @@
 //! * `ast`: the tree;
 //! * `mem`: how a global variable is read from memory;
 //! * `print`: the tree as text;
-//! * `eval`: its value.
+//! * `eval`: its value;
+//! * `postfix`: the tree flat, as the protocol carries it (no depth limit).
 //!
 //! Evaluation rules (also in the user's reference page):
 //!
@@ -25,11 +26,12 @@
 mod ast;
 mod eval;
 mod mem;
+pub mod postfix;
 mod print;
 #[cfg(test)]
 mod tests;
 
 pub use crate::counters::is_counter;
-pub use ast::{ActorRef, BinOp, Expr, VarRef};
+pub use ast::{ActorRef, BinOp, Expr, FLAT_CHAIN, VarRef};
 pub use eval::{EvalError, Kind, UnOp, Value, eval, holds};
 pub use mem::MemType;
