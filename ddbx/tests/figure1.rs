@@ -201,8 +201,11 @@ fn the_papers_predicate_works_as_written() {
         next("p2").starts_with("Connect("),
         "client_b before its connect: {halted}"
     );
+    // Before its second accept: it has not let go of its first connection yet either (that
+    // close comes first, and nothing needs it).
+    assert_eq!(actor("p3")["vars"]["accepts"], 1, "{halted}");
     assert!(
-        next("p3").starts_with("Accept("),
+        next("p3").starts_with("Accept(") || next("p3").starts_with("Close("),
         "server_x before its second accept: {halted}"
     );
     assert_eq!(
@@ -211,7 +214,7 @@ fn the_papers_predicate_works_as_written() {
         "client_b's server_x child not created: {halted}"
     );
     assert!(
-        next(server_y).starts_with("Exit("),
+        next(server_y).starts_with("Exit(") || next(server_y).starts_with("Close("),
         "server_y right after its answer: {halted}"
     );
 

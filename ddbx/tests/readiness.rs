@@ -7,9 +7,7 @@
 //! one), replayed under `--trace optimal`, and halted mid-run where the cut must be the one
 //! `ddbx inf` computes.
 
-use ddbx_tests::{
-    Ddbx, Histories, TempDir, cut_of, full_histories, histories, parse_json, path_str, progs,
-};
+use ddbx_tests::{Ddbx, Histories, TempDir, full_histories, histories, progs};
 use ddbx_wire::Record;
 use ddbx_wire::history::WaitCall;
 use std::path::Path;
@@ -44,30 +42,6 @@ fn optimal_record_and_replay(program: &Path, args: &[&str], jitter: u32) {
     DDBX.assert_replays(&rec, &recorded, 2, &full_histories(&rec), &histories);
 }
 
-/// A halting replay of `rec` at `pred` stops at the cut `ddbx inf` computes for it.
-fn halts_where_inf_says(rec: &Path, pred: &str) {
-    let offline = DDBX.json(["inf", path_str(rec), pred, "--json"]);
-    let messages = rec.with_file_name("halt.json");
-    DDBX.run([
-        "replay",
-        path_str(rec),
-        "--stop-if",
-        pred,
-        "--json",
-        "--messages",
-        path_str(&messages),
-    ])
-    .success();
-    let text = std::fs::read_to_string(&messages).unwrap_or_default();
-    let halted = parse_json(&text, "the halting replay's JSON");
-    assert_eq!(halted["outcome"], "halted", "{pred}: {halted}");
-    assert_eq!(
-        cut_of(&halted["cut"]),
-        cut_of(&offline["cut"]),
-        "{pred}: the halted cut vs ddbx inf's"
-    );
-}
-
 #[test]
 fn epoll_data_shared_by_two_fds_names_the_socket_that_was_ready() {
     let program = progs().join("epoll_same_data");
@@ -92,7 +66,7 @@ fn epoll_data_shared_by_two_fds_names_the_socket_that_was_ready() {
             vec![vec![socket]],
             "{args:?}: the ready set names the socket, not the eventfd with the same data"
         );
-        halts_where_inf_says(&rec, "p1.events >= 1");
+        DDBX.halts_where_inf_says(&rec, "p1.events >= 1");
         optimal_record_and_replay(&program, args, 0);
     }
 }
@@ -117,7 +91,7 @@ fn an_epoll_instance_used_through_a_duplicate_is_recorded_and_replays() {
             h["p1"]
         );
         let events = h["p1"].len();
-        halts_where_inf_says(&rec, &format!("p1.events >= {}", events / 2));
+        DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {}", events / 2));
         optimal_record_and_replay(&program, args, 5);
     }
 }
@@ -133,7 +107,7 @@ fn a_poll_server_under_load_replays() {
         "{}",
         recorded.stdout
     );
-    halts_where_inf_says(&tmp.join("rec"), "p1.events >= 8");
+    DDBX.halts_where_inf_says(&tmp.join("rec"), "p1.events >= 8");
     optimal_record_and_replay(&program, &["4", "5000"], 0);
 
     let (_, recorded) = DDBX.record_and_replay(&program, &["16", "5000"], 0, 1);

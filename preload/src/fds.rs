@@ -220,6 +220,40 @@ pub fn forget(fd: c_int) {
     }
 }
 
+/// Whether closing `fd` lets go of a connection: `fd` is the last fd of this process that
+/// refers to a stream socket that is not listening (classified first if need be).
+pub fn is_last_connection_ref(fd: c_int) -> bool {
+    let Some(d) = description(fd) else {
+        return false;
+    };
+    let bits = d.bits.load(Ordering::Relaxed);
+    bits & STREAM != 0 && bits & (LISTENING | OURS) == 0 && d.refs.load(Ordering::Relaxed) == 1
+}
+
+/// The fds of stream sockets (not listening) that have `FD_CLOEXEC` set: those an exec closes.
+pub fn cloexec_connections() -> Vec<c_int> {
+    let mut out = Vec::new();
+    for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
+        let known = slot.load(Ordering::Relaxed);
+        let Some(d) = known
+            .checked_sub(1)
+            .and_then(|s| DESCRIPTIONS.get(s as usize))
+        else {
+            continue;
+        };
+        let bits = d.bits.load(Ordering::Relaxed);
+        if bits & STREAM == 0 || bits & (LISTENING | OURS) != 0 {
+            continue;
+        }
+        // SAFETY: no pointer arguments.
+        let flags = unsafe { crate::real::fcntl(fd as c_int, libc::F_GETFD, 0) };
+        if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+            out.push(fd as c_int);
+        }
+    }
+    out
+}
+
 /// `to` now refers to the description `from` refers to (dup, dup2, dup3, `F_DUPFD`). A copy
 /// of one of the LD's own fds is the program's, with a description of its own.
 pub fn dup(from: c_int, to: c_int) {

@@ -63,6 +63,7 @@ impl Recording {
                 passthrough: Vec::new(),
                 problem: None,
                 env_left_out: Vec::new(),
+                closes: true,
             },
             histories,
             warnings: Vec::new(),

@@ -151,6 +151,7 @@ fn the_manifest_names_children() {
         passthrough: vec![],
         problem: None,
         env_left_out: Vec::new(),
+        closes: true,
     };
     let histories = [parent, child];
     let channels = ddbx_supervisor::analysis::match_channels(&histories);
@@ -253,15 +254,33 @@ fn end_of_stream_needs_the_last_send() {
     );
     assert_eq!(d.needs(p(1), 3), &[(p(2), 3)]);
     assert_eq!(d.needs(p(1), 4), &[(p(2), 5)]);
-    assert_eq!(d.needs(p(1), 5), &[(p(2), 5)]);
-    assert_eq!(d.needs(p(1), 6), &[(p(2), 5)]);
+    // The ends of stream need the last send and the sender letting go (its exit).
+    assert_eq!(d.needs(p(1), 5), &[(p(2), 5), (p(2), 6)]);
+    assert_eq!(d.needs(p(1), 6), &[(p(2), 5), (p(2), 6)]);
     assert_eq!(
         d.data_range(p(1), 5),
         Some(range(1, Direction::ConnectorToAcceptor, 5, 5))
     );
-    // A direction nothing was sent in: the end of stream needs nothing but the accept.
+    // A direction nothing was sent in: the end of stream needs the sender's exit only.
     let d = pair("Recv(fd: 4, n: 0)", "Exit(status: 0)");
-    assert!(d.needs(p(1), 3).is_empty());
+    assert_eq!(d.needs(p(1), 3), &[(p(2), 3)]);
+    // A close, or a shutdown of the sending side, is where the end comes from.
+    let d = pair(
+        "Recv(fd: 4, n: 0)\nExit(status: 0)",
+        "Send(fd: 3, n: 0)\nClose(fd: 3)\nExit(status: 0)",
+    );
+    assert_eq!(d.needs(p(1), 3), &[(p(2), 4)]);
+    let d = pair(
+        "Recv(fd: 4, n: 0)\nSend(fd: 4, n: 2)\nExit(status: 0)",
+        "Shutdown(fd: 3, how: Write)\nRecv(fd: 3, n: 2)\nExit(status: 0)",
+    );
+    assert_eq!(d.needs(p(1), 3), &[(p(2), 3)]);
+    // A send that found the peer gone needs the peer's close.
+    let d = pair(
+        "Fail(call: Send, fd: 4, err: \"EPIPE\")\nExit(status: 0)",
+        "Close(fd: 3)\nExit(status: 0)",
+    );
+    assert_eq!(d.needs(p(1), 3), &[(p(2), 3)]);
     // More received than sent, or an end of stream before all was read: said so.
     let d = pair("Recv(fd: 4, n: 5)\nRecv(fd: 4, n: 0)", "Send(fd: 3, n: 2)");
     assert_eq!(d.needs(p(1), 3), &[(p(2), 3)]);
@@ -329,7 +348,8 @@ fn ready_on_a_connection_needs_the_next_unread_byte() {
     assert_eq!(d.needs(p(1), 4), &[(p(2), 3)]);
     assert_eq!(d.needs(p(1), 5), &[(p(2), 4)]);
     assert_eq!(d.needs(p(1), 6), &[(p(2), 4)]);
-    assert_eq!(d.needs(p(1), 7), &[(p(2), 4)]);
+    // The end of stream: the last send, and the client letting go (its exit).
+    assert_eq!(d.needs(p(1), 7), &[(p(2), 4), (p(2), 5)]);
     assert!(d.needs(p(1), 8).is_empty());
 }
 
@@ -629,6 +649,8 @@ struct Chan {
     state: ChanState,
     /// Holder actor and fd of each end, once open: [connector end, acceptor end].
     holder: [(usize, i32); 2],
+    /// Whether the holder closed that end.
+    closed: [bool; 2],
 }
 
 /// One direction's bytes: the sending event of each byte, and how many were consumed.
@@ -696,12 +718,15 @@ fn simulate(rng: &mut Rng) -> Execution {
                     acceptor,
                     state: ChanState::Planned,
                     holder: [(0, 0); 2],
+                    closed: [false; 2],
                 });
             }
         }
     }
     // (channel, side): side 0 = sent by the connector end, 1 = by the acceptor end.
     let mut bytes: BTreeMap<(usize, usize), Bytes> = BTreeMap::new();
+    // (channel, side): where each process that held that end let go of it (a close, an exit).
+    let mut releases: BTreeMap<(usize, usize), Vec<Event>> = BTreeMap::new();
 
     for _ in 0..200 {
         let len = |a: &Actor| a.lines.len();
@@ -728,7 +753,11 @@ fn simulate(rng: &mut Rng) -> Execution {
             .filter(|(_, c)| c.state == ChanState::Open)
             .flat_map(|(ci, c)| {
                 (0..2).filter_map(move |side| {
-                    (c.holder[side].0 == i).then_some((ci, side, c.holder[side].1))
+                    (c.holder[side].0 == i && !c.closed[side]).then_some((
+                        ci,
+                        side,
+                        c.holder[side].1,
+                    ))
                 })
             })
             .collect();
@@ -737,7 +766,17 @@ fn simulate(rng: &mut Rng) -> Execution {
             let b = bytes.get(&(ci, 1 - side));
             let waiting = b.map_or(0, |b| b.sent_by.len() - b.consumed);
             let sender = chans[ci].holder[1 - side].0;
-            (waiting, actors[sender].exited)
+            (waiting, actors[sender].exited || chans[ci].closed[1 - side])
+        };
+        // What the end of the stream that (channel, side) sends needs: its last send, and
+        // every holder of that end letting go.
+        let end_needs = |ci: usize,
+                         side: usize,
+                         bytes: &BTreeMap<(usize, usize), Bytes>,
+                         releases: &BTreeMap<(usize, usize), Vec<Event>>| {
+            let last = bytes.get(&(ci, side)).and_then(|b| b.last_send);
+            let gone = releases.get(&(ci, side)).into_iter().flatten().copied();
+            last.into_iter().chain(gone).collect::<Vec<Event>>()
         };
         // A child that inherited ends mostly uses them.
         let action = if i == 1
@@ -748,7 +787,7 @@ fn simulate(rng: &mut Rng) -> Execution {
         {
             rng.pick(&[4, 5, 6])
         } else {
-            rng.below(9)
+            rng.below(10)
         };
         match action {
             0 => {
@@ -778,12 +817,19 @@ fn simulate(rng: &mut Rng) -> Execution {
                     .entry((id(1), 1))
                     .or_default()
                     .insert((id(0), fork_event));
-                // Hand some of the parent's ends over to the child, which keeps the fd number.
-                for (ci, side, _) in ends_held {
-                    if rng.chance(2, 3) {
+                // Hand some of the parent's ends over to the child, which keeps the fd number
+                // (the parent closes its copy); the child closes its copies of the others.
+                for (ci, side, fd) in ends_held {
+                    let (from, to) = if rng.chance(2, 3) {
                         chans[ci].holder[side].0 = 1;
                         inherited.insert((ci, side));
-                    }
+                        (0, id(0))
+                    } else {
+                        (1, id(1))
+                    };
+                    actors[from].lines.push(format!("Close(fd: {fd})"));
+                    let k = actors[from].lines.len() as u64;
+                    releases.entry((ci, side)).or_default().push((to, k));
                 }
             }
             2 => {
@@ -869,16 +915,14 @@ fn simulate(rng: &mut Rng) -> Execution {
                     actors[i].lines.push(format!("Recv(fd: {fd}, n: {n})"));
                     eofs += usize::from(n == 0);
                     inherited_uses += usize::from(inherited.contains(&(ci, side)));
-                    let b = bytes.entry((ci, 1 - side)).or_default();
-                    let need = if n == 0 {
-                        b.last_send
+                    let needs = if n == 0 {
+                        end_needs(ci, 1 - side, &bytes, &releases)
                     } else {
-                        Some(b.sent_by[b.consumed + n - 1])
+                        let b = bytes.entry((ci, 1 - side)).or_default();
+                        vec![b.sent_by[b.consumed + n - 1]]
                     };
-                    b.consumed += n;
-                    if let Some(e) = need {
-                        truth.entry((me, k_next)).or_default().insert(e);
-                    }
+                    bytes.entry((ci, 1 - side)).or_default().consumed += n;
+                    truth.entry((me, k_next)).or_default().extend(needs);
                 }
             }
             6 => {
@@ -896,15 +940,13 @@ fn simulate(rng: &mut Rng) -> Execution {
                     let (waiting, gone) = incoming(ci, side, &bytes);
                     if (waiting > 0 || gone) && rng.chance(2, 3) {
                         fds.push(format!("(fd: {fd}, ev: \"in\")"));
-                        let b = bytes.entry((ci, 1 - side)).or_default();
-                        let need = if waiting > 0 {
-                            Some(b.sent_by[b.consumed])
+                        let needs = if waiting > 0 {
+                            let b = bytes.entry((ci, 1 - side)).or_default();
+                            vec![b.sent_by[b.consumed]]
                         } else {
-                            b.last_send
+                            end_needs(ci, 1 - side, &bytes, &releases)
                         };
-                        if let Some(e) = need {
-                            truth.entry((me, k_next)).or_default().insert(e);
-                        }
+                        truth.entry((me, k_next)).or_default().extend(needs);
                     } else if rng.chance(1, 4) {
                         fds.push(format!("(fd: {fd}, ev: \"out\")"));
                     }
@@ -926,10 +968,24 @@ fn simulate(rng: &mut Rng) -> Execution {
             8 if actors[i].lines.len() >= 4 => {
                 actors[i].lines.push("Exit(status: 0)".into());
                 actors[i].exited = true;
+                for &(ci, side, _) in &ends_held {
+                    releases.entry((ci, side)).or_default().push((me, k_next));
+                }
+            }
+            9 if !ends_held.is_empty() => {
+                let (ci, side, fd) = rng.pick(&ends_held);
+                actors[i].lines.push(format!("Close(fd: {fd})"));
+                chans[ci].closed[side] = true;
+                releases.entry((ci, side)).or_default().push((me, k_next));
             }
             _ => {}
         }
     }
+    // Needs on one's own actor are program order (an actor holding both ends of a channel).
+    for (e, needs) in truth.iter_mut() {
+        needs.retain(|n| n.0 != e.0);
+    }
+    truth.retain(|_, needs| !needs.is_empty());
     let histories = actors
         .iter()
         .enumerate()

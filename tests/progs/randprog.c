@@ -28,7 +28,18 @@
  * and every actor sends all of a round before receiving, so the program
  * cannot deadlock.
  *
- * At the end every actor closes its sockets and exits 0; the root reaps the
+ * How an actor connects, accepts and ends also comes from SEED (drawn after everything
+ * above, so that a seed's rounds are what they were before these were added): a connect is
+ * blocking, or non-blocking (EINPROGRESS, poll for POLLOUT, getsockopt(SO_ERROR), as client
+ * libraries do); an accept may first wait for the listening socket to be readable with the
+ * actor's mux; and after the rounds an actor ends its channels in one of three ways: it
+ * shuts down its sending side of every channel (SHUT_WR) and then waits with its mux for the
+ * end of each peer's stream (a 0-byte read; with epoll, sometimes registered with
+ * EPOLLRDHUP), then closes; or it closes them at once; or (not the root) it exits without
+ * closing them.  Peers see these ends as readiness and 0-byte reads (issue #10, classes 3
+ * and 7).
+ *
+ * At the end every actor exits 0; the root reaps the
  * children and prints one line per actor with the senders of its messages in
  * the order it received them, actors numbered 1..k (1: the root, i+1: the
  * root's i-th child):
@@ -52,6 +63,7 @@
 
 enum mux { MUX_POLL, MUX_SELECT, MUX_EPOLL };
 enum probe { PR_NONE, PR_X, PR_Y, PR_X_SENDER };
+enum ending { END_SHUT, END_CLOSE, END_EXIT };
 
 /* The program, as generated from SEED (identical in every process: it is made before
  * the first fork). */
@@ -63,6 +75,10 @@ static int send_probe[MAXA][MAXR][MAXOPS + 1]; /* before send i; [nsends]: after
 static int send_val[MAXA][MAXR][MAXOPS + 1];
 static int recv_probe[MAXA][MAXR][MAXOPS];     /* after receive i */
 static int recv_val[MAXA][MAXR][MAXOPS];
+static int ending[MAXA];      /* how the actor ends its channels */
+static int rdhup[MAXA];       /* epoll: EPOLLRDHUP too while waiting for the ends */
+static int nb_connect[MAXA];  /* non-blocking connects */
+static int listen_wait[MAXA]; /* a readiness wait on the listening socket before each accept */
 
 /* What each actor received, in order (shared with the root, which prints it). */
 struct got {
@@ -145,6 +161,13 @@ static void generate(unsigned long long seed, int actors)
                 gen_probe(&recv_probe[a][r][i], &recv_val[a][r][i], 1);
         }
     }
+    for (a = 0; a < nact; a++) {
+        /* The root waits for its children before it exits: it cannot leave its ends open. */
+        ending[a] = rng_below(a == 0 ? 2 : 3);
+        rdhup[a] = rng_below(2);
+        nb_connect[a] = rng_below(2);
+        listen_wait[a] = rng_below(2);
+    }
 }
 
 static void probe(int kind, int val, int round, int sender)
@@ -211,15 +234,103 @@ static int wait_ready(int me, const int *owed, int epfd)
     }
 }
 
-static void epoll_set(int epfd, int op, int fd)
+static void epoll_watch(int epfd, int op, int fd, uint32_t events)
 {
     struct epoll_event ev;
 
     memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN;
+    ev.events = events;
     ev.data.fd = fd;
     if (epoll_ctl(epfd, op, fd, &ev) < 0)
         die("epoll_ctl");
+}
+
+static void epoll_set(int epfd, int op, int fd)
+{
+    epoll_watch(epfd, op, fd, EPOLLIN);
+}
+
+/* Waits with this actor's mux until the listening socket fd is readable (a connection). */
+static void wait_listening(int me, int fd, int epfd)
+{
+    int fds[1] = {fd}, ready[1];
+
+    if (mux[me] == MUX_EPOLL) {
+        struct epoll_event ev;
+
+        epoll_set(epfd, EPOLL_CTL_ADD, fd);
+        while (wait_epoll(epfd, &ev, 1) != 1 || ev.data.fd != fd)
+            ;
+        epoll_set(epfd, EPOLL_CTL_DEL, fd);
+        return;
+    }
+    while (!(mux[me] == MUX_POLL ? wait_poll : wait_select)(fds, 1, ready) || !ready[0])
+        ;
+}
+
+/* A connection to port on 127.0.0.1: blocking, or (nb_connect) non-blocking and learnt as
+ * client libraries do: poll for POLLOUT, then getsockopt(SO_ERROR). */
+static int connect_peer(int me, int port)
+{
+    struct sockaddr_in a;
+    struct pollfd p;
+    int fd, err = 0;
+    socklen_t len = sizeof err;
+
+    if (!nb_connect[me])
+        return connect_to(port);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        die("socket");
+    set_nonblock(fd);
+    fill_addr(&a, port);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS)
+        die("connect");
+    p.fd = fd;
+    p.events = POLLOUT;
+    while (poll(&p, 1, -1) < 0) {
+        if (errno != EINTR)
+            die("poll");
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0)
+        fail("non-blocking connect failed");
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+        die("fcntl");
+    return fd;
+}
+
+/* The end of the rounds (see the top of the file): shuts down, closes or leaves the
+ * channels; with END_SHUT, waits for the end of every peer's stream first. */
+static void end_channels(int me, int epfd)
+{
+    int open[MAXA], left = 0, b;
+    char c;
+
+    if (ending[me] == END_SHUT) {
+        for (b = 0; b < nact; b++) {
+            open[b] = peer[b] >= 0;
+            left += open[b];
+            if (open[b] && shutdown(peer[b], SHUT_WR) < 0)
+                die("shutdown");
+            if (open[b] && epfd >= 0)
+                epoll_watch(epfd, EPOLL_CTL_ADD, peer[b], EPOLLIN | (rdhup[me] ? EPOLLRDHUP : 0));
+        }
+        while (left > 0) {
+            b = wait_ready(me, open, epfd);
+            if (read_retry(peer[b], &c, 1) != 0)
+                fail("data after the rounds");
+            if (epfd >= 0)
+                epoll_set(epfd, EPOLL_CTL_DEL, peer[b]);
+            open[b] = 0;
+            left--;
+        }
+    }
+    if (ending[me] == END_EXIT)
+        return;
+    for (b = 0; b < nact; b++) {
+        if (peer[b] >= 0 && close(peer[b]) < 0)
+            die("close");
+    }
 }
 
 static void actor(int me)
@@ -238,14 +349,20 @@ static void actor(int me)
         if (!chan[me][b])
             continue;
         jitter();
-        peer[b] = connect_to(lport[b]);
+        peer[b] = connect_peer(me, lport[b]);
         snprintf(buf, sizeof buf, "hello %d", me);
         send_msg(peer[b], buf);
     }
     for (b = 0; b < me; b++)
         lower += chan[me][b];
+    if (mux[me] == MUX_EPOLL && (epfd = epoll_create1(0)) < 0)
+        die("epoll_create1");
     while (lower-- > 0) {
-        int fd = accept_one(lfd[me]), who;
+        int fd, who;
+
+        if (listen_wait[me])
+            wait_listening(me, lfd[me], epfd);
+        fd = accept_one(lfd[me]);
 
         recv_msg(fd, buf);
         if (sscanf(buf, "hello %d", &who) != 1 || who < 0 || who >= me ||
@@ -255,8 +372,6 @@ static void actor(int me)
     }
     if (close(lfd[me]) < 0)
         die("close");
-    if (mux[me] == MUX_EPOLL && (epfd = epoll_create1(0)) < 0)
-        die("epoll_create1");
 
     for (r = 0; r < nrounds; r++) {
         int owed[MAXA], total = 0, i = 0, m;
@@ -289,12 +404,9 @@ static void actor(int me)
             probe(recv_probe[me][r][i], recv_val[me][r][i], r, b);
         }
     }
+    end_channels(me, epfd);
     if (epfd >= 0 && close(epfd) < 0)
         die("close");
-    for (b = 0; b < nact; b++) {
-        if (peer[b] >= 0 && close(peer[b]) < 0)
-            die("close");
-    }
 }
 
 int main(int argc, char **argv)

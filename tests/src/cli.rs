@@ -147,6 +147,31 @@ impl Ddbx {
         (tmp, recorded)
     }
 
+    /// A halting replay of `rec` at `pred` (`--stop-if`) halts, at the cut `ddbx inf` computes
+    /// for it.
+    pub fn halts_where_inf_says(&self, rec: &Path, pred: &str) {
+        let offline = self.json(["inf", path_str(rec), pred, "--json"]);
+        let messages = rec.with_file_name("halt.json");
+        self.run([
+            "replay",
+            path_str(rec),
+            "--stop-if",
+            pred,
+            "--json",
+            "--messages",
+            path_str(&messages),
+        ])
+        .success();
+        let text = std::fs::read_to_string(&messages).unwrap_or_default();
+        let halted = parse_json(&text, "the halting replay's JSON");
+        assert_eq!(halted["outcome"], "halted", "{pred}: {halted}");
+        assert_eq!(
+            crate::json::cut_of(&halted["cut"]),
+            crate::json::cut_of(&offline["cut"]),
+            "{pred}: the halted cut vs ddbx inf's"
+        );
+    }
+
     /// Shows the race of `program args` natively (at least two different outputs in up to 30
     /// runs with `DDBX_JITTER=jitter`), then [`Ddbx::record_and_replay`]s it 3 times.
     pub fn race(&self, program: &Path, args: &[&str], jitter: u32) -> (TempDir, Output) {

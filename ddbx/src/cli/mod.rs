@@ -344,6 +344,7 @@ mod tests {
             passthrough: vec![],
             problem: None,
             env_left_out: Vec::new(),
+            closes: true,
         }
         .store(dir)
         .unwrap();

@@ -182,6 +182,7 @@ unsafe fn prepare_exec(
 ) -> CStringArray {
     // SAFETY: as the caller promises.
     unsafe { report_if_static(path, search) };
+    super::socket::let_go_at_exec();
     if let Some(ld) = ld::running()
         && ld.mode == Mode::Record
     {

@@ -132,6 +132,7 @@ hook! {
         if fds::is_ours(fd) {
             return 0;
         }
+        let lets_go = letting_go(fd);
         fds::forget(fd);
         if let Some(ld) = active() {
             if ld.mode == Mode::Replay {
@@ -143,7 +144,46 @@ hook! {
             }
         }
         // SAFETY: no pointer arguments.
-        unsafe { real::close(fd) }
+        let call = || unsafe { real::close(fd) };
+        match lets_go {
+            Some(ld) => let_go(ld, fd, call),
+            None => call(),
+        }
+    }
+}
+
+/// The LD, when closing `fd` now would let go of a connection and that is an event (see
+/// `Record::Close`): `fd` is this process's last fd on a connected stream socket, and the
+/// history records closes (recordings made before ddbx recorded closes do not).
+fn letting_go(fd: c_int) -> Option<&'static mut crate::ld::Ld> {
+    if !fds::is_last_connection_ref(fd) {
+        return None;
+    }
+    let ld = active()?;
+    let events = match ld.mode {
+        Mode::Record => true,
+        Mode::Replay => ld.replay.as_ref().is_some_and(|r| r.closes),
+    };
+    events.then_some(ld)
+}
+
+/// The `Close` event of `fd`, closed by `call` (close, or a dup2 over it).
+fn let_go(ld: &mut crate::ld::Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    match ld.mode {
+        Mode::Record => record::socket::close(ld, fd, call),
+        Mode::Replay => replay::socket::close(ld, fd, call),
+    }
+}
+
+/// Before an exec: the connections the exec closes (their fds have `FD_CLOEXEC`) are let go
+/// of, as `Close` events before the `Exec`.
+pub fn let_go_at_exec() {
+    for fd in fds::cloexec_connections() {
+        if let Some(ld) = letting_go(fd) {
+            // The exec closes it; if the exec fails, the fd is classified again when used.
+            fds::forget(fd);
+            let_go(ld, fd, || 0);
+        }
     }
 }
 
@@ -183,10 +223,23 @@ hook! {
 }
 
 hook! {
-    /// shutdown(2).
+    /// shutdown(2): of a connection, an event (the peer sees the end of the stream after it).
     fn shutdown(fd: c_int, how: c_int) -> c_int {
         // SAFETY: no pointer arguments.
-        unsafe { real::shutdown(fd, how) }
+        let call = || unsafe { real::shutdown(fd, how) };
+        let Some(shut) = ddbx_wire::history::Shut::from_how(how) else {
+            return call();
+        };
+        let Some(ld) = super::ld_for_io(fd) else {
+            return call();
+        };
+        if fds::kind(fd) & fds::LISTENING != 0 {
+            return call();
+        }
+        match ld.mode {
+            Mode::Record => record::socket::shutdown(ld, fd, shut, call),
+            Mode::Replay => replay::socket::shutdown(ld, fd, shut, call),
+        }
     }
 }
 
@@ -199,6 +252,20 @@ hook! {
             fds::dup(fd, r);
         }
         r
+    }
+}
+
+/// `call` makes `new` refer to what `old` refers to (dup2, dup3): when that closes the last fd
+/// on a connection, that is a `Close` event.
+fn dup_over(old: c_int, new: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    let lets_go = if old != new && fds::id(old).is_some() && fds::id(old) != fds::id(new) {
+        letting_go(new)
+    } else {
+        None
+    };
+    match lets_go {
+        Some(ld) => let_go(ld, new, call),
+        None => call(),
     }
 }
 
@@ -219,7 +286,7 @@ hook! {
     fn dup2(old: c_int, new: c_int) -> c_int {
         make_room(new);
         // SAFETY: no pointer arguments.
-        let r = unsafe { real::dup2(old, new) };
+        let r = dup_over(old, new, || unsafe { real::dup2(old, new) });
         if r >= 0 && old != new {
             fds::dup(old, r);
         }
@@ -232,7 +299,7 @@ hook! {
     fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
         make_room(new);
         // SAFETY: no pointer arguments.
-        let r = unsafe { real::dup3(old, new, flags) };
+        let r = dup_over(old, new, || unsafe { real::dup3(old, new, flags) });
         if r >= 0 {
             fds::dup(old, r);
         }

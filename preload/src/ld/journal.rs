@@ -18,6 +18,7 @@ impl Ld {
     pub fn emit(&mut self, record: &Record) {
         self.count_event();
         self.counters.count(record);
+        self.note_connection(record);
         if self.trace.as_ref().is_some_and(|t| t.recording) {
             self.queue(record, Decision::Logged);
             return;
@@ -29,7 +30,26 @@ impl Ld {
     pub fn emit_decided(&mut self, record: &Record, decision: Decision) {
         self.count_event();
         self.counters.count(record);
+        self.note_connection(record);
         self.queue(record, decision);
+    }
+
+    /// Optimal tracing: a connection just made finds its side channels now, while both
+    /// addresses can be read (once both ends are closed, the peer's no longer can: a receive
+    /// of the last bytes would find no side channel).
+    fn note_connection(&mut self, record: &Record) {
+        let Some(t) = self.trace.as_mut() else {
+            return;
+        };
+        let fd = match record {
+            Record::Accept { new_fd, .. } => *new_fd,
+            Record::Connect { fd, err: None, .. }
+            | Record::ConnectAgain { fd, err: None }
+            | Record::SocketError { fd, err: None } => *fd,
+            _ => return,
+        };
+        t.side(fd, crate::trace::Dir::In);
+        t.side(fd, crate::trace::Dir::Out);
     }
 
     fn queue(&mut self, record: &Record, decision: Decision) {

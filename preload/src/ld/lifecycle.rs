@@ -297,6 +297,7 @@ impl Ld {
             refusers: [-1, -1],
             held: Vec::new(),
             external_connects: plan.external_connects,
+            closes: plan.closes,
             observe: plan
                 .observe
                 .into_iter()

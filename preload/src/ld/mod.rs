@@ -139,6 +139,8 @@ pub struct ReplayState {
     pub refusers: [c_int; 2],
     /// Bytes taken from the kernel and not yet received by the program, per channel end.
     pub held: Vec<HeldBytes>,
+    /// The history has a `Close` event wherever the process let go of a stream socket.
+    pub closes: bool,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).

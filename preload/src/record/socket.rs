@@ -2,7 +2,7 @@
 
 use crate::ld::Ld;
 use crate::{fds, real, sys};
-use ddbx_wire::history::Call;
+use ddbx_wire::history::{Call, Shut};
 use ddbx_wire::{Errno, Record};
 use libc::{c_int, sockaddr, socklen_t};
 
@@ -158,4 +158,27 @@ pub fn connected(fd: c_int, remote: String, r: c_int, err: c_int) -> Record {
         local,
         remote,
     }
+}
+
+/// The process lets go of the connection on `fd`, which `call` closes (close, close_range, a
+/// dup2 over it, an exec): a `Close` event.
+pub fn close(ld: &mut Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    let r = call();
+    let err = sys::errno();
+    ld.emit(&Record::Close { fd });
+    sys::set_errno(err);
+    r
+}
+
+/// `shutdown(fd, how)`, made by `call`: a `Shutdown` event with its outcome.
+pub fn shutdown(ld: &mut Ld, fd: c_int, how: Shut, call: impl FnOnce() -> c_int) -> c_int {
+    let r = call();
+    let err = sys::errno();
+    ld.emit(&Record::Shutdown {
+        fd,
+        how,
+        err: (r != 0).then_some(Errno(err)),
+    });
+    sys::set_errno(err);
+    r
 }

@@ -12,7 +12,7 @@ use super::cursor::{self, unreachable_record};
 use crate::ld::Ld;
 use crate::record::socket::{connected, note_connect, read_int};
 use crate::{fds, real, sys};
-use ddbx_wire::history::{ConnectOutcome, connect_outcome};
+use ddbx_wire::history::{ConnectOutcome, Shut, connect_outcome};
 use ddbx_wire::proto::LdToGd;
 use ddbx_wire::{Errno, Record};
 use libc::{c_int, sockaddr, socklen_t};
@@ -255,5 +255,44 @@ unsafe fn connect_when_listening(
     }
     if flags & libc::O_NONBLOCK != 0 {
         sys::fcntl(fd, libc::F_SETFL, flags as libc::c_long);
+    }
+}
+
+/// The process lets go of the connection on `fd`, which `call` closes (close, close_range, a
+/// dup2 over it, an exec): the history's `Close` event. A halting replay may hold the process
+/// before it, so that its peer does not see the end of the stream before the cut.
+pub fn close(ld: &mut Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    let expected = Record::Close { fd };
+    cursor::follow(
+        ld,
+        |r| *r == expected,
+        || format!("a close of fd {fd} (this process's last fd on its connection)"),
+    );
+    let r = call();
+    let err = sys::errno();
+    cursor::advance(ld, &expected);
+    sys::set_errno(err);
+    r
+}
+
+/// `shutdown(fd, how)`, made by `call`: it must come where the history has it, and gives what
+/// the record got.
+pub fn shutdown(ld: &mut Ld, fd: c_int, how: Shut, call: impl FnOnce() -> c_int) -> c_int {
+    let rec = cursor::follow(
+        ld,
+        |r| matches!(r, Record::Shutdown { fd: f, how: h, .. } if *f == fd && *h == how),
+        || format!("shutdown({fd}, {how:?})"),
+    );
+    let Record::Shutdown { err, .. } = rec else {
+        unreachable_record(ld)
+    };
+    call();
+    cursor::advance(ld, &rec);
+    match err {
+        None => 0,
+        Some(e) => {
+            sys::set_errno(e.0);
+            -1
+        }
     }
 }

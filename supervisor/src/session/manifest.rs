@@ -41,6 +41,7 @@ pub(super) fn first_manifest(run: &RunFacts<'_>) -> Manifest {
         passthrough: Vec::new(),
         problem: None,
         env_left_out: run.env_left_out.to_vec(),
+        closes: true,
     }
 }
 

@@ -48,6 +48,7 @@ fn plan_for(
             .filter(|v| v.actor_id() == Some(info.id))
             .map(|v| (v.name.clone(), v.ty))
             .collect(),
+        closes: recording.manifest.closes,
     }
 }
 

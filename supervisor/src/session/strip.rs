@@ -351,6 +351,7 @@ mod tests {
             passthrough: Vec::new(),
             problem: None,
             env_left_out: Vec::new(),
+            closes: true,
         }
         .store(dir)
         .unwrap();

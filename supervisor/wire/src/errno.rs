@@ -51,6 +51,10 @@ impl Errno {
     pub const EISCONN: Errno = Errno(106);
     /// A connect on this socket is still under way.
     pub const EALREADY: Errno = Errno(114);
+    /// The peer's end is closed (a send).
+    pub const EPIPE: Errno = Errno(32);
+    /// The peer reset the connection.
+    pub const ECONNRESET: Errno = Errno(104);
 
     /// The symbolic name, or `None` for a value this table does not know.
     pub fn name(self) -> Option<&'static str> {

@@ -42,6 +42,11 @@ impl Events {
     pub fn contains(self, other: u32) -> bool {
         self.0 & other == other
     }
+
+    /// Whether some bit of `other` is set here.
+    pub fn intersects(self, other: u32) -> bool {
+        self.0 & other != 0
+    }
 }
 
 impl fmt::Display for Events {

@@ -113,6 +113,11 @@ pub struct Manifest {
     /// --env-exclude`): a replay takes them from its own environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_left_out: Vec<String>,
+    /// Whether the histories have a [`Record::Close`](crate::history::Record::Close) event for
+    /// every stream socket a process let go of (recordings made before ddbx recorded closes
+    /// have none: their replays do not expect them).
+    #[serde(default)]
+    pub closes: bool,
 }
 
 /// A manifest that cannot be used.
@@ -268,6 +273,7 @@ mod tests {
             passthrough: vec![],
             problem: None,
             env_left_out: vec!["TOKEN".into()],
+            closes: true,
         };
         m.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap(), m);
@@ -303,6 +309,7 @@ mod tests {
             passthrough: vec![],
             problem: None,
             env_left_out: vec![],
+            closes: true,
         };
         m.store(&dir).unwrap();
         Manifest::append_actor(&dir, &actor(1)).unwrap();

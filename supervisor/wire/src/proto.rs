@@ -235,6 +235,10 @@ pub struct ReplayPlan {
     /// (`Observed`): traces and other predicates over memory are evaluated from these values.
     #[serde(default)]
     pub observe: Vec<(String, crate::pred::MemType)>,
+    /// Whether the history has a `Close` event wherever the process let go of a stream socket
+    /// (see [`crate::manifest::Manifest::closes`]).
+    #[serde(default)]
+    pub closes: bool,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).

@@ -8,8 +8,8 @@ use super::{ChannelId, Deps, Direction, Event};
 use crate::analysis::channels::Channel;
 use crate::analysis::parents_first;
 use ddbx_wire::history::{Call, Origin, Record};
-use ddbx_wire::{ActorId, Events, History};
-use std::collections::{BTreeMap, HashMap};
+use ddbx_wire::{ActorId, Errno, Events, History};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Which end of a channel an fd is bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,6 +26,26 @@ struct End {
 }
 
 impl End {
+    /// The other end of the channel.
+    fn peer(self) -> End {
+        End {
+            channel: self.channel,
+            side: match self.side {
+                Side::Connector => Side::Acceptor,
+                Side::Acceptor => Side::Connector,
+            },
+        }
+    }
+
+    /// The end that sends in `dir`.
+    fn sending(channel: ChannelId, dir: Direction) -> End {
+        let side = match dir {
+            Direction::ConnectorToAcceptor => Side::Connector,
+            Direction::AcceptorToConnector => Side::Acceptor,
+        };
+        End { channel, side }
+    }
+
     /// The direction in which this end sends.
     fn outgoing(self) -> Direction {
         match self.side {
@@ -107,6 +127,9 @@ impl Deps {
             snapshots: HashMap::new(),
             streams: Streams::new(),
             listening_needs: Vec::new(),
+            releases: HashMap::new(),
+            shutdowns: HashMap::new(),
+            resets: Vec::new(),
         };
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
@@ -119,11 +142,17 @@ impl Deps {
         for a in parents_first(by_actor.keys().copied(), parent_of) {
             walk.actor(a, by_actor[&a], origin_of(a));
         }
-        for (ready, connector) in walk.listening_needs {
+        for (ready, connector) in std::mem::take(&mut walk.listening_needs) {
             deps.add_need(ready, connector);
         }
-        for ((channel, dir), mut s) in walk.streams {
-            deps.settle_stream(channel, dir, &mut s);
+        let streams = std::mem::take(&mut walk.streams);
+        for ((channel, dir), mut s) in streams {
+            for seen in deps.settle_stream(channel, dir, &mut s) {
+                deps.add_end_needs(seen, End::sending(channel, dir), &walk, true);
+            }
+        }
+        for &(seen, end) in &walk.resets {
+            deps.add_end_needs(seen, end, &walk, false);
         }
         for per_actor in &mut deps.needs {
             for needs in per_actor {
@@ -160,6 +189,21 @@ impl Deps {
                     "missing_fork: {child} is child {index} of {parent}, whose history has no such Fork/Spawn"
                 )),
             }
+        }
+    }
+
+    /// An event that saw `end` gone (the end of the stream it sends, or a reset because it was
+    /// closed) needs what made it go: a `Shutdown` of its sending side by one of its holders
+    /// when `by_shutdown` and there is one, else every holder letting go of it (`Close`, or
+    /// the holder's last event: an exit closes everything).
+    fn add_end_needs(&mut self, seen: Event, end: End, walk: &BindingWalk<'_>, by_shutdown: bool) {
+        let shutdowns = walk
+            .shutdowns
+            .get(&end)
+            .filter(|s| by_shutdown && !s.is_empty());
+        let causes = shutdowns.or_else(|| walk.releases.get(&end));
+        for &cause in causes.into_iter().flatten() {
+            self.add_need(seen, cause);
         }
     }
 
@@ -214,6 +258,13 @@ struct BindingWalk<'a> {
     streams: Streams,
     /// The readiness of a listening socket: (the `Ready` event, what it needs).
     listening_needs: Vec<(Event, Event)>,
+    /// For each channel end, where each of its holders let go of it (one event per holder and
+    /// binding).
+    releases: HashMap<End, Vec<Event>>,
+    /// For each channel end, its `Shutdown`s of the sending side (each holder's first).
+    shutdowns: HashMap<End, Vec<Event>>,
+    /// Events that found an end closed (`EPIPE`, `ECONNRESET`), with that end.
+    resets: Vec<(Event, End)>,
 }
 
 impl BindingWalk<'_> {
@@ -225,12 +276,47 @@ impl BindingWalk<'_> {
             }
             _ => HashMap::new(),
         };
+        // A spawned child keeps only the fds without FD_CLOEXEC, which the history does not
+        // say: it holds an inherited end only once it uses it. A forked child holds them all.
+        let mut unused: HashSet<i32> = match origin {
+            Origin::Spawn { .. } => fds.keys().copied().collect(),
+            _ => HashSet::new(),
+        };
         let roles = fd_roles(h);
         for (i, r) in h.records.iter().enumerate() {
             let here = (a, i as u64 + 1);
+            if let Some(fd) = used_fd(r) {
+                unused.remove(&fd);
+            }
             match r {
-                Record::Connect { fd, .. } => bind(&mut fds, *fd, self.ends.get(&here)),
-                Record::Accept { new_fd, .. } => bind(&mut fds, *new_fd, self.ends.get(&here)),
+                Record::Connect { fd, .. } => {
+                    self.let_go(&mut fds, &mut unused, *fd, here);
+                    bind(&mut fds, *fd, self.ends.get(&here));
+                }
+                Record::Accept { new_fd, .. } => {
+                    self.let_go(&mut fds, &mut unused, *new_fd, here);
+                    bind(&mut fds, *new_fd, self.ends.get(&here));
+                }
+                Record::Close { fd } => self.let_go(&mut fds, &mut unused, *fd, here),
+                Record::Shutdown {
+                    fd, how, err: None, ..
+                } if how.ends_sending() => {
+                    if let Some(end) = fds.get(fd) {
+                        let first = self.shutdowns.entry(*end).or_default();
+                        if !first.iter().any(|e| e.0 == a) {
+                            first.push(here);
+                        }
+                    }
+                }
+                Record::Fail {
+                    call: Call::Send | Call::Recv,
+                    fd,
+                    err,
+                } if *err == Errno::EPIPE || *err == Errno::ECONNRESET => {
+                    if let Some(end) = fds.get(fd) {
+                        self.resets.push((here, end.peer()));
+                    }
+                }
                 Record::Fork { index } | Record::Spawn { index } => {
                     self.snapshots.insert((a, *index), fds.clone());
                 }
@@ -250,9 +336,39 @@ impl BindingWalk<'_> {
                     for rf in ready.iter().filter(|f| f.ev.contains(Events::IN)) {
                         self.ready_fd(h, &roles, &fds, here, rf.fd);
                     }
+                    let hangup = Events::HUP | Events::RDHUP;
+                    for rf in ready.iter().filter(|f| f.ev.intersects(hangup)) {
+                        if let Some(end) = fds.get(&rf.fd) {
+                            let stream = self.stream(end.channel, end.incoming());
+                            stream.hangups.push(here);
+                        }
+                    }
                 }
                 _ => {}
             }
+        }
+        // What it still held when its history ended, its exit (or its death) let go of.
+        let last = (a, h.records.len() as u64);
+        for (fd, end) in fds {
+            if !unused.contains(&fd) {
+                self.releases.entry(end).or_default().push(last);
+            }
+        }
+    }
+
+    /// The actor stops holding what `fd` was bound to, at event `here` (a `Close`; or a new
+    /// connection on the same number, whose close the history does not have).
+    fn let_go(
+        &mut self,
+        fds: &mut HashMap<i32, End>,
+        unused: &mut HashSet<i32>,
+        fd: i32,
+        here: Event,
+    ) {
+        if let Some(end) = fds.remove(&fd)
+            && !unused.remove(&fd)
+        {
+            self.releases.entry(end).or_default().push(here);
         }
     }
 
@@ -302,6 +418,24 @@ fn bind(fds: &mut HashMap<i32, End>, fd: i32, end: Option<&End>) {
     }
 }
 
+/// The fd a record uses as a channel end (which makes a spawned child a holder of what the fd
+/// is bound to).
+fn used_fd(r: &Record) -> Option<i32> {
+    match r {
+        Record::Recv { fd, .. }
+        | Record::Send { fd, .. }
+        | Record::NoData { fd }
+        | Record::Close { fd }
+        | Record::Shutdown { fd, .. }
+        | Record::Fail {
+            call: Call::Recv | Call::Send,
+            fd,
+            ..
+        } => Some(*fd),
+        _ => None,
+    }
+}
+
 /// For each fd number: the events that use it, and as what, in event order.
 fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
     let mut roles: HashMap<i32, Vec<FdUse>> = HashMap::new();
@@ -328,6 +462,8 @@ fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
             | Record::SocketError { fd, .. }
             | Record::Recv { fd, .. }
             | Record::NoData { fd }
+            | Record::Close { fd }
+            | Record::Shutdown { fd, .. }
             | Record::Send { fd, .. } => add(*fd, Role::Stream),
             _ => {}
         }

@@ -24,7 +24,7 @@
 //!     acceptor end; a connect or accept that matched no channel (refused, external peer)
 //!     unbinds the fd number. A forked/spawned child starts with a copy of its parent's
 //!     bindings as they were at the parent's `Fork`/`Spawn` event; `Exec` keeps them
-//!     (`close`/`dup` are not recorded: fds never bound are skipped). Each channel has two
+//!     (`dup` is not recorded: fds never bound are skipped; a `Close` unbinds). Each channel has two
 //!     [`Direction`]s whose bytes are numbered 0, 1, 2, … in sending order: each `Send{fd, n}`
 //!     of an actor holding the sending end takes the next `n` bytes, sends being ordered by
 //!     (actor, event) when several actors send on the same end. That order is exact when each
@@ -35,6 +35,18 @@
 //!     `shared_recv_end` when several actors receive and it is not a hand-off). A
 //!     `Recv{n > 0}` consuming bytes `[o, o+n)` needs the `Send` that sent byte `o+n-1`; a
 //!     `Recv{n: 0}` (end of stream) needs the last `Send` of the direction, if any.
+//!   * **ends of streams**: an actor *holds* a channel end from the connect or accept that
+//!     bound it (or, for a forked child, from its creation; a spawned child only once it uses
+//!     the fd, since the fds an exec closes are not in its history) until it lets go of it: its
+//!     `Close` of that fd (written by the LD when the process closes its last fd on the
+//!     connection, by close, close_range, dup2 over it, or an exec that closes it), a new
+//!     connection on the same fd number (a close the history does not have), or its last
+//!     event (its exit closes everything; a killed process ends there too). An event that saw
+//!     the end of the stream an end sends — a `Recv{n: 0}`, a ready set with `in` on a fd
+//!     whose every sent byte was consumed, or with `hup`/`rdhup` — needs the `Shutdown` of
+//!     that end's sending side when a holder made one (each such holder's first), else every
+//!     holder's letting go. A send or receive that failed with `EPIPE`/`ECONNRESET` needs
+//!     every holder of the other end letting go of it.
 //!   * **readiness**: for each fd of a `Ready` record with the `in` bit:
 //!     * if the fd is a **listening** socket at that point, the event needs the connector's
 //!       event *just before* the `Connect` matched to the actor's next `Accept` on that fd

@@ -27,11 +27,21 @@ pub(super) struct Stream {
     pub(super) recvs: Vec<StreamUse>,
     /// `Ready` events reporting `in` on a receiving end.
     pub(super) readies: Vec<Event>,
+    /// `Ready` events reporting `hup` or `rdhup` on a receiving end: the end of the stream.
+    pub(super) hangups: Vec<Event>,
 }
 
 impl Deps {
-    /// Numbers the bytes of one direction and adds the data and readiness needs.
-    pub(super) fn settle_stream(&mut self, channel: ChannelId, dir: Direction, s: &mut Stream) {
+    /// Numbers the bytes of one direction and adds the data and readiness needs. Returns the
+    /// events that saw the end of the stream (a 0-byte receive, `in` with every byte sent
+    /// consumed, `hup`/`rdhup`), which also need the sending end let go of.
+    pub(super) fn settle_stream(
+        &mut self,
+        channel: ChannelId,
+        dir: Direction,
+        s: &mut Stream,
+    ) -> Vec<Event> {
+        let mut ends_of_stream = s.hangups.clone();
         s.sends.sort();
         s.recvs.sort();
         s.readies.sort();
@@ -64,6 +74,7 @@ impl Deps {
             let ((a, k), n) = (recv.event, recv.bytes);
             self.data.insert(recv.event, range(consumed, consumed + n));
             let need = if n == 0 {
+                ends_of_stream.push(recv.event);
                 if consumed < total {
                     self.diagnostics.push(format!(
                         "early_eof: {a} event {k} saw the end of channel {channel} {dir} at byte {consumed}, but {total} bytes were sent"
@@ -95,12 +106,16 @@ impl Deps {
             let need = if offset < total {
                 sender_of(offset)
             } else {
+                ends_of_stream.push(ready);
                 last_send
             };
             if let Some(e) = need {
                 self.add_need(ready, e);
             }
         }
+        ends_of_stream.sort();
+        ends_of_stream.dedup();
+        ends_of_stream
     }
 
     /// Reports a direction whose sends, or whose receives, several actors made in an order

@@ -32,7 +32,7 @@ mod tests;
 pub use connects::{ConnectOutcome, connect_outcome};
 pub use data::Data;
 pub use reader::{Entry, Reader};
-pub use record::{Addr, Call, Origin, ReadyFd, Record, WaitCall, is_bystander};
+pub use record::{Addr, Call, Origin, ReadyFd, Record, Shut, WaitCall, is_bystander};
 
 use crate::{ActorId, FORMAT_VERSION};
 use serde::{Deserialize, Serialize};

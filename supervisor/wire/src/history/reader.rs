@@ -269,6 +269,8 @@ fn check_fds(r: &Record, event: u64) -> Result<(), String> {
         | Record::SocketError { fd, .. }
         | Record::Recv { fd, .. }
         | Record::NoData { fd }
+        | Record::Close { fd }
+        | Record::Shutdown { fd, .. }
         | Record::Send { fd, .. } => Some(*fd),
         Record::Accept { fd, new_fd, .. } => {
             if *new_fd < 0 {

@@ -219,6 +219,54 @@ pub enum Record {
         /// The error read (`None`: 0).
         err: Option<Errno>,
     },
+    /// The actor let go of a stream socket: it closed the last fd of its process that referred
+    /// to the connection (close, close_range, dup2 over it, or an exec that closed it because
+    /// of `FD_CLOEXEC`). The peer sees the end of the stream (a 0-byte receive, `hup`/`rdhup`
+    /// in a ready set, `EPIPE` on a send) only once every process holding the connection let
+    /// go of it, so these are events that replay orders like sends.
+    Close {
+        /// The fd closed.
+        fd: i32,
+    },
+    /// `shutdown(2)` on a stream socket: after `Write` or `Both`, the peer sees the end of the
+    /// stream whoever else still holds the connection.
+    Shutdown {
+        /// The socket.
+        fd: i32,
+        /// Which directions were shut down.
+        how: Shut,
+        /// The error, when the call failed (the socket was not connected).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        err: Option<Errno>,
+    },
+}
+
+/// Which directions a [`Record::Shutdown`] shut down.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shut {
+    /// `SHUT_RD`: no more receives.
+    Read,
+    /// `SHUT_WR`: no more sends; the peer sees the end of the stream.
+    Write,
+    /// `SHUT_RDWR`: both.
+    Both,
+}
+
+impl Shut {
+    /// From shutdown(2)'s `how`; `None` for a value the kernel would refuse.
+    pub fn from_how(how: i32) -> Option<Shut> {
+        match how {
+            0 => Some(Shut::Read),
+            1 => Some(Shut::Write),
+            2 => Some(Shut::Both),
+            _ => None,
+        }
+    }
+
+    /// Whether the peer sees the end of the stream after it.
+    pub fn ends_sending(self) -> bool {
+        matches!(self, Shut::Write | Shut::Both)
+    }
 }
 
 impl Record {
@@ -241,6 +289,8 @@ impl Record {
             Record::Untraced => "Untraced",
             Record::ConnectAgain { .. } => "ConnectAgain",
             Record::SocketError { .. } => "SocketError",
+            Record::Close { .. } => "Close",
+            Record::Shutdown { .. } => "Shutdown",
         }
     }
 
@@ -319,6 +369,8 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::Probe { .. }
                 | Record::ConnectAgain { .. }
                 | Record::SocketError { .. }
+                | Record::Close { .. }
+                | Record::Shutdown { .. }
         )
     })
 }

@@ -1,0 +1,110 @@
+//! Closes that a peer observes (issue #10, class 3): a process letting go of a connection —
+//! `close`, an exit that closes it, `shutdown(SHUT_WR)` — is an event (`Close`, `Shutdown`),
+//! and what saw the end of the stream (a 0-byte read, `in`/`rdhup` in a ready set) needs it.
+//!
+//! `peer_close` (a poll or epoll server whose three clients end their connections in three
+//! ways) is shown racy natively, recorded and replayed, replayed under `--trace optimal`, and
+//! halted after every one of the server's events: each halt stops at `ddbx inf`'s cut. Before
+//! closes were events, the halt at the server's first end of stream hung: the client that
+//! closed was held before its close, and the server waited for the end in the real poll.
+
+use ddbx_tests::{Ddbx, Histories, TempDir, full_histories, histories, progs};
+use ddbx_wire::Record;
+use ddbx_wire::history::{Origin, Shut};
+use std::path::Path;
+
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
+
+/// Client `id`: the actor the server forked as its child number `id`.
+fn client(h: &Histories, id: u32) -> String {
+    h.iter()
+        .find(|(_, records)| {
+            matches!(
+                records.first(),
+                Some(Record::Start {
+                    origin: Origin::Fork { parent, index },
+                    ..
+                }) if parent.0 == 1 && *index == id
+            )
+        })
+        .map(|(actor, _)| actor.clone())
+        .unwrap_or_else(|| panic!("no client {id} in {:?}", h.keys()))
+}
+
+/// What each client's history says about how it let go of its connection.
+fn check_the_ends_are_recorded(h: &Histories) {
+    let kinds = |a: &str| h[a].iter().map(Record::kind).collect::<Vec<_>>();
+    let (c1, c2, c3) = (client(h, 1), client(h, 2), client(h, 3));
+    assert!(
+        kinds(&c1).ends_with(&["Send", "Close", "Exit"]),
+        "client 1 closes, then exits: {:?}",
+        h[&c1]
+    );
+    assert!(
+        h[&c2].iter().any(|r| matches!(
+            r,
+            Record::Shutdown {
+                how: Shut::Write,
+                err: None,
+                ..
+            }
+        )),
+        "client 2 shuts down its sending side: {:?}",
+        h[&c2]
+    );
+    assert!(
+        kinds(&c3).ends_with(&["Send", "Exit"]),
+        "client 3 exits without a close (its exit lets go): {:?}",
+        h[&c3]
+    );
+    // The server closes each connection at its end.
+    let closes = h["p1"]
+        .iter()
+        .filter(|r| matches!(r, Record::Close { .. }))
+        .count();
+    assert_eq!(closes, 3, "the server's closes: {:?}", h["p1"]);
+}
+
+/// Records `peer_close args` (race shown natively), checks its histories, replays it under
+/// `--trace optimal`, and halts it after every event of the server.
+fn peer_close(args: &[&str]) {
+    let program = progs().join("peer_close");
+    let (tmp, recorded) = DDBX.race(&program, args, 5);
+    assert_eq!(recorded.stdout.lines().count(), 6, "{}", recorded.stdout);
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    check_the_ends_are_recorded(&h);
+    for k in 1..=h["p1"].len() {
+        DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
+    }
+    // A halt inside a client: at its close or shutdown, the server has not seen that end.
+    let c2 = client(&h, 2);
+    let shut = 1 + h[&c2]
+        .iter()
+        .position(|r| matches!(r, Record::Shutdown { .. }))
+        .unwrap_or_default();
+    DDBX.halts_where_inf_says(&rec, &format!("{c2}.events >= {shut}"));
+    optimal(&program, args);
+}
+
+/// `--trace optimal`: each replay observes event for event what the full history says.
+fn optimal(program: &Path, args: &[&str]) {
+    let tmp = TempDir::new("peer-close-opt");
+    let rec = tmp.join("rec");
+    let recorded = DDBX
+        .record_with(&["--trace", "optimal"], &rec, program, args)
+        .env("DDBX_JITTER", "5")
+        .env("DDBX_TRACE_CHECK", "1")
+        .success();
+    DDBX.assert_replays(&rec, &recorded, 2, &full_histories(&rec), &histories);
+}
+
+#[test]
+fn a_poll_server_sees_closes_exits_and_shutdowns_in_the_recorded_order() {
+    peer_close(&[]);
+}
+
+#[test]
+fn an_epoll_server_sees_rdhup_in_the_recorded_order() {
+    peer_close(&["epoll"]);
+}
