@@ -355,6 +355,8 @@ impl fmt::Display for Record {
 /// Whether an actor with these records is a *bystander*: it has no socket or probe event, so
 /// nothing in it can be held or asked for (a shell's helper that talks through pipes). A halting
 /// replay lets bystanders run freely, and its termination detector does not wait for them.
+/// Closing copies of connections it inherited (a CGI child of a web server, which talks to its
+/// parent through pipes) does not make an actor more than a bystander.
 pub fn is_bystander(records: &[Record]) -> bool {
     !records.iter().any(|r| {
         matches!(
@@ -369,7 +371,6 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::Probe { .. }
                 | Record::ConnectAgain { .. }
                 | Record::SocketError { .. }
-                | Record::Close { .. }
                 | Record::Shutdown { .. }
         )
     })
