@@ -1,5 +1,5 @@
-//! Property tests over many generated programs: seeds 1..=N, run on several threads, every seed
-//! to its end even when some fail, so that a report lists all the failures at once.
+//! Property tests over many generated programs: seeds F..F+N-1, run on several threads, every
+//! seed to its end even when some fail, so that a report lists all the failures at once.
 
 use crate::{env_number, panic_message};
 use std::panic::AssertUnwindSafe;
@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The seeds of a property test and the threads that run them.
 #[derive(Debug, Clone, Copy)]
 pub struct Seeds {
-    /// Seeds 1..=count are run.
+    /// The first seed run.
+    pub first: u64,
+    /// Seeds `first..first + count` are run.
     pub count: u64,
     /// How many at once (the cases mostly wait for their programs).
     pub threads: u64,
@@ -25,9 +27,11 @@ pub struct SeedOutcome<T> {
 }
 
 impl Seeds {
-    /// `DDBX_PROPTEST_CASES` seeds (default 50) on `DDBX_PROPTEST_THREADS` threads (default 8).
+    /// `DDBX_PROPTEST_CASES` seeds (default 50) from `DDBX_PROPTEST_FIRST` (default 1, so that a
+    /// long run can be made in parts) on `DDBX_PROPTEST_THREADS` threads (default 8).
     pub fn from_env() -> Seeds {
         Seeds {
+            first: env_number("DDBX_PROPTEST_FIRST", 1).max(1),
             count: env_number("DDBX_PROPTEST_CASES", 50),
             threads: env_number("DDBX_PROPTEST_THREADS", 8).max(1),
         }
@@ -36,14 +40,15 @@ impl Seeds {
     /// Runs `case(seed)` for every seed; a panic in one case is that seed's outcome and does not
     /// stop the others. The outcomes, by seed.
     pub fn run<T: Send>(&self, case: impl Fn(u64) -> T + Sync) -> Vec<SeedOutcome<T>> {
-        let next = AtomicU64::new(1);
+        let next = AtomicU64::new(self.first);
+        let end = self.first.saturating_add(self.count);
         let outcomes = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..self.threads {
                 scope.spawn(|| {
                     loop {
                         let seed = next.fetch_add(1, Ordering::Relaxed);
-                        if seed > self.count {
+                        if seed >= end {
                             break;
                         }
                         // A panicking case shares nothing the next one reads.
