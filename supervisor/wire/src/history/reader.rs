@@ -114,6 +114,16 @@ impl<R: BufRead> Reader<R> {
         self.trace
     }
 
+    /// The file being read (as errors name it).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The number of the line read last (1-based; 0 before the first).
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
     /// Events read so far.
     pub fn events(&self) -> u64 {
         self.events
