@@ -246,7 +246,9 @@ impl Checker {
         }
         match r {
             Record::Start { .. } if self.started => {
-                return Err(format!("event {event}: a second `Start`"));
+                return Err(format!(
+                    "event {event}: expected `Start` only as event 1, found a second `Start`"
+                ));
             }
             Record::Start { .. } => self.started = true,
             _ if !self.started => {
