@@ -1,6 +1,6 @@
 //! Corrupted recordings through the real binary: a recording of `accept_race` (a server and two
 //! clients) is mutated by the fuzzer's mutations (`tests/fuzz/`), one file per case (the
-//! manifest or one history), and `ddbx show` and `ddbx replay` run on it with a time limit.
+//! manifest or one history), and `ddbx show`, `ddbx races` (the offline analyses) and `ddbx replay` run on it with a time limit.
 //! Each must exit 0 (the change still makes a valid recording), 102 naming the file that is
 //! wrong and where, or, for a replay only, 101 with a divergence that names the actor and what
 //! the record had; never a panic, never another code, never a hang.
@@ -23,9 +23,14 @@ fn judge(command: &str, out: &Output) -> Result<&'static str, String> {
     }
     match out.code {
         0 => Ok("0"),
-        // Where (the file, and its line when the file is there), and what was wrong.
-        102 if said(".ron")
-            && (said(".ron:") || said("missing") || said("at line") || said("cannot read")) =>
+        // Where (the file and its line, or the events that contradict each other), and what
+        // was wrong.
+        102 if said("/rec")
+            && (said(".ron:")
+                || said("missing")
+                || said("at line")
+                || said("expected")
+                || said("inconsistent")) =>
         {
             Ok("102")
         }
@@ -40,7 +45,7 @@ fn judge(command: &str, out: &Output) -> Result<&'static str, String> {
     }
 }
 
-/// One case: `file` of the recording replaced by `bytes`, then `show` and `replay`.
+/// One case: `file` of the recording replaced by `bytes`, then `show`, `races` and `replay`.
 fn case(rec: &Path, file: &Path, bytes: &[u8]) -> Result<Vec<&'static str>, String> {
     let path = rec.join(file);
     let original = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -50,6 +55,7 @@ fn case(rec: &Path, file: &Path, bytes: &[u8]) -> Result<Vec<&'static str>, Stri
     let mut result = Ok(());
     for (command, args) in [
         ("show", vec!["show", r, "p1"]),
+        ("races", vec!["races", r]),
         ("replay", vec!["replay", r]),
     ] {
         let run = DDBX.run(&args).limit(Duration::from_secs(30));
@@ -128,7 +134,9 @@ fn corrupted_recordings_are_refused_never_a_panic_or_a_hang() {
             }
         }
     }
-    eprintln!("{cases} corrupted recordings, seed {seed}: show / replay outcomes {tally:?}");
+    eprintln!(
+        "{cases} corrupted recordings, seed {seed}: show / races / replay outcomes {tally:?}"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert!(
         tally.keys().any(|k| k.starts_with("102")),

@@ -27,7 +27,9 @@ use ddbx_wire::pred::{ActorRef, BinOp, Expr, MemType, VarRef};
 /// deep, 250,000 are 192.
 pub const MAX_DEPTH: usize = 256;
 
-/// How deeply parentheses, `!` and `-` may nest: the parser recurses once per level.
+/// How deeply parentheses, `!` and `-` may nest: the parser recurses once per level. A `(`
+/// right after a `!` counts with it: that is how a negation is printed (`!(p1.x == 1)`, even
+/// when it was written `!p1.x == 1`), so a predicate the parser took prints to text it takes.
 pub const MAX_NESTING: usize = 64;
 
 const OPERAND: &str = "an operand such as `p1.x` or `1`";
@@ -38,6 +40,7 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
     let mut p = Parser {
         lexer: Lexer::new(text),
         nesting: 0,
+        after_not: false,
     };
     let (expr, _) = p.or()?;
     let next = p.lexer.peek()?;
@@ -55,6 +58,8 @@ struct Parser {
     lexer: Lexer,
     /// Parentheses, `!` and `-` currently open.
     nesting: usize,
+    /// The next token is a `(` right after a `!`: it does not count as a level of its own.
+    after_not: bool,
 }
 
 impl Parser {
@@ -121,6 +126,7 @@ impl Parser {
         }
         let at = self.lexer.next()?;
         self.enter(&at)?;
+        self.after_not = self.lexer.peek()?.is_sym("(");
         let (e, depth) = self.not()?;
         self.nesting -= 1;
         Ok((Expr::logical_not(e), self.deeper(depth, &at)?))
@@ -171,9 +177,15 @@ impl Parser {
             Tok::Str(s) => Ok((Expr::Str(s.clone()), 1)),
             Tok::Ident(name) => Ok((Expr::Var(self.var(name, t.col)?), 1)),
             Tok::Sym("(") => {
-                self.enter(&t)?;
+                // `!(`: one level (see MAX_NESTING).
+                let counted = !std::mem::take(&mut self.after_not);
+                if counted {
+                    self.enter(&t)?;
+                }
                 let inner = self.or()?;
-                self.nesting -= 1;
+                if counted {
+                    self.nesting -= 1;
+                }
                 if self.lexer.peek()?.is_sym(")") {
                     self.lexer.next()?;
                     Ok(inner)
@@ -556,6 +568,19 @@ mod tests {
         }
         let ok = "(".repeat(MAX_NESTING - 1) + "a == 1" + &")".repeat(MAX_NESTING - 1);
         assert!(parse(&ok).is_ok());
+        // Found by the fuzzer: a predicate nested 64 deep printed 65 deep (`!a == 1` prints
+        // as `!(a == 1)`, `--2` as `-(-2)`), so its printed form did not parse. A `(` right
+        // after `!` counts with it, and `--2` prints as it is written.
+        for text in [
+            "!".repeat(MAX_NESTING) + "a == 1",
+            "!".repeat(MAX_NESTING) + "(a == 1)",
+            "!!".to_string() + &"-".repeat(MAX_NESTING - 2) + "2",
+        ] {
+            let e = p(&text);
+            assert_eq!(p(&e.to_string()), e, "{text}");
+        }
+        let _ = err(&("!".repeat(MAX_NESTING + 1) + "(a == 1)"));
+        let _ = err(&("!(".repeat(MAX_NESTING) + "(a == 1" + &")".repeat(MAX_NESTING + 1)));
         let ok = "a".to_string() + &" + a".repeat(MAX_DEPTH - 1);
         assert!(parse(&ok).is_ok());
     }

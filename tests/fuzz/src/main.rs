@@ -1,5 +1,6 @@
 //! `ddbx-fuzz --target NAME|all [--execs N] [--seed N] [--budget-ms N] [--no-save]`: the long
-//! fuzz run (`--run FILE` instead runs one input and prints its outcome). Prints executions, time, distinct outcomes, crashes and hangs per target; each
+//! fuzz run (`--outcomes N` also prints the N most frequent outcomes; `--run FILE` instead runs
+//! one input and prints its outcome). Prints executions, time, distinct outcomes, crashes and hangs per target; each
 //! finding is minimised, printed, and saved to the target's corpus as `regress-HASH` (a
 //! regression case the corpus replay of `cargo test -p ddbx-fuzz` runs from then on).
 //! Exit status: 0 with no finding, 1 with findings, 2 on bad arguments.
@@ -8,13 +9,14 @@ use ddbx_fuzz::{Target, config, dump_input_on_abort, fuzz};
 use std::time::Duration;
 
 const USAGE: &str = "usage: ddbx-fuzz --target history|manifest|predicate|stop-at|all \
-                     [--execs N] [--seed N] [--budget-ms N] [--no-save] [--run FILE]…";
+                     [--execs N] [--seed N] [--budget-ms N] [--no-save] [--outcomes N] [--run FILE]…";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut targets = Vec::new();
     let (mut execs, mut seed, mut budget, mut save) = (1_000_000u64, 1u64, 2000u64, true);
     let mut inputs: Vec<String> = Vec::new();
+    let mut top = 0usize;
     let mut i = 0;
     let bad = |what: &str| -> ! {
         eprintln!("ddbx-fuzz: {what}\n{USAGE}");
@@ -48,6 +50,7 @@ fn main() {
             "--seed" => (seed, i) = (number(i), i + 1),
             "--budget-ms" => (budget, i) = (number(i), i + 1),
             "--no-save" => save = false,
+            "--outcomes" => (top, i) = (number(i) as usize, i + 1),
             "--run" => {
                 (inputs, i) = (
                     {
@@ -87,6 +90,11 @@ fn main() {
         );
         let report = fuzz(&c);
         println!("{}", report.summary(target.name(), seed));
+        let mut common: Vec<(&String, &u64)> = report.outcomes.iter().collect();
+        common.sort_by(|a, b| b.1.cmp(a.1));
+        for (outcome, n) in common.into_iter().take(top) {
+            println!("  {n:>8}  {outcome}");
+        }
         for f in report.crashes.iter().chain(&report.hangs) {
             findings += 1;
             println!(

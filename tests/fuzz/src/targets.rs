@@ -203,18 +203,22 @@ impl Target {
 /// differ only by where or what exactly are one outcome.
 pub fn shape(message: &str) -> String {
     let mut out = String::new();
-    let mut quoted = false;
+    // The quote that opened the part being skipped (`` ` `` or `"`).
+    let mut quoted: Option<char> = None;
     let mut digits = false;
     for c in message.chars() {
-        if c == '`' || c == '"' {
-            quoted = !quoted;
-            if quoted {
-                out.push_str("`_`");
+        match quoted {
+            Some(q) if c == q => {
+                quoted = None;
+                continue;
             }
-            continue;
-        }
-        if quoted {
-            continue;
+            Some(_) => continue,
+            None if c == '`' || c == '"' => {
+                quoted = Some(c);
+                out.push_str("`_`");
+                continue;
+            }
+            None => {}
         }
         if c.is_ascii_digit() {
             if !digits {
@@ -382,6 +386,10 @@ fn stop_at(text: &str) -> String {
             "ok".to_string()
         }
         // The message repeats the text: leave it out of the outcome.
-        Err(e) => format!("error: {}", shape(&e.to_string().replace(text, "_"))),
+        Err(e) if text.is_empty() => format!("error: {}", shape(&e.to_string())),
+        Err(e) => {
+            let shown = text.escape_debug().to_string();
+            format!("error: {}", shape(&e.to_string().replace(&shown, "_")))
+        }
     }
 }
