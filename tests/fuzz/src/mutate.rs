@@ -118,6 +118,7 @@ impl Mutator {
     }
 
     /// One mutation, in place.
+    // size: one arm per mutation, each a few lines; split, they would only be harder to compare.
     fn once(&self, rng: &mut Rng, data: &mut Vec<u8>, pool: &[Vec<u8>]) {
         let len = data.len();
         // What may still be added without passing MAX_INPUT.

@@ -70,6 +70,7 @@ impl Target {
     }
 
     /// Tokens of its language, for the mutator.
+    // size: a table, one token a line.
     pub fn tokens(self) -> &'static [&'static str] {
         match self {
             Target::History => &[
