@@ -98,9 +98,11 @@ pub struct StopPoint {
 impl StopPoint {
     /// Parses `p3:17` (after p3's 17th event) and checks that the recording has that event.
     pub fn parse(text: &str, recording: &Recording) -> Result<StopPoint, Error> {
+        // Control characters and the like shown escaped, as the user would have to type them.
+        let shown = text.escape_debug();
         let bad = || {
             Error::Usage(format!(
-                "--stop-at: expected ACTOR:EVENT such as `p3:17` (after p3's 17th event), found `{text}`"
+                "--stop-at: expected ACTOR:EVENT such as `p3:17` (after p3's 17th event), found `{shown}`"
             ))
         };
         let (actor, event) = text.rsplit_once(':').ok_or_else(bad)?;
@@ -111,7 +113,7 @@ impl StopPoint {
             .map_or(0, |h| h.records.len() as u64);
         if event == 0 || event > length {
             return Err(Error::Usage(format!(
-                "--stop-at {text}: {actor} has events 1 to {length} in this recording"
+                "--stop-at {shown}: {actor} has events 1 to {length} in this recording"
             )));
         }
         Ok(StopPoint { actor, event })

@@ -18,6 +18,45 @@ fn torn_line(path: &Path) -> usize {
         .map_or(0, |bytes| bytes.iter().filter(|b| **b == b'\n').count() + 1)
 }
 
+/// The actor's origin in the manifest is the one its history's `Start` gives, and names a
+/// parent the manifest lists: replay gives ids to new processes by origin, so a disagreement
+/// would surface as a divergence ("a process the record did not have") instead of as what it
+/// is, a damaged recording.
+fn check_origin(
+    dir: &Path,
+    manifest: &Manifest,
+    actor: &ActorInfo,
+    history: &History,
+    path: &Path,
+) -> Result<()> {
+    if let Some(Record::Start { origin, .. }) = history.records.first()
+        && *origin != actor.origin
+    {
+        return Err(Error::BadRecording(format!(
+            "{}: expected {}'s `Start` to say it was created as {:?}, as manifest.ron says, \
+             found {origin:?}: one of the two files was damaged after the record",
+            shown(path),
+            actor.id,
+            actor.origin
+        )));
+    }
+    let parent = actor.origin.parent();
+    if !matches!(actor.origin, Origin::Root) && manifest.actor(parent).is_none() {
+        return Err(Error::BadRecording(format!(
+            "{}: expected the parent of {} ({parent}) among its actors, found none (it lists {})",
+            shown(&dir.join(Manifest::FILE)),
+            actor.id,
+            manifest
+                .actors
+                .iter()
+                .map(|a| a.id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}
+
 /// A recording directory's contents.
 #[derive(Debug, Clone)]
 pub struct Recording {
@@ -112,6 +151,7 @@ impl Recording {
                     shown(&path)
                 )));
             }
+            check_origin(dir, &manifest, actor, &history, &path)?;
             if history.truncated
                 && let Some(status @ ExitStatus::Exited(_)) = actor.exit
             {
@@ -122,6 +162,21 @@ impl Recording {
                     shown(&path),
                     torn_line(&path),
                     actor.id
+                )));
+            }
+            if !history.truncated
+                && !matches!(history.records.last(), Some(Record::Exit { .. }))
+                && let Some(status @ ExitStatus::Exited(_)) = actor.exit
+            {
+                // Replay would wait at the end of this history for a kill that never comes.
+                return Err(Error::BadRecording(format!(
+                    "{}: expected `Exit` as the last record, since the manifest says {} ended \
+                     with {status}; found `{}` (event {}): records are missing at the end, so \
+                     this file was cut or damaged after the record",
+                    shown(&path),
+                    actor.id,
+                    history.records.last().map_or("nothing", Record::kind),
+                    history.records.len()
                 )));
             }
             if history.truncated {

@@ -428,3 +428,24 @@ proptest! {
         }
     }
 }
+
+/// Found by the fuzzer: a predicate nested 64 deep printed 65 deep (`!a == 1` prints as
+/// `!(a == 1)`, `--2` as `-(-2)`), so its printed form did not parse. A `(` right after `!`
+/// counts with it, and `--2` prints as it is written.
+#[test]
+fn predicate_nested_to_the_limit_prints_back() {
+    use super::MAX_NESTING;
+    for text in [
+        "!".repeat(MAX_NESTING) + "a == 1",
+        "!".repeat(MAX_NESTING) + "(a == 1)",
+        "!!".to_string() + &"-".repeat(MAX_NESTING - 2) + "2",
+    ] {
+        let e = parse(&text).unwrap_or_else(|e| panic!("{}", e.render(&text)));
+        let printed = e.to_string();
+        let back = parse(&printed).unwrap_or_else(|e| panic!("{}", e.render(&printed)));
+        assert_eq!(back, e, "{text}");
+    }
+    assert!(parse(&("!".repeat(MAX_NESTING + 1) + "(a == 1)")).is_err());
+    let open = "!(".repeat(MAX_NESTING) + "(a == 1" + &")".repeat(MAX_NESTING + 1);
+    assert!(parse(&open).is_err());
+}

@@ -154,17 +154,11 @@ impl Manifest {
     /// Reads and checks `dir/manifest.ron`.
     pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(Self::FILE);
-        let text = crate::file::read_regular_text(&path).map_err(|source| ManifestError::Io {
+        let bytes = crate::file::read_regular(&path).map_err(|source| ManifestError::Io {
             path: path.clone(),
             source,
         })?;
-        let manifest: Manifest = ron::from_str(&text).map_err(|e| ManifestError::Malformed {
-            path: path.clone(),
-            line: e.span.start.line,
-            col: e.span.start.col,
-            problem: format!("expected a ddbx manifest: {}", e.code),
-        })?;
-        let mut manifest = manifest;
+        let mut manifest = Manifest::parse_bytes(&path, &bytes)?;
         if manifest.state == SessionState::Recording {
             // ddbx stopped before writing the final manifest: its actors are in the log.
             for actor in Self::logged_actors(dir) {
@@ -174,9 +168,41 @@ impl Manifest {
             }
             manifest.actors.sort_by_key(|a| a.id);
         }
+        Ok(manifest)
+    }
+
+    /// [`Manifest::parse`] of a file's bytes: invalid UTF-8 is refused at its line and column.
+    pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let valid = &bytes[..e.valid_up_to()];
+            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+            let line_start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            let col = String::from_utf8_lossy(&valid[line_start..])
+                .chars()
+                .count()
+                + 1;
+            ManifestError::Malformed {
+                path: path.to_path_buf(),
+                line,
+                col,
+                problem: "expected UTF-8 text (a manifest is RON), found invalid bytes".into(),
+            }
+        })?;
+        Manifest::parse(path, text)
+    }
+
+    /// Parses and checks the text of a manifest (`path` is only used in error messages); the
+    /// actors log of an unfinished recording is [`Manifest::load`]'s business.
+    pub fn parse(path: &Path, text: &str) -> Result<Manifest, ManifestError> {
+        let manifest: Manifest = ron::from_str(text).map_err(|e| ManifestError::Malformed {
+            path: path.to_path_buf(),
+            line: e.span.start.line,
+            col: e.span.start.col,
+            problem: format!("expected a ddbx manifest: {}", e.code),
+        })?;
         if manifest.format != FORMAT_VERSION {
             return Err(ManifestError::Malformed {
-                path,
+                path: path.to_path_buf(),
                 line: 1,
                 col: 1,
                 problem: format!(

@@ -75,6 +75,11 @@ struct Skip {
 /// The most untraced events one `Skip` line may stand for (a bound against absurd input).
 pub const MAX_SKIP: u64 = 1 << 32;
 
+/// The most untraced events a history read whole ([`History::load`]) may hold: each is a
+/// record in memory, and a `Skip` line of a few bytes must not make ddbx allocate gigabytes
+/// (16,777,216 untraced events take 1.2 GB; the streaming [`Reader`] has no such bound).
+pub const MAX_UNTRACED: u64 = 1 << 24;
+
 /// The header line of a new optimal history (`trace: Optimal`), with its newline.
 pub fn header_line_optimal(actor: ActorId) -> String {
     let mut line = header_line(actor);
@@ -173,16 +178,41 @@ impl History {
 
     /// Parses and checks history text; `path` is only used in error messages.
     pub fn parse(path: &Path, text: &str) -> Result<History, HistoryError> {
-        History::read(Reader::new(path, text.as_bytes())?)
+        History::parse_bytes(path, text.as_bytes())
+    }
+
+    /// Parses and checks the bytes of a history file, as [`History::load`] reads it (invalid
+    /// UTF-8 is an error at its line); `path` is only used in error messages.
+    pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<History, HistoryError> {
+        History::read(Reader::new(path, bytes)?)
     }
 
     /// Every record the reader gives (each untraced event of a `Skip` as [`Record::Untraced`]).
     fn read<R: std::io::BufRead>(mut reader: Reader<R>) -> Result<History, HistoryError> {
         let mut records = Vec::new();
+        let mut untraced = 0u64;
         while let Some(entry) = reader.next_entry()? {
             match entry {
                 Entry::Event { record, .. } => records.push(record),
                 Entry::Skip { n, .. } => {
+                    untraced += n;
+                    let error = |problem| HistoryError {
+                        path: reader.path().to_path_buf(),
+                        line: reader.line(),
+                        problem,
+                    };
+                    if untraced > MAX_UNTRACED {
+                        return Err(error(format!(
+                            "expected at most {MAX_UNTRACED} untraced events in one history \
+                             (ddbx holds a history in memory), found `Skip` lines that make \
+                             {untraced}"
+                        )));
+                    }
+                    records.try_reserve(n as usize).map_err(|_| {
+                        error(format!(
+                            "`Skip(n: {n})`: not enough memory for {n} more events"
+                        ))
+                    })?;
                     records.extend(std::iter::repeat_n(Record::Untraced, n as usize));
                 }
                 Entry::Blank => {}

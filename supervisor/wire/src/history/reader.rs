@@ -114,6 +114,16 @@ impl<R: BufRead> Reader<R> {
         self.trace
     }
 
+    /// The file being read (as errors name it).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The number of the line read last (1-based; 0 before the first).
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
     /// Events read so far.
     pub fn events(&self) -> u64 {
         self.events
@@ -236,7 +246,9 @@ impl Checker {
         }
         match r {
             Record::Start { .. } if self.started => {
-                return Err(format!("event {event}: a second `Start`"));
+                return Err(format!(
+                    "event {event}: expected `Start` only as event 1, found a second `Start`"
+                ));
             }
             Record::Start { .. } => self.started = true,
             _ if !self.started => {

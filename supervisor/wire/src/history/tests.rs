@@ -139,3 +139,25 @@ fn optimal_histories_expand_skips_and_say_so_in_the_header() {
     assert_eq!(trace_of(&full), Trace::Full);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_huge_skip_is_refused_before_it_is_allocated() {
+    // 2^32 untraced events would be 300 GB of records: found by the fuzzer's number extremes.
+    let text = "Header(format: 1, actor: \"p2\", trace: Optimal)\n\
+                Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n\
+                Skip(n: 4294967296)\n";
+    let e = History::parse(Path::new("p2.ron"), text).unwrap_err();
+    assert_eq!(e.line, 3, "{e}");
+    assert!(
+        e.problem.contains("at most 16777216 untraced events"),
+        "{e}"
+    );
+    // Two runs that each fit but together do not are refused at the second.
+    let text = format!(
+        "{}Skip(n: {})\nSkip(n: 2)\n",
+        &text[..text.find("Skip").unwrap_or(0)],
+        MAX_UNTRACED - 1
+    );
+    let e = History::parse(Path::new("p2.ron"), &text).unwrap_err();
+    assert_eq!(e.line, 4, "{e}");
+}

@@ -86,7 +86,9 @@ impl Expr {
             Expr::Neg(e) => {
                 f.write_str("-")?;
                 match **e {
-                    // `-5` is the literal Int(-5): Neg(Int(5)) must print as `-(5)`.
+                    // `-5` is the literal Int(-5): Neg(Int(5)) must print as `-(5)`, while
+                    // Neg(Int(-5)) is `--5` as written (no parenthesis: one level less).
+                    Expr::Int(n) if n < 0 => write!(f, "{n}"),
                     Expr::Int(_) => e.write_at(f, u8::MAX),
                     _ => e.write_at(f, PREC_NEG),
                 }
