@@ -181,29 +181,49 @@ unsafe fn prepare_exec(
     envp: *const *const c_char,
 ) -> CStringArray {
     // SAFETY: as the caller promises.
-    unsafe { report_if_static(path, search) };
+    let is_static = unsafe { report_if_static(path, search) };
     if let Some(ld) = ld::running()
         && ld.mode == Mode::Record
     {
         record::process::exec(ld);
+    }
+    if !is_static && let Some(ld) = active() {
+        let name = if path.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: a C string (not null), as the caller promises.
+            unsafe { CStr::from_ptr(path) }.to_bytes()
+        };
+        ld.announce_exec(name);
     }
     // SAFETY: as the caller promises.
     let program = unsafe { read_env(envp) };
     CStringArray::new(&exec_environment(program, active().as_deref(), &[]))
 }
 
-/// Reports a statically linked program about to be exec'd (it will not load the LD).
+/// Reports a statically linked program about to be exec'd (it will not load the LD); returns
+/// whether it is one.
 ///
 /// # Safety
 /// `path` must be null or a C string.
-unsafe fn report_if_static(path: *const c_char, search: bool) {
+unsafe fn report_if_static(path: *const c_char, search: bool) -> bool {
     if path.is_null() {
-        return;
+        return false;
     }
-    let Some(ld) = active() else { return };
+    let Some(ld) = active() else { return false };
     // SAFETY: a C string (not null), as the caller promises.
     let name = unsafe { CStr::from_ptr(path) }.to_bytes();
-    ld.report_if_static(name, search);
+    ld.report_if_static(name, search)
+}
+
+/// An exec returned (`r`, always -1): it failed, and the image announced to the GD goes on.
+fn exec_returned(r: c_int) -> c_int {
+    let saved = crate::sys::errno();
+    if let Some(ld) = active() {
+        ld.exec_failed();
+    }
+    crate::sys::set_errno(saved);
+    r
 }
 
 fn environ() -> *const *const c_char {
@@ -221,7 +241,7 @@ hook! {
         // strings (execve's contract).
         let env = unsafe { prepare_exec(path, false, envp) };
         // SAFETY: the program's path and arguments, with an environment of our own making.
-        unsafe { real::execve(path, argv, env.as_ptr()) }
+        exec_returned(unsafe { real::execve(path, argv, env.as_ptr()) })
     }
 }
 
@@ -231,7 +251,7 @@ hook! {
         // SAFETY: as for execve.
         let env = unsafe { prepare_exec(file, true, envp) };
         // SAFETY: the program's file and arguments, with an environment of our own making.
-        unsafe { real::execvpe(file, argv, env.as_ptr()) }
+        exec_returned(unsafe { real::execvpe(file, argv, env.as_ptr()) })
     }
 }
 
@@ -261,7 +281,7 @@ hook! {
         // SAFETY: `envp` null or a null-terminated array of C strings (fexecve's contract).
         let env = unsafe { prepare_exec(std::ptr::null(), false, envp) };
         // SAFETY: the program's arguments, with an environment of our own making.
-        unsafe { real::fexecve(fd, argv, env.as_ptr()) }
+        exec_returned(unsafe { real::fexecve(fd, argv, env.as_ptr()) })
     }
 }
 
@@ -273,7 +293,7 @@ hook! {
         // SAFETY: as for execve.
         let env = unsafe { prepare_exec(named, false, envp) };
         // SAFETY: the program's arguments, with an environment of our own making.
-        unsafe { real::execveat(dirfd, path, argv, env.as_ptr(), flags) }
+        exec_returned(unsafe { real::execveat(dirfd, path, argv, env.as_ptr(), flags) })
     }
 }
 

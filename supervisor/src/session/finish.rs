@@ -55,8 +55,20 @@ pub(super) fn outcome(
     let recorded_root_status = recording
         .and_then(|r| r.manifest.actor(ActorId::ROOT))
         .and_then(|a| a.exit);
+    let lost = gd.lock().execs.lost();
     let end = match (stop, recording) {
         (Some(end), _) => end,
+        // A process image that never joined ran unmanaged: the run is not what was asked.
+        (None, _) if !lost.is_empty() => {
+            let end = End::Unsupported {
+                actor: Some(lost[0].0),
+                what: lost[0].1.clone(),
+            };
+            for (actor, what) in &lost {
+                transcript.say(format!("ddbx: {actor}: {what}"));
+            }
+            end
+        }
         (None, None) => End::Complete,
         (None, Some(r)) => match gd.final_halt() {
             // Every process exited right at the halt: that is where the predicate held.

@@ -1,6 +1,6 @@
 //! The messages an LD sends after its handshake, handled by kind: replay matching
 //! (`Connected`, `WhoIs`, `AtEnd`), facts about the processes (`Signal`, `Passthrough`,
-//! `Reaped`, `Exiting`, `Observed`), problems that stop the session (`Diverged`,
+//! `Reaped`, `Exiting`, `Observed`, `Execing`, `ExecFailed`), problems that stop the session (`Diverged`,
 //! `Unsupported`), and the halting notes (`Need`, `Passive`, `State`).
 
 use super::note;
@@ -73,6 +73,12 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             actor: Some(actor),
             what,
         })),
+        LdToGd::Execing {
+            actor,
+            program,
+            uid,
+        } => gd.lock().execs.announced(actor, from.pid, program, uid),
+        LdToGd::ExecFailed { actor } => gd.lock().execs.failed(actor, from.pid),
         LdToGd::Need { actor, event } => {
             if let Some(h) = gd.lock().halting.as_mut() {
                 h.need(actor, event);
