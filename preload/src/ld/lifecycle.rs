@@ -267,8 +267,14 @@ impl Ld {
             };
             *slot = Some(fd);
         }
-        // Only the state file and the history stay open as ours; the replay history is read
-        // and closed at once, so it stops being ours here.
+        // The history stays open for the image's life: with the LD's own fds, which come
+        // below KEPT_FDS (a program's RLIMIT_NOFILE may be 1024: runuser's PAM sets it).
+        if let Some(fd) = files.history {
+            fds::forget_ours(fd);
+            files.history = Some(fds::mark_ours(sys::move_high(fd, fds::HIGH_FD)));
+        }
+        // The state file and the replay history are closed at once (mapped, or read), so
+        // they stop being ours here.
         if let Some(fd) = files.replay {
             fds::forget_ours(fd);
         }

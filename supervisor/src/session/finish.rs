@@ -44,9 +44,15 @@ pub(super) fn outcome(
         transcript.say(note);
     }
     let RunResults {
-        actors,
+        mut actors,
         passthrough,
     } = gd.results();
+    let lost = gd.lock().execs.lost();
+    for (actor, what) in &lost {
+        if let Some(info) = actors.iter_mut().find(|a| a.id == *actor) {
+            info.unrecorded = Some(what.clone());
+        }
+    }
     // Events as the histories hold them (a killed process never reports its count).
     let recorded_events = match (manifest_dir, recording) {
         (Some(dir), None) => events_in_histories(dir, &actors),
@@ -55,7 +61,6 @@ pub(super) fn outcome(
     let recorded_root_status = recording
         .and_then(|r| r.manifest.actor(ActorId::ROOT))
         .and_then(|a| a.exit);
-    let lost = gd.lock().execs.lost();
     let end = match (stop, recording) {
         (Some(end), _) => end,
         // A process image that never joined ran unmanaged: the run is not what was asked.
