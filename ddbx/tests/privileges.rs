@@ -128,14 +128,8 @@ fn a_program_started_with_runuser_is_recorded_and_replayed() {
     assert_private(&rec);
 }
 
-#[test]
-fn an_image_that_cannot_load_the_preload_fails_the_record() {
-    if !root("an_image_that_cannot_load_the_preload_fails_the_record") {
-        return;
-    }
-    // A preload only root can read, as one in root's private cache was: the image that
-    // runuser execs as nobody cannot load it, so it never says Hello.
-    let tmp = TempDir::new("priv-lost");
+/// A copy of ddbx's preload in a directory only root can enter (`tmp/private`).
+fn private_preload(tmp: &TempDir) -> std::path::PathBuf {
     let private = tmp.join("private");
     std::fs::create_dir_all(&private).unwrap_or_else(|e| panic!("{e}"));
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))
@@ -150,6 +144,47 @@ fn an_image_that_cannot_load_the_preload_fails_the_record() {
         .success();
     std::fs::copy(shown.stdout.trim(), &preload)
         .unwrap_or_else(|e| panic!("{}: {e}", shown.stdout.trim()));
+    preload
+}
+
+#[test]
+fn a_child_spawned_by_a_process_that_dropped_to_nobody_must_join() {
+    if !root("a_child_spawned_by_a_process_that_dropped_to_nobody_must_join") {
+        return;
+    }
+    // The process drops to nobody in its own image (its LD goes on), then posix_spawns a
+    // program, whose loader, as nobody, cannot read the private preload.
+    let tmp = TempDir::new("priv-spawn");
+    let preload = private_preload(&tmp);
+    let rec = tmp.join("rec");
+    let script = "import os; os.setgroups([]); os.setgid(65534); os.setuid(65534); \
+                  pid = os.posix_spawn('/bin/true', ['true'], os.environ); \
+                  os.waitpid(pid, 0); print('spawned')";
+    let out = DDBX
+        .record(&rec, Path::new("/usr/bin/python3"), &["-c", script])
+        .env("DDBX_PRELOAD", &preload)
+        .output();
+    out.assert_exit(
+        103,
+        &[
+            "p1: its child number 1, spawned to run `/bin/true` by uid 65534,",
+            "never joined the session",
+        ],
+    );
+    // p1 itself was recorded to its end.
+    let ps = DDBX.run(["ps", path_str(&rec)]).output();
+    assert!(ps.stdout.contains("exit 0"), "{}", ps.stdout);
+}
+
+#[test]
+fn an_image_that_cannot_load_the_preload_fails_the_record() {
+    if !root("an_image_that_cannot_load_the_preload_fails_the_record") {
+        return;
+    }
+    // A preload only root can read, as one in root's private cache was: the image that
+    // runuser execs as nobody cannot load it, so it never says Hello.
+    let tmp = TempDir::new("priv-lost");
+    let preload = private_preload(&tmp);
     let rec = tmp.join("rec");
     let race = progs().join("accept_race");
     let runuser = runuser();

@@ -297,15 +297,20 @@ hook! {
     }
 }
 
-/// posix_spawn and posix_spawnp: the spawn event; the child's number travels in its
-/// environment.
+/// posix_spawn and posix_spawnp of `path` (`search`: looked up in PATH): the spawn event; the
+/// child's number travels in its environment. A statically linked program is reported; any
+/// other spawned child is announced to the GD, which checks that it joins.
 ///
 /// # Safety
-/// `envp` must be null or a null-terminated array of C strings.
+/// `envp` must be null or a null-terminated array of C strings; `path` null or a C string.
 unsafe fn on_spawn(
     spawn: impl FnOnce(*const *mut c_char) -> c_int,
     envp: *const *mut c_char,
+    path: *const c_char,
+    search: bool,
 ) -> c_int {
+    // SAFETY: as the caller promises.
+    let is_static = unsafe { report_if_static(path, search) };
     let Some(ld) = active() else {
         return spawn(envp);
     };
@@ -323,7 +328,19 @@ unsafe fn on_spawn(
         &[(ddbx_wire::env::SPAWN, claim.into_bytes())],
     );
     let env = CStringArray::new(&env);
-    spawn(env.as_ptr() as *const *mut c_char)
+    let r = spawn(env.as_ptr() as *const *mut c_char);
+    if r == 0 && !is_static {
+        let saved = crate::sys::errno();
+        let name = if path.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: a C string (not null), as the caller promises.
+            unsafe { CStr::from_ptr(path) }.to_bytes()
+        };
+        ld.announce_spawn(index, name);
+        crate::sys::set_errno(saved);
+    }
+    r
 }
 
 hook! {
@@ -331,10 +348,7 @@ hook! {
     fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
         // SAFETY: the program's arguments (posix_spawn's contract), passed on with an
         // environment of our own making.
-        unsafe {
-            report_if_static(path, false);
-            on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), envp)
-        }
+        unsafe { on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), envp, path, false) }
     }
 }
 
@@ -342,10 +356,7 @@ hook! {
     /// posix_spawnp(3).
     fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
         // SAFETY: as for posix_spawn.
-        unsafe {
-            report_if_static(file, true);
-            on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), envp)
-        }
+        unsafe { on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), envp, file, true) }
     }
 }
 

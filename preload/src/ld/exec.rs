@@ -128,6 +128,19 @@ impl Ld {
         });
     }
 
+    /// Tells the GD that a posix_spawn made child number `index`, running `program`: the GD
+    /// reports it if it never joins.
+    pub fn announce_spawn(&mut self, index: u32, program: &[u8]) {
+        // SAFETY: getuid and geteuid cannot fail and touch no memory.
+        let uid = unsafe { (libc::getuid(), libc::geteuid()) };
+        self.send(&ddbx_wire::proto::LdToGd::Spawned {
+            actor: self.actor,
+            index,
+            program: String::from_utf8_lossy(program).into_owned(),
+            uid,
+        });
+    }
+
     /// The exec announced by [`Ld::announce_exec`] returned: it failed, this image goes on.
     pub fn exec_failed(&mut self) {
         self.send(&ddbx_wire::proto::LdToGd::ExecFailed { actor: self.actor });

@@ -48,7 +48,7 @@ pub(super) fn outcome(
         passthrough,
     } = gd.results();
     let lost = gd.lock().execs.lost();
-    for (actor, what) in &lost {
+    for (actor, what, _) in lost.iter().filter(|(_, _, exec)| *exec) {
         if let Some(info) = actors.iter_mut().find(|a| a.id == *actor) {
             info.unrecorded = Some(what.clone());
         }
@@ -69,7 +69,7 @@ pub(super) fn outcome(
                 actor: Some(lost[0].0),
                 what: lost[0].1.clone(),
             };
-            for (actor, what) in &lost {
+            for (actor, what, _) in &lost {
                 transcript.say(format!("ddbx: {actor}: {what}"));
             }
             end

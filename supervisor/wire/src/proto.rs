@@ -225,6 +225,18 @@ pub enum LdToGd {
         /// The actor.
         actor: ActorId,
     },
+    /// The actor's posix_spawn of `program` as `uid` made its child number `index`: that
+    /// child must say `Hello` (claiming `Spawn { parent: actor, index }`).
+    Spawned {
+        /// The parent actor.
+        actor: ActorId,
+        /// The child's number.
+        index: u32,
+        /// What it runs (as the program named it).
+        program: String,
+        /// The parent's real and effective uid.
+        uid: (u32, u32),
+    },
 }
 
 /// A descriptor the GD opened for an LD and sent with its `Welcome` (`SCM_RIGHTS`), so that a

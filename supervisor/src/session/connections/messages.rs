@@ -79,6 +79,12 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             uid,
         } => gd.lock().execs.announced(actor, from.pid, program, uid),
         LdToGd::ExecFailed { actor } => gd.lock().execs.failed(actor, from.pid),
+        LdToGd::Spawned {
+            actor,
+            index,
+            program,
+            uid,
+        } => gd.lock().execs.spawned(actor, index, program, uid),
         LdToGd::Need { actor, event } => {
             if let Some(h) = gd.lock().halting.as_mut() {
                 h.need(actor, event);

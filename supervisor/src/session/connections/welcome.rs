@@ -63,6 +63,9 @@ pub(super) fn welcome(gd: &GdState, hello: &HelloFacts) -> Greeting {
             if exec {
                 gd.lock().execs.joined(actor, hello.pid);
             }
+            if let ddbx_wire::proto::Claim::Spawn { parent, index } = hello.claim {
+                gd.lock().execs.spawn_joined(parent, index);
+            }
             let (reply, fds) = welcome_reply(gd, actor, origin, exec, halting);
             Greeting {
                 actor: Some(actor),
