@@ -12,9 +12,10 @@ use ddbx_wire::ActorId;
 use ddbx_wire::history::Origin;
 use ddbx_wire::manifest::Manifest;
 use ddbx_wire::proto::{GdToLd, HaltPlan, Mode, Passed};
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::MutexGuard;
 
 /// The answer to a `Hello`.
@@ -119,26 +120,22 @@ fn welcome_reply(
         .plans
         .as_ref()
         .map(|plans| Box::new(plans.get(&actor).cloned().unwrap_or_default()));
+    let files = [
+        (Passed::State, Some(open_private(&state_file, false))),
+        (
+            Passed::History,
+            history_out.as_deref().map(|p| open_private(p, true)),
+        ),
+        (
+            Passed::Replay,
+            replay
+                .as_ref()
+                .filter(|plan| !plan.history.is_empty())
+                .map(|plan| ddbx_wire::file::open_regular(Path::new(&plan.history))),
+        ),
+    ];
     let mut passed = Vec::new();
     let mut fds = Vec::new();
-    let private = |o: &mut OpenOptions| o.mode(0o600).custom_flags(libc::O_NOFOLLOW).clone();
-    let mut files: Vec<(Passed, Option<std::io::Result<std::fs::File>>)> = vec![(
-        Passed::State,
-        Some(private(OpenOptions::new().read(true).write(true).create(true)).open(&state_file)),
-    )];
-    files.push((
-        Passed::History,
-        history_out
-            .as_ref()
-            .map(|p| private(OpenOptions::new().append(true).create(true)).open(p)),
-    ));
-    files.push((
-        Passed::Replay,
-        replay
-            .as_ref()
-            .filter(|plan| !plan.history.is_empty())
-            .map(|plan| ddbx_wire::file::open_regular(std::path::Path::new(&plan.history))),
-    ));
     for (what, file) in files {
         if let Some(Ok(file)) = file {
             passed.push(what);
@@ -161,6 +158,19 @@ fn welcome_reply(
         passed,
     };
     (reply, fds)
+}
+
+/// Opens (creating it 0600, not through a symbolic link) a file of the actor's: for reading and
+/// writing, or, with `append`, for appending.
+fn open_private(path: &Path, append: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(!append)
+        .write(!append)
+        .append(append)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// Refuses a process: the LD is told first; the session then stops (a replay diverged, or a
