@@ -195,19 +195,27 @@ fn doctor_passes_here_and_names_what_is_wrong() {
         bad.stdout
     );
 
-    // A cache only its owner can read, for a server that drops to another uid.
+    // A cache only its owner can read: the preload goes where every uid can load it instead,
+    // for a server that drops to another uid.
     let private = tmp.join("private");
     std::fs::create_dir_all(&private).unwrap_or_else(|e| panic!("{e}"));
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))
         .unwrap_or_else(|e| panic!("{e}"));
     let other = DDBX
-        .run(["doctor", "--uid", "65534"])
+        .run(["doctor", "--uid", "65534", "--json"])
         .env("XDG_CACHE_HOME", path_str(&private))
         .output();
-    assert_eq!(other.code, 1, "{}", other.stdout);
+    let v = parse_json(&other.stdout, "ddbx doctor --uid 65534 --json");
+    let detail = v["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["check"] == "another uid")
+        .and_then(|c| c["detail"].as_str())
+        .unwrap_or_default();
     assert!(
-        other.stdout.contains("uid 65534 cannot read the preload"),
+        detail.starts_with("uid 65534 can read the preload /") && !detail.contains("private"),
         "{}",
         other.stdout
     );

@@ -68,8 +68,22 @@ pub fn fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
 }
 
 /// Moves `fd` to the lowest free number at or above `min` (close-on-exec), closing the original.
+/// When `min` is at or above the process's fd limit (a soft `RLIMIT_NOFILE` of 1024, as PAM
+/// sets it for `runuser` and `su`), to the lowest free number at or above the limit less 256:
+/// still out of the program's way, which takes the lowest free numbers.
 pub fn move_high(fd: c_int, min: c_int) -> c_int {
-    let high = fcntl(fd, libc::F_DUPFD_CLOEXEC, min as c_long);
+    let mut high = fcntl(fd, libc::F_DUPFD_CLOEXEC, min as c_long);
+    if high < 0 && errno() == libc::EINVAL {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct it is given, which lives on our stack.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            let lower = (limit.rlim_cur as i64 - 256).clamp(3, i64::from(min)) as c_int;
+            high = fcntl(fd, libc::F_DUPFD_CLOEXEC, lower as c_long);
+        }
+    }
     if high >= 0 {
         close(fd);
         high

@@ -86,6 +86,7 @@ impl Recording {
                 exit: None,
                 reaps: Vec::new(),
                 signalled_by: Vec::new(),
+                unrecorded: None,
             })
             .collect();
         Recording {

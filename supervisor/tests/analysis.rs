@@ -129,6 +129,7 @@ fn the_manifest_names_children() {
         exit: None,
         reaps: Vec::new(),
         signalled_by: Vec::new(),
+        unrecorded: None,
     };
     let manifest = Manifest {
         format: FORMAT_VERSION,

@@ -127,6 +127,21 @@ pub fn replay_driven(
     driver: Option<Driver>,
 ) -> Result<ReplayOutcome, Error> {
     let recording = Recording::open(&options.dir)?;
+    // A process that ran unmanaged in the record has no history to follow: its replay would
+    // run free and its parent wait for it.
+    if let Some(lost) = recording
+        .manifest
+        .actors
+        .iter()
+        .find(|a| a.unrecorded.is_some())
+    {
+        return Err(Error::Unsupported(format!(
+            "{} cannot be replayed: {} ran unrecorded ({})",
+            options.dir.display(),
+            lost.id,
+            lost.unrecorded.as_deref().unwrap_or_default()
+        )));
+    }
     let recorded = recorded_run(&recording, &options.dir)?;
     if let Some(dir) = &options.history_out {
         prepare_empty_dir(dir, "--history-out")?;

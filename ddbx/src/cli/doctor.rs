@@ -315,11 +315,11 @@ fn other_uid(uid: u32, runtime: Option<&Path>) -> Vec<Check> {
         checks.push(Check::problem(
             NAME,
             format!(
-                "a process of uid {uid} cannot reach the GD socket: {} is closed to it \
-                 (each session's runtime directory is private, mode 0700), so it runs unrecorded",
+                "a process of uid {uid} cannot reach the GD socket: {} is closed to it, so it \
+                 cannot join the session (the record then fails, exit 103)",
                 dir.display()
             ),
-            "record as the uid the program runs as (e.g. start ddbx with sudo -u)",
+            "make the runtime directory's parent ($TMPDIR or /tmp) traversable by every uid",
         ));
     }
     checks

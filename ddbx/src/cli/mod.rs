@@ -327,6 +327,7 @@ mod tests {
             exit: Some(ExitStatus::Exited(0)),
             reaps: Vec::new(),
             signalled_by: Vec::new(),
+            unrecorded: None,
         };
         let p2_origin = Origin::Fork {
             parent: ActorId(1),

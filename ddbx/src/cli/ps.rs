@@ -7,7 +7,8 @@
 //!  "problem": null | "…",
 //!  "actors": [{"id": "p1", "parent": "p0", "origin": "Root", "pid": 20001, "host": "h",
 //!              "argv": ["./server"], "exit": "exit 0" | "signal 9" | null,
-//!              "status": "exit 0" | "running?" | "killed", "events": 12, "truncated": false,
+//!              "status": "exit 0" | "running?" | "killed" | "unrecorded", "events": 12,
+//!              "truncated": false,
 //!              "command": ["./server", "8080"]}]}
 //! ```
 //!
@@ -28,8 +29,9 @@ Examples:
   ddbx ps --json ddbx-run-1 | jq '.actors[].id'
 
 Columns: actor id, parent actor, pid in the record, events recorded, how it ended
-(\"exit N\", \"signal N\", \"killed\" when it ended without ddbx learning how, \"running?\"
-when the recording was still going), host, command.
+(\"exit N\", \"signal N\", \"unrecorded\" when an image it exec'd never joined the session,
+\"killed\" when it ended without ddbx learning how, \"running?\" when the recording was still
+going), host, command.
 
 --json prints {\"recording\", \"state\", \"problem\", \"actors\": [{\"id\", \"parent\",
 \"origin\", \"pid\", \"host\", \"argv\", \"exit\", \"status\", \"events\", \"truncated\", \"command\"}]}.";
@@ -49,8 +51,11 @@ pub struct Args {
     pub dir: PathBuf,
 }
 
-/// How an actor ended, in words: `exit 0`, `signal 9`, `killed`, `running?`.
+/// How an actor ended, in words: `exit 0`, `signal 9`, `unrecorded`, `killed`, `running?`.
 pub fn status_word(recording: &Recording, info: &ActorInfo, history: Option<&History>) -> String {
+    if info.unrecorded.is_some() {
+        return "unrecorded".into();
+    }
     if let Some(status) = info.exit {
         return status.to_string();
     }

@@ -181,30 +181,50 @@ unsafe fn prepare_exec(
     envp: *const *const c_char,
 ) -> CStringArray {
     // SAFETY: as the caller promises.
-    unsafe { report_if_static(path, search) };
+    let is_static = unsafe { report_if_static(path, search) };
     super::socket::let_go_at_exec();
     if let Some(ld) = ld::running()
         && ld.mode == Mode::Record
     {
         record::process::exec(ld);
     }
+    if !is_static && let Some(ld) = active() {
+        let name = if path.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: a C string (not null), as the caller promises.
+            unsafe { CStr::from_ptr(path) }.to_bytes()
+        };
+        ld.announce_exec(name);
+    }
     // SAFETY: as the caller promises.
     let program = unsafe { read_env(envp) };
     CStringArray::new(&exec_environment(program, active().as_deref(), &[]))
 }
 
-/// Reports a statically linked program about to be exec'd (it will not load the LD).
+/// Reports a statically linked program about to be exec'd (it will not load the LD); returns
+/// whether it is one.
 ///
 /// # Safety
 /// `path` must be null or a C string.
-unsafe fn report_if_static(path: *const c_char, search: bool) {
+unsafe fn report_if_static(path: *const c_char, search: bool) -> bool {
     if path.is_null() {
-        return;
+        return false;
     }
-    let Some(ld) = active() else { return };
+    let Some(ld) = active() else { return false };
     // SAFETY: a C string (not null), as the caller promises.
     let name = unsafe { CStr::from_ptr(path) }.to_bytes();
-    ld.report_if_static(name, search);
+    ld.report_if_static(name, search)
+}
+
+/// An exec returned (`r`, always -1): it failed, and the image announced to the GD goes on.
+fn exec_returned(r: c_int) -> c_int {
+    let saved = crate::sys::errno();
+    if let Some(ld) = active() {
+        ld.exec_failed();
+    }
+    crate::sys::set_errno(saved);
+    r
 }
 
 fn environ() -> *const *const c_char {
@@ -222,7 +242,7 @@ hook! {
         // strings (execve's contract).
         let env = unsafe { prepare_exec(path, false, envp) };
         // SAFETY: the program's path and arguments, with an environment of our own making.
-        unsafe { real::execve(path, argv, env.as_ptr()) }
+        exec_returned(unsafe { real::execve(path, argv, env.as_ptr()) })
     }
 }
 
@@ -232,7 +252,7 @@ hook! {
         // SAFETY: as for execve.
         let env = unsafe { prepare_exec(file, true, envp) };
         // SAFETY: the program's file and arguments, with an environment of our own making.
-        unsafe { real::execvpe(file, argv, env.as_ptr()) }
+        exec_returned(unsafe { real::execvpe(file, argv, env.as_ptr()) })
     }
 }
 
@@ -262,7 +282,7 @@ hook! {
         // SAFETY: `envp` null or a null-terminated array of C strings (fexecve's contract).
         let env = unsafe { prepare_exec(std::ptr::null(), false, envp) };
         // SAFETY: the program's arguments, with an environment of our own making.
-        unsafe { real::fexecve(fd, argv, env.as_ptr()) }
+        exec_returned(unsafe { real::fexecve(fd, argv, env.as_ptr()) })
     }
 }
 
@@ -274,19 +294,24 @@ hook! {
         // SAFETY: as for execve.
         let env = unsafe { prepare_exec(named, false, envp) };
         // SAFETY: the program's arguments, with an environment of our own making.
-        unsafe { real::execveat(dirfd, path, argv, env.as_ptr(), flags) }
+        exec_returned(unsafe { real::execveat(dirfd, path, argv, env.as_ptr(), flags) })
     }
 }
 
-/// posix_spawn and posix_spawnp: the spawn event; the child's number travels in its
-/// environment.
+/// posix_spawn and posix_spawnp of `path` (`search`: looked up in PATH): the spawn event; the
+/// child's number travels in its environment. A statically linked program is reported; any
+/// other spawned child is announced to the GD, which checks that it joins.
 ///
 /// # Safety
-/// `envp` must be null or a null-terminated array of C strings.
+/// `envp` must be null or a null-terminated array of C strings; `path` null or a C string.
 unsafe fn on_spawn(
     spawn: impl FnOnce(*const *mut c_char) -> c_int,
     envp: *const *mut c_char,
+    path: *const c_char,
+    search: bool,
 ) -> c_int {
+    // SAFETY: as the caller promises.
+    let is_static = unsafe { report_if_static(path, search) };
     let Some(ld) = active() else {
         return spawn(envp);
     };
@@ -304,7 +329,19 @@ unsafe fn on_spawn(
         &[(ddbx_wire::env::SPAWN, claim.into_bytes())],
     );
     let env = CStringArray::new(&env);
-    spawn(env.as_ptr() as *const *mut c_char)
+    let r = spawn(env.as_ptr() as *const *mut c_char);
+    if r == 0 && !is_static {
+        let saved = crate::sys::errno();
+        let name = if path.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: a C string (not null), as the caller promises.
+            unsafe { CStr::from_ptr(path) }.to_bytes()
+        };
+        ld.announce_spawn(index, name);
+        crate::sys::set_errno(saved);
+    }
+    r
 }
 
 hook! {
@@ -312,10 +349,7 @@ hook! {
     fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
         // SAFETY: the program's arguments (posix_spawn's contract), passed on with an
         // environment of our own making.
-        unsafe {
-            report_if_static(path, false);
-            on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), envp)
-        }
+        unsafe { on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), envp, path, false) }
     }
 }
 
@@ -323,10 +357,7 @@ hook! {
     /// posix_spawnp(3).
     fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
         // SAFETY: as for posix_spawn.
-        unsafe {
-            report_if_static(file, true);
-            on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), envp)
-        }
+        unsafe { on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), envp, file, true) }
     }
 }
 

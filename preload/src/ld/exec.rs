@@ -1,6 +1,7 @@
 //! What an exec'd image needs: the LD in its environment (a program may exec with an
-//! environment of its own, without `LD_PRELOAD` or `DDBX_GD`), and a note to the GD when the new
-//! program is statically linked and so will not load the LD at all.
+//! environment of its own, without `LD_PRELOAD` or `DDBX_GD`), a note to the GD when the new
+//! program is statically linked and so will not load the LD at all, and otherwise an
+//! announcement (`Execing`) that the GD checks against the new image's `Hello`.
 //!
 //! Exec keeps the actor: the new image finds its actor by pid when it says `Hello`.
 
@@ -75,7 +76,8 @@ impl CStringArray {
 impl Ld {
     /// Reports a statically linked program about to be exec'd: it will not load the LD, so
     /// nothing it does is recorded. `search` looks `name` up in PATH (execvp and friends).
-    pub fn report_if_static(&mut self, name: &[u8], search: bool) {
+    /// Returns whether it is one.
+    pub fn report_if_static(&mut self, name: &[u8], search: bool) -> bool {
         let candidates: Vec<Vec<u8>> = if !search || name.contains(&b'/') {
             vec![name.to_vec()]
         } else {
@@ -107,8 +109,40 @@ impl Ld {
                     actor: self.actor,
                     what,
                 });
+                return true;
             }
-            return;
+            return false;
         }
+        false
+    }
+
+    /// Tells the GD that this image is about to exec `program`: the new image must join (the
+    /// GD reports it if it never does). `exec_failed` takes it back.
+    pub fn announce_exec(&mut self, program: &[u8]) {
+        // SAFETY: getuid and geteuid cannot fail and touch no memory.
+        let uid = unsafe { (libc::getuid(), libc::geteuid()) };
+        self.send(&ddbx_wire::proto::LdToGd::Execing {
+            actor: self.actor,
+            program: String::from_utf8_lossy(program).into_owned(),
+            uid,
+        });
+    }
+
+    /// Tells the GD that a posix_spawn made child number `index`, running `program`: the GD
+    /// reports it if it never joins.
+    pub fn announce_spawn(&mut self, index: u32, program: &[u8]) {
+        // SAFETY: getuid and geteuid cannot fail and touch no memory.
+        let uid = unsafe { (libc::getuid(), libc::geteuid()) };
+        self.send(&ddbx_wire::proto::LdToGd::Spawned {
+            actor: self.actor,
+            index,
+            program: String::from_utf8_lossy(program).into_owned(),
+            uid,
+        });
+    }
+
+    /// The exec announced by [`Ld::announce_exec`] returned: it failed, this image goes on.
+    pub fn exec_failed(&mut self) {
+        self.send(&ddbx_wire::proto::LdToGd::ExecFailed { actor: self.actor });
     }
 }

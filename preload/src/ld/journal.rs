@@ -107,6 +107,18 @@ pub fn open_history(path: &[u8], actor: ActorId, optimal: bool) -> c_int {
         return -1;
     }
     let fd = crate::fds::mark_ours(sys::move_high(fd, crate::fds::HIGH_FD));
+    write_header_if_new(fd, actor, optimal);
+    fd
+}
+
+/// Takes `fd`, a history the GD opened for appending and passed to this LD (already ours),
+/// writing its header if the file is new.
+pub fn adopt_history(fd: c_int, actor: ActorId, optimal: bool) -> c_int {
+    write_header_if_new(fd, actor, optimal);
+    fd
+}
+
+fn write_header_if_new(fd: c_int, actor: ActorId, optimal: bool) {
     if sys::file_size(fd) == 0 {
         let header = if optimal {
             ddbx_wire::history::header_line_optimal(actor)
@@ -115,7 +127,6 @@ pub fn open_history(path: &[u8], actor: ActorId, optimal: bool) -> c_int {
         };
         sys::write_all(fd, header.as_bytes());
     }
-    fd
 }
 
 /// Appends `record` as one line to `fd` (nothing if `fd` is -1), keeping errno.

@@ -10,7 +10,7 @@
 use super::{HaltState, Ld, ObservedGlobal, ReplayState};
 use crate::{fds, sys};
 use ddbx_wire::history::{Origin, Record};
-use ddbx_wire::proto::{Claim, GdToLd, LdToGd, Mode, ReplayPlan};
+use ddbx_wire::proto::{Claim, GdToLd, LdToGd, Mode, Passed, ReplayPlan};
 use ddbx_wire::{ActorId, PROTOCOL_VERSION, env};
 use libc::c_int;
 use std::sync::atomic::AtomicI32;
@@ -65,6 +65,7 @@ pub fn start() -> Option<Joined> {
         gd_pending: Vec::new(),
         gd_fds: Vec::new(),
         gd_path,
+        gd_key: getenv(env::GD_KEY).unwrap_or_default(),
         history_fd: -1,
         full_fd: -1,
         log_fd,
@@ -172,6 +173,7 @@ impl Ld {
             ppid: sys::getppid(),
             claim,
             argv: self.argv.clone(),
+            key: String::from_utf8_lossy(&self.gd_key).into_owned(),
         });
         let reply = loop {
             match self.receive() {
@@ -203,21 +205,39 @@ impl Ld {
                 state_file,
                 replay,
                 halting,
+                passed,
             } => {
+                let files = self.take_passed(&passed);
                 self.halt = halting.map(|h| HaltState::new(h.sp, h.target, h.epoch));
                 self.actor = actor;
                 self.mode = mode;
-                self.progress = map_progress(state_file.as_bytes());
+                let state_fd = files.state.unwrap_or_else(|| {
+                    sys::open(
+                        state_file.as_bytes(),
+                        libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+                        0o600,
+                    )
+                });
+                self.progress = map_progress(state_fd);
                 if self.progress.is_null() {
                     sys::diag(self.log_fd, "ddbx-ld: cannot map the actor state file");
-                    return None;
+                    let why = format!(
+                        "cannot open or map its state file {state_file} (errno {}); the GD \
+                         did not pass it",
+                        sys::errno()
+                    );
+                    self.unsupported(why);
                 }
-                self.start_tracing(replay.as_ref());
+                let replay_history = files.replay.map(|fd| {
+                    // SAFETY: a descriptor the GD just passed us, owned by nobody else.
+                    unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+                });
+                self.start_tracing(replay.as_deref(), replay_history.as_ref());
                 if let Some(path) = history_out {
-                    self.open_histories(path);
+                    self.open_histories(path, files.history);
                 }
                 if let Some(plan) = replay {
-                    self.load_replay(plan);
+                    self.load_replay(*plan, replay_history);
                 }
                 Some(self.first_record(origin, exec))
             }
@@ -230,15 +250,54 @@ impl Ld {
         }
     }
 
+    /// The descriptors that came with the `Welcome` (the first ones received on this
+    /// connection), by what the GD says they are. They stay ours.
+    fn take_passed(&mut self, passed: &[Passed]) -> PassedFiles {
+        let mut files = PassedFiles::default();
+        for what in passed {
+            if self.gd_fds.is_empty() {
+                sys::diag(self.log_fd, "ddbx-ld: a passed file did not come");
+                break;
+            }
+            let fd = self.gd_fds.remove(0);
+            let slot = match what {
+                Passed::History => &mut files.history,
+                Passed::State => &mut files.state,
+                Passed::Replay => &mut files.replay,
+            };
+            *slot = Some(fd);
+        }
+        // The history stays open for the image's life: with the LD's own fds, which come
+        // below KEPT_FDS (a program's RLIMIT_NOFILE may be 1024: runuser's PAM sets it).
+        if let Some(fd) = files.history {
+            fds::forget_ours(fd);
+            files.history = Some(fds::mark_ours(sys::move_high(fd, fds::HIGH_FD)));
+        }
+        // The state file and the replay history are closed at once (mapped, or read), so
+        // they stop being ours here.
+        if let Some(fd) = files.replay {
+            fds::forget_ours(fd);
+        }
+        if let Some(fd) = files.state {
+            fds::forget_ours(fd);
+        }
+        files
+    }
+
     /// Starts (or, in a forked child, carries on) optimal tracing: when recording with
-    /// `DDBX_TRACE=optimal`, or replaying an optimally traced history.
-    fn start_tracing(&mut self, replay: Option<&ReplayPlan>) {
+    /// `DDBX_TRACE=optimal`, or replaying an optimally traced history (`history`: the one the
+    /// GD passed, else read by its path).
+    fn start_tracing(&mut self, replay: Option<&ReplayPlan>, history: Option<&std::fs::File>) {
+        use ddbx_wire::history::{Trace, trace_of, trace_of_file};
         let recording = self.mode == Mode::Record;
         let optimal = match (replay, self.mode) {
             (None, Mode::Record) => getenv(env::TRACE).is_some_and(|v| v == b"optimal"),
             (Some(plan), _) => {
-                ddbx_wire::history::trace_of(std::path::Path::new(&plan.history))
-                    == ddbx_wire::history::Trace::Optimal
+                let trace = match history {
+                    Some(file) => trace_of_file(file),
+                    None => trace_of(std::path::Path::new(&plan.history)),
+                };
+                trace == Trace::Optimal
             }
             _ => false,
         };
@@ -256,10 +315,14 @@ impl Ld {
         }
     }
 
-    /// Opens the history at `path` (and, under `DDBX_TRACE_CHECK`, the full one beside it).
-    fn open_histories(&mut self, path: String) {
+    /// Opens the history at `path`, unless the GD passed it open (`passed`), and, under
+    /// `DDBX_TRACE_CHECK`, the full one beside it.
+    fn open_histories(&mut self, path: String, passed: Option<c_int>) {
         let optimal = self.trace.is_some();
-        self.history_fd = super::journal::open_history(path.as_bytes(), self.actor, optimal);
+        self.history_fd = match passed {
+            Some(fd) => super::journal::adopt_history(fd, self.actor, optimal),
+            None => super::journal::open_history(path.as_bytes(), self.actor, optimal),
+        };
         if optimal && getenv(env::TRACE_CHECK).is_some() {
             let mut full = path.into_bytes();
             full.extend_from_slice(b".full");
@@ -267,10 +330,16 @@ impl Ld {
         }
     }
 
-    /// Loads the history to replay. An exec'd image continues the actor's variables where they
-    /// stood. A history that cannot be loaded stops the session.
-    fn load_replay(&mut self, plan: ReplayPlan) {
-        let history = match ddbx_wire::History::load(std::path::Path::new(&plan.history)) {
+    /// Loads the history to replay (`passed`: the GD opened it). An exec'd image continues
+    /// the actor's variables where they stood. A history that cannot be loaded stops the
+    /// session.
+    fn load_replay(&mut self, plan: ReplayPlan, passed: Option<std::fs::File>) {
+        let path = std::path::Path::new(&plan.history);
+        let loaded = match passed {
+            Some(file) => ddbx_wire::History::load_file(path, file),
+            None => ddbx_wire::History::load(path),
+        };
+        let history = match loaded {
             Ok(h) => h,
             Err(e) => self.unsupported(format!("cannot load its history: {e}")),
         };
@@ -384,9 +453,17 @@ impl Ld {
     }
 }
 
-/// Maps the actor's progress file (creating it one page long); null if it cannot.
-fn map_progress(path: &[u8]) -> *mut super::ActorProgress {
-    let fd = sys::open(path, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600);
+/// The files the GD opened for this image and passed with its `Welcome`.
+#[derive(Default)]
+struct PassedFiles {
+    history: Option<c_int>,
+    state: Option<c_int>,
+    replay: Option<c_int>,
+}
+
+/// Maps the actor's progress file open at `fd` (sizing it one page long) and closes `fd`;
+/// null if it cannot.
+fn map_progress(fd: c_int) -> *mut super::ActorProgress {
     if fd < 0 {
         return std::ptr::null_mut();
     }

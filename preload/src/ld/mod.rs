@@ -212,6 +212,8 @@ pub struct Ld {
     gd_fds: Vec<c_int>,
     /// The GD's socket path (`DDBX_GD`), passed on to exec'd images.
     gd_path: Vec<u8>,
+    /// The session's secret (`DDBX_GD_KEY`), said in `Hello` and passed on to exec'd images.
+    gd_key: Vec<u8>,
     /// The history being written (see [`journal`]).
     history_fd: c_int,
     /// `DDBX_TRACE_CHECK`: the full history written next to the optimal one.
@@ -319,11 +321,13 @@ impl Ld {
         done.checked_sub(1).and_then(|i| replay.records.get(i))
     }
 
-    /// The environment entries every exec'd image needs (`LD_PRELOAD=…`, `DDBX_GD=…`).
-    pub fn required_env(&self) -> [(&'static str, &[u8]); 2] {
+    /// The environment entries every exec'd image needs (`LD_PRELOAD=…`, `DDBX_GD=…`,
+    /// `DDBX_GD_KEY=…`).
+    pub fn required_env(&self) -> [(&'static str, &[u8]); 3] {
         [
             ("LD_PRELOAD", &self.preload_env),
             (env::GD_SOCKET, &self.gd_path),
+            (env::GD_KEY, &self.gd_key),
         ]
     }
 

@@ -164,6 +164,7 @@ impl Registry {
             exit: None,
             reaps: Vec::new(),
             signalled_by: Vec::new(),
+            unrecorded: None,
         });
         Resolution::Welcome {
             actor,

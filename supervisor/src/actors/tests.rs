@@ -167,6 +167,7 @@ fn recorded(id: u32, origin: Origin) -> ActorInfo {
         exit: Some(ExitStatus::Exited(0)),
         reaps: Vec::new(),
         signalled_by: Vec::new(),
+        unrecorded: None,
     }
 }
 

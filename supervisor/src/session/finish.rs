@@ -44,9 +44,15 @@ pub(super) fn outcome(
         transcript.say(note);
     }
     let RunResults {
-        actors,
+        mut actors,
         passthrough,
     } = gd.results();
+    let lost = gd.lock().execs.lost();
+    for (actor, what, _) in lost.iter().filter(|(_, _, exec)| *exec) {
+        if let Some(info) = actors.iter_mut().find(|a| a.id == *actor) {
+            info.unrecorded = Some(what.clone());
+        }
+    }
     // Events as the histories hold them (a killed process never reports its count).
     let recorded_events = match (manifest_dir, recording) {
         (Some(dir), None) => events_in_histories(dir, &actors),
@@ -57,6 +63,17 @@ pub(super) fn outcome(
         .and_then(|a| a.exit);
     let end = match (stop, recording) {
         (Some(end), _) => end,
+        // A process image that never joined ran unmanaged: the run is not what was asked.
+        (None, _) if !lost.is_empty() => {
+            let end = End::Unsupported {
+                actor: Some(lost[0].0),
+                what: lost[0].1.clone(),
+            };
+            for (actor, what, _) in &lost {
+                transcript.say(format!("ddbx: {actor}: {what}"));
+            }
+            end
+        }
         (None, None) => End::Complete,
         (None, Some(r)) => match gd.final_halt() {
             // Every process exited right at the halt: that is where the predicate held.

@@ -8,6 +8,7 @@ use super::events::MainEvent;
 use super::halted::{HaltedState, Observation, Resume};
 use super::halting::Halting;
 use super::handover::Handovers;
+use super::joins::Execs;
 use super::matcher::ConnectTable;
 use crate::actors::Registry;
 use ddbx_wire::ActorId;
@@ -50,6 +51,8 @@ pub(super) struct Tables {
     /// Replay: connections being passed from the process that took them to the actor whose
     /// accept returned them.
     pub(super) handovers: Handovers,
+    /// The execs LDs announced, and whether each new image joined.
+    pub(super) execs: Execs,
 }
 
 /// The state shared by the session's threads (see the module doc).
@@ -63,7 +66,18 @@ pub(crate) struct GdState {
     pub(super) manifest_dir: Option<PathBuf>,
     /// Where the LDs keep their state files.
     pub(super) state_dir: PathBuf,
+    /// Who may join: the session's secret (every `Hello` carries it) and ddbx's pid (every
+    /// peer descends from it).
+    pub(super) access: Access,
     events: mpsc::Sender<MainEvent>,
+}
+
+/// Who may talk to the GD: the descendants of `ddbx_pid` whose `Hello` carries `key`.
+pub(crate) struct Access {
+    /// The session's secret ([`ddbx_wire::env::GD_KEY`]).
+    pub(crate) key: String,
+    /// ddbx's pid.
+    pub(crate) ddbx_pid: i32,
 }
 
 /// What the session learnt about its processes, for the outcome and the manifest.
@@ -89,6 +103,7 @@ impl GdState {
         plans: Option<HashMap<ActorId, ReplayPlan>>,
         manifest_dir: Option<PathBuf>,
         state_dir: PathBuf,
+        access: Access,
         events: mpsc::Sender<MainEvent>,
     ) -> GdState {
         GdState {
@@ -97,6 +112,7 @@ impl GdState {
             plans,
             manifest_dir,
             state_dir,
+            access,
             events,
         }
     }
@@ -294,6 +310,7 @@ impl Tables {
             at_end: Vec::new(),
             observed: Vec::new(),
             handovers: Handovers::default(),
+            execs: Execs::default(),
         }
     }
 }

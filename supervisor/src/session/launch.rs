@@ -1,6 +1,7 @@
 //! Starting the root process: ddbx becomes a child subreaper (and, when it handles them,
 //! blocks SIGINT and SIGTERM for its signal thread), then starts the user's command with the
-//! preload in `LD_PRELOAD`, the GD's socket in `DDBX_GD`, the root's claim in `DDBX_SPAWN`,
+//! preload in `LD_PRELOAD`, the GD's socket in `DDBX_GD`, the session's secret in
+//! `DDBX_GD_KEY`, the root's claim in `DDBX_SPAWN`,
 //! and the signal mask ddbx itself was started with.
 
 use super::procs;
@@ -24,6 +25,8 @@ pub(super) struct Root<'a> {
     pub(super) preload: &'a Path,
     /// The GD's socket.
     pub(super) socket: &'a Path,
+    /// The session's secret.
+    pub(super) key: &'a str,
     /// ddbx's own pid (the root's claim names it as the parent).
     pub(super) ddbx_pid: i32,
     /// Whether this is a record (optimal tracing is chosen for a record only).
@@ -116,6 +119,7 @@ fn command(root: &Root<'_>) -> Command {
     command
         .env("LD_PRELOAD", ld_preload)
         .env(ddbx_wire::env::GD_SOCKET, root.socket)
+        .env(ddbx_wire::env::GD_KEY, root.key)
         .env(ddbx_wire::env::SPAWN, format!("{}:p0:1", root.ddbx_pid));
     if let Some(log) = std::env::var_os(ddbx_wire::env::LD_LOG) {
         command.env(ddbx_wire::env::LD_LOG, log);

@@ -23,9 +23,13 @@ impl LdWriter {
         }
     }
 
-    /// Sends the handshake's answer (`Welcome` or `Refuse`; not counted as a control message).
-    pub(crate) fn send_handshake(&self, msg: &GdToLd) -> std::io::Result<()> {
-        self.write_line(&proto::encode(msg))
+    /// Sends the handshake's answer (`Welcome` or `Refuse`; not counted as a control message),
+    /// with the descriptors the GD opened for the LD.
+    pub(crate) fn send_handshake(&self, msg: &GdToLd, fds: &[OwnedFd]) -> std::io::Result<()> {
+        if fds.is_empty() {
+            return self.write_line(&proto::encode(msg));
+        }
+        self.write_with_fds(&proto::encode(msg), fds)
     }
 
     /// Sends one control message (ignored if the connection is closed: its LD is gone, and
@@ -38,25 +42,29 @@ impl LdWriter {
     /// Sends one message with a descriptor attached to it (`SCM_RIGHTS`; ignored if the
     /// connection is closed).
     pub(crate) fn send_with_fd(&self, msg: &GdToLd, fd: &OwnedFd) {
-        let line = proto::encode(msg);
+        let _ = self.write_with_fds(&proto::encode(msg), std::slice::from_ref(fd));
+    }
+
+    /// Writes `line` with `fds` attached to its first byte.
+    fn write_with_fds(&self, line: &str, fds: &[OwnedFd]) -> std::io::Result<()> {
         let mut stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        let fds = [fd.as_raw_fd()];
+        let raw: Vec<i32> = fds.iter().map(AsRawFd::as_raw_fd).collect();
         let sent = loop {
             let iov = [IoSlice::new(line.as_bytes())];
             match sendmsg::<()>(
                 stream.as_raw_fd(),
                 &iov,
-                &[ControlMessage::ScmRights(&fds)],
+                &[ControlMessage::ScmRights(&raw)],
                 MsgFlags::empty(),
                 None,
             ) {
                 Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => return,
+                Err(e) => return Err(e.into()),
                 Ok(n) => break n,
             }
         };
-        // The descriptor went with the first byte; the rest of a long line follows.
-        let _ = stream.write_all(&line.as_bytes()[sent..]);
+        // The descriptors went with the first byte; the rest of a long line follows.
+        stream.write_all(&line.as_bytes()[sent..])
     }
 
     fn write_line(&self, line: &str) -> std::io::Result<()> {

@@ -28,6 +28,7 @@ mod gd_state;
 mod halted;
 pub mod halting;
 mod handover;
+mod joins;
 mod launch;
 mod ld_writer;
 mod main_loop;
@@ -54,6 +55,7 @@ use events::MainEvent;
 use gd_state::{GdState, Tables};
 use halting::Halting;
 use main_loop::{LoopEnd, MainLoop};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
@@ -166,6 +168,7 @@ pub const DDBX_VARIABLES: &[&str] = &[
     ddbx_wire::env::LD_LOG,
     ddbx_wire::env::TRACE,
     ddbx_wire::env::TRACE_CHECK,
+    ddbx_wire::env::GD_KEY,
     "DDBX_PRELOAD",
 ];
 
@@ -200,7 +203,12 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         host: &host,
     };
     let (events_tx, events_rx) = mpsc::channel::<MainEvent>();
-    let (gd, listener) = start_gd(&mode, &runtime, &facts, ddbx_pid, &manifest_dir, &events_tx)?;
+    let key = procs::session_key().map_err(|e| Error::io("cannot read /dev/urandom", e))?;
+    let access = gd_state::Access {
+        key: key.clone(),
+        ddbx_pid,
+    };
+    let (gd, listener) = start_gd(&mode, &runtime, &facts, access, &manifest_dir, &events_tx)?;
 
     let root = launch::Root {
         program: &program,
@@ -209,6 +217,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         env: &env,
         preload: &preload,
         socket: &runtime.socket(),
+        key: &key,
         ddbx_pid,
         record: mode.recording().is_none(),
         handle_signals,
@@ -259,11 +268,12 @@ fn start_gd(
     mode: &SessionMode,
     runtime: &RuntimeDir,
     facts: &manifest::RunFacts<'_>,
-    ddbx_pid: i32,
+    access: gd_state::Access,
     manifest_dir: &Option<PathBuf>,
     events: &mpsc::Sender<MainEvent>,
 ) -> Result<(Arc<GdState>, UnixListener)> {
     let recording = mode.recording();
+    let ddbx_pid = access.ddbx_pid;
     let registry = match recording {
         None => Registry::for_record(ddbx_pid, facts.host),
         Some(r) => Registry::for_replay(ddbx_pid, facts.host, r.manifest.actors.clone()),
@@ -276,6 +286,9 @@ fn start_gd(
     let socket = runtime.socket();
     let listener =
         UnixListener::bind(&socket).map_err(|e| Error::io_at("cannot listen on", &socket, e))?;
+    // Any uid may connect (a program may switch users); the acceptor checks who did.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
+        .map_err(|e| Error::io_at("cannot set the mode of", &socket, e))?;
     let halting = match (mode.halt_request(), recording) {
         (Some(request), Some(r)) => Some(Halting::new(r, request, runtime.state_dir())),
         _ => None,
@@ -285,6 +298,7 @@ fn start_gd(
         plans,
         manifest_dir.clone(),
         runtime.state_dir(),
+        access,
         events.clone(),
     );
     Ok((Arc::new(gd), listener))

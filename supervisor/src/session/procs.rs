@@ -131,6 +131,47 @@ pub fn peer_pid(stream: &std::os::unix::net::UnixStream) -> Option<i32> {
         .map(|cred| cred.pid())
 }
 
+/// Whether process `pid` descends from process `ancestor` (its parent chain in `/proc` reaches
+/// it). A parent that exits while the chain is read re-parents its children to the nearest
+/// subreaper (ddbx, for a session's processes): the child's parent is then read again.
+pub fn is_descendant(pid: i32, ancestor: i32) -> bool {
+    let parent_of = |p: i32| stat_field(p, 4).and_then(|f| f.parse::<i32>().ok());
+    let mut child = pid;
+    // Bounded: a chain is never longer than the number of processes, and each retry follows
+    // a re-parenting, which only shortens it.
+    for _ in 0..4096 {
+        let Some(parent) = parent_of(child) else {
+            return false;
+        };
+        if parent == ancestor {
+            return true;
+        }
+        if parent <= 1 {
+            return false;
+        }
+        // The parent may have gone since: then read the child's parent again.
+        if parent_of(parent).is_some() {
+            child = parent;
+        }
+    }
+    false
+}
+
+/// The credentials (pid, uid) of the process at the other end of a Unix stream socket.
+pub fn peer_credentials(stream: &std::os::unix::net::UnixStream) -> Option<(i32, u32)> {
+    getsockopt(stream, PeerCredentials)
+        .ok()
+        .map(|cred| (cred.pid(), cred.uid()))
+}
+
+/// 16 random bytes from the kernel, in hex: a session's secret.
+pub fn session_key() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// SIGINT and SIGTERM, the signals that stop a session.
 fn stop_signals() -> SigSet {
     let mut set = SigSet::empty();
@@ -185,6 +226,28 @@ impl StopSignalReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn knows_its_descendants() {
+        let me = std::process::id() as i32;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let kid = child.id() as i32;
+        assert!(is_descendant(kid, me));
+        assert!(!is_descendant(me, kid));
+        assert!(!is_descendant(1, me));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn keys_differ() {
+        let (a, b) = (session_key().unwrap(), session_key().unwrap());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+    }
 
     #[test]
     fn reads_own_stat() {

@@ -1,10 +1,16 @@
-//! The session's private runtime directory: `gd.sock` and `state/`, removed at the end.
+//! The session's runtime directory: `gd.sock` and `state/`, removed at the end.
+//!
+//! The directory is 0711: any uid can reach `gd.sock` (0666) by its name, so that a program
+//! that switches to another user (`runuser`, a server calling `setuid` after binding) still
+//! joins its session; nobody can list it, and `state/` (0700) stays ddbx's. Who may talk to
+//! the GD is checked on every connection instead (the peer must descend from ddbx and know the
+//! session's secret: `supervisor/src/session/connections/mod.rs`).
 
 use crate::error::{Error, Result};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -32,7 +38,6 @@ fn remove_stale(tmp: &Path) {
         ) else {
             continue;
         };
-        use std::os::unix::fs::MetadataExt;
         let owned = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
         // Signal 0 only checks that the process exists (EPERM: it does, and is not ours).
         let alive = matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM));
@@ -42,8 +47,9 @@ fn remove_stale(tmp: &Path) {
     }
 }
 
-/// A directory `ddbx-<pid>-<random>` with mode 0700 under `$TMPDIR` (or `/tmp` when `$TMPDIR`
-/// is unset or too long for a socket path). Removed with everything in it when dropped.
+/// A directory `ddbx-<pid>-<random>` with mode 0711 under `$TMPDIR` (or `/tmp` when `$TMPDIR`
+/// is unset, too long for a socket path, or out of other users' reach). Removed with
+/// everything in it when dropped.
 #[derive(Debug)]
 pub struct RuntimeDir {
     path: PathBuf,
@@ -55,6 +61,7 @@ impl RuntimeDir {
         let tmp = std::env::var_os("TMPDIR")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute() && p.as_os_str().len() + 40 < MAX_SOCKET_PATH)
+            .filter(|p| reachable_by_all(p))
             .unwrap_or_else(|| PathBuf::from("/tmp"));
         let pid = std::process::id();
         remove_stale(&tmp);
@@ -69,6 +76,9 @@ impl RuntimeDir {
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
                     let dir = RuntimeDir { path };
+                    // Traversable, not listable (set after creation: the umask could mask it).
+                    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
+                        .map_err(|e| Error::io_at("cannot set the mode of", dir.path(), e))?;
                     std::fs::DirBuilder::new()
                         .mode(0o700)
                         .create(dir.state_dir())
@@ -113,6 +123,13 @@ impl Drop for RuntimeDir {
     }
 }
 
+/// Whether every user may traverse `dir` and each directory above it (mode `o+x` all the way
+/// up): what a process that switched to another uid needs to reach a file inside.
+pub fn reachable_by_all(dir: &Path) -> bool {
+    dir.ancestors()
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.mode() & 0o001 != 0))
+}
+
 /// The 64-bit FNV-1a hash of some bytes.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -126,15 +143,19 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn is_private_and_removed_on_drop() {
+    fn is_traversable_not_listable_and_removed_on_drop() {
         let dir = RuntimeDir::create().unwrap();
         let path = dir.path().to_path_buf();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        assert!(dir.state_dir().is_dir());
+        assert_eq!(mode & 0o777, 0o711);
+        let state = std::fs::metadata(dir.state_dir())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(state & 0o777, 0o700);
+        assert!(reachable_by_all(&path));
         assert!(dir.socket().as_os_str().len() < 108);
         drop(dir);
         assert!(!path.exists());

@@ -337,6 +337,7 @@ mod tests {
                 exit: None,
                 reaps: Vec::new(),
                 signalled_by: Vec::new(),
+                unrecorded: None,
             });
         }
         Manifest {

@@ -58,4 +58,8 @@ pub mod env {
     /// optimal one (`<actor>.full.ron`), for checking optimal tracing against the offline
     /// analysis.
     pub const TRACE_CHECK: &str = "DDBX_TRACE_CHECK";
+    /// The session's secret (hex): every `Hello` must carry it. The GD's socket can be reached
+    /// by any uid (a program may drop privileges), so it also checks that the peer is one of
+    /// its descendants.
+    pub const GD_KEY: &str = "DDBX_GD_KEY";
 }

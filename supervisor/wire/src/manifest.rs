@@ -73,6 +73,10 @@ pub struct ActorInfo {
     /// waits for that kill rather than ending the process where its history ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signalled_by: Vec<(ActorId, i32)>,
+    /// Why its last image ran unrecorded, when it did (it exec'd, and the new image never
+    /// joined the session: `ddbx ps` says "unrecorded", not "killed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecorded: Option<String>,
 }
 
 /// A child reaped by an actor's wait.
@@ -295,6 +299,7 @@ mod tests {
                 exit: Some(ExitStatus::Exited(0)),
                 reaps: Vec::new(),
                 signalled_by: Vec::new(),
+                unrecorded: None,
             }],
             passthrough: vec![],
             problem: None,
@@ -322,6 +327,7 @@ mod tests {
             exit: None,
             reaps: Vec::new(),
             signalled_by: Vec::new(),
+            unrecorded: None,
         };
         let mut m = Manifest {
             format: FORMAT_VERSION,

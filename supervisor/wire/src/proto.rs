@@ -58,6 +58,10 @@ pub enum LdToGd {
         claim: Claim,
         /// The program image's arguments.
         argv: Vec<String>,
+        /// The session's secret, from [`crate::env::GD_KEY`] (a `Hello` without the right one
+        /// is refused).
+        #[serde(default)]
+        key: String,
     },
     /// Replay: a connect succeeded; this is its address, for the acceptor's [`LdToGd::WhoIs`].
     Connected {
@@ -205,6 +209,47 @@ pub enum LdToGd {
         /// made to stand for a peer outside the session, that LD's actor and its accept event.
         connector: (ActorId, u64),
     },
+    /// The actor's process is about to exec `program` as `uid`: its new image must say
+    /// `Hello` (the GD reports an image that never does: the preload could not be loaded, or
+    /// its LD could not join).
+    Execing {
+        /// The actor.
+        actor: ActorId,
+        /// What it execs (as the program named it; empty when unnamed, as for fexecve).
+        program: String,
+        /// Its real and effective uid at the exec.
+        uid: (u32, u32),
+    },
+    /// The exec announced by [`LdToGd::Execing`] failed: the image goes on.
+    ExecFailed {
+        /// The actor.
+        actor: ActorId,
+    },
+    /// The actor's posix_spawn of `program` as `uid` made its child number `index`: that
+    /// child must say `Hello` (claiming `Spawn { parent: actor, index }`).
+    Spawned {
+        /// The parent actor.
+        actor: ActorId,
+        /// The child's number.
+        index: u32,
+        /// What it runs (as the program named it).
+        program: String,
+        /// The parent's real and effective uid.
+        uid: (u32, u32),
+    },
+}
+
+/// A descriptor the GD opened for an LD and sent with its `Welcome` (`SCM_RIGHTS`), so that a
+/// process that switched to another uid still reaches its files in the private recording and
+/// runtime directories.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Passed {
+    /// `history_out`, open for appending.
+    History,
+    /// `state_file`, open for reading and writing.
+    State,
+    /// The replay plan's `history`, open for reading.
+    Replay,
 }
 
 /// One accept of the actor being replayed, and the connect it must return.
@@ -272,10 +317,14 @@ pub enum GdToLd {
         /// Per-actor state file (event counter shared across exec).
         state_file: String,
         /// Replay only: what to follow.
-        replay: Option<ReplayPlan>,
+        replay: Option<Box<ReplayPlan>>,
         /// Halting replay only (`stop if`): this actor's part.
         #[serde(default)]
         halting: Option<HaltPlan>,
+        /// The descriptors that come with this message, in order (the LD opens by path what
+        /// is not among them).
+        #[serde(default)]
+        passed: Vec<Passed>,
     },
     /// Answer to `WhoIs`: the connect event that made this connection (`None`: not managed).
     Peer {
@@ -348,6 +397,7 @@ mod tests {
                     index: 1,
                 },
                 argv: vec!["a\nb".into()],
+                key: "0f".into(),
             },
             LdToGd::Diverged {
                 actor: ActorId(2),

@@ -1,6 +1,6 @@
 //! The messages an LD sends after its handshake, handled by kind: replay matching
 //! (`Connected`, `WhoIs`, `AtEnd`), facts about the processes (`Signal`, `Passthrough`,
-//! `Reaped`, `Exiting`, `Observed`), problems that stop the session (`Diverged`,
+//! `Reaped`, `Exiting`, `Observed`, `Execing`, `ExecFailed`), problems that stop the session (`Diverged`,
 //! `Unsupported`), and the halting notes (`Need`, `Passive`, `State`).
 
 use super::note;
@@ -73,6 +73,9 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             actor: Some(actor),
             what,
         })),
+        LdToGd::Execing { .. } | LdToGd::ExecFailed { .. } | LdToGd::Spawned { .. } => {
+            must_join(gd, from, message);
+        }
         LdToGd::Need { actor, event } => {
             if let Some(h) = gd.lock().halting.as_mut() {
                 h.need(actor, event);
@@ -129,6 +132,26 @@ fn out_of_place(gd: &GdState, from: &Connection, message: &LdToGd) {
         _ => "handed over a connection that was not passed on",
     };
     note(gd, format!("ddbx: internal: {me} {what}"));
+}
+
+/// An exec or a spawn announced, or an exec that failed: the new image must say `Hello`.
+fn must_join(gd: &GdState, from: &Connection, message: LdToGd) {
+    let mut tables = gd.lock();
+    match message {
+        LdToGd::Execing {
+            actor,
+            program,
+            uid,
+        } => tables.execs.announced(actor, from.pid, program, uid),
+        LdToGd::ExecFailed { actor } => tables.execs.failed(actor, from.pid),
+        LdToGd::Spawned {
+            actor,
+            index,
+            program,
+            uid,
+        } => tables.execs.spawned(actor, index, program, uid),
+        _ => {}
+    }
 }
 
 // Replay matching.

@@ -69,19 +69,45 @@ fn accept_all(listener: &UnixListener, gd: &Arc<GdState>) {
 
 /// Serves one LD connection until it closes.
 fn serve(gd: &GdState, stream: UnixStream) {
+    // The socket can be reached by any uid: only the session's own processes may go on.
+    let Some(peer) = session_peer(gd, &stream) else {
+        return;
+    };
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
     let mut reader = LdReader::new(read_half);
-    let Some(hello) = read_hello(gd, &mut reader) else {
+    let Some((hello, key)) = read_hello(gd, &mut reader) else {
         return;
     };
+    if !keys_match(&key, &gd.access.key) {
+        // One of the session's processes that does not hold its secret: it cannot be
+        // recorded, and a record that lost a process must not succeed.
+        let what = format!(
+            "pid {} (uid {}, `{}`) tried to join the session without its secret ({}): it              runs unrecorded",
+            peer.0,
+            peer.1,
+            hello.argv.join(" "),
+            ddbx_wire::env::GD_KEY
+        );
+        let refusal = ddbx_wire::proto::GdToLd::Refuse { why: what.clone() };
+        let _ = LdWriter::new(stream).send_handshake(&refusal, &[]);
+        gd.send(MainEvent::Stop(super::outcome::End::Unsupported {
+            actor: None,
+            what,
+        }));
+        return;
+    }
     let writer = LdWriter::new(stream);
     let greeting = welcome::welcome(gd, &hello);
     // A refused process is gone from the session's point of view once told so.
-    if writer.send_handshake(&greeting.reply).is_err() {
+    if writer
+        .send_handshake(&greeting.reply, &greeting.fds)
+        .is_err()
+    {
         return;
     }
+    drop(greeting.fds);
     let Some(actor) = greeting.actor else {
         return;
     };
@@ -127,6 +153,37 @@ fn serve(gd: &GdState, stream: UnixStream) {
     }
 }
 
+/// The peer's pid and uid when it is one of the session's processes (a descendant of ddbx);
+/// `None` after noting who else connected.
+fn session_peer(gd: &GdState, stream: &UnixStream) -> Option<(i32, u32)> {
+    let peer = procs::peer_credentials(stream);
+    if let Some((pid, uid)) = peer
+        && pid > 0
+        && procs::is_descendant(pid, gd.access.ddbx_pid)
+    {
+        return Some((pid, uid));
+    }
+    let who = match peer {
+        Some((pid, uid)) => format!("pid {pid} (uid {uid})"),
+        None => "a process whose credentials could not be read".to_string(),
+    };
+    note(
+        gd,
+        format!("ddbx: refused a connection from {who}: not a process of this session"),
+    );
+    None
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+fn keys_match(given: &str, key: &str) -> bool {
+    given.len() == key.len()
+        && given
+            .bytes()
+            .zip(key.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 /// Replay: `actor` handed over a connection (`fd`) that `connector` made.
 fn handed_over(
     gd: &GdState,
@@ -147,8 +204,8 @@ fn handed_over(
 }
 
 /// Reads the connection's first message, which must be `Hello`, with what the GD learns of the
-/// process on its own (its start time).
-fn read_hello(gd: &GdState, reader: &mut LdReader) -> Option<HelloFacts> {
+/// process on its own (its start time), and the secret it carried.
+fn read_hello(gd: &GdState, reader: &mut LdReader) -> Option<(HelloFacts, String)> {
     let first = reader.read_line()?;
     match proto::decode::<LdToGd>(&first) {
         Ok(LdToGd::Hello {
@@ -157,14 +214,18 @@ fn read_hello(gd: &GdState, reader: &mut LdReader) -> Option<HelloFacts> {
             ppid,
             claim,
             argv,
-        }) => Some(HelloFacts {
-            protocol,
-            pid,
-            ppid,
-            claim,
-            argv,
-            start_time: procs::start_time(pid),
-        }),
+            key,
+        }) => Some((
+            HelloFacts {
+                protocol,
+                pid,
+                ppid,
+                claim,
+                argv,
+                start_time: procs::start_time(pid),
+            },
+            key,
+        )),
         Ok(other) => {
             note(
                 gd,

@@ -11,7 +11,11 @@ use crate::session::outcome::{Divergence, End};
 use ddbx_wire::ActorId;
 use ddbx_wire::history::Origin;
 use ddbx_wire::manifest::Manifest;
-use ddbx_wire::proto::{GdToLd, HaltPlan, Mode};
+use ddbx_wire::proto::{GdToLd, HaltPlan, Mode, Passed};
+use std::fs::{File, OpenOptions};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::MutexGuard;
 
 /// The answer to a `Hello`.
@@ -22,6 +26,8 @@ pub(super) struct Greeting {
     pub(super) incarnation: u64,
     /// What to send.
     pub(super) reply: GdToLd,
+    /// The descriptors that go with it (the `Welcome`'s `passed`, in order).
+    pub(super) fds: Vec<OwnedFd>,
 }
 
 /// Resolves a `Hello` and makes the reply.
@@ -55,11 +61,18 @@ pub(super) fn welcome(gd: &GdState, hello: &HelloFacts) -> Greeting {
                 argv: hello.argv.clone(),
                 exec,
             }));
-            let reply = welcome_reply(gd, actor, origin, exec, halting);
+            if exec {
+                gd.lock().execs.joined(actor, hello.pid);
+            }
+            if let ddbx_wire::proto::Claim::Spawn { parent, index } = hello.claim {
+                gd.lock().execs.spawn_joined(parent, index);
+            }
+            let (reply, fds) = welcome_reply(gd, actor, origin, exec, halting);
             Greeting {
                 actor: Some(actor),
                 incarnation,
                 reply,
+                fds,
             }
         }
         Resolution::Refuse { why, .. } => {
@@ -88,15 +101,48 @@ fn append_to_manifest(gd: &GdState, tables: MutexGuard<'_, Tables>, actor: Actor
     }
 }
 
-/// The `Welcome` of `actor`.
+/// The `Welcome` of `actor`, and the descriptors that go with it: the GD opens the actor's
+/// files itself, so that a process that switched to another uid still writes its history in
+/// the private recording directory (the LD opens by path what could not be opened here).
 fn welcome_reply(
     gd: &GdState,
     actor: ActorId,
     origin: Origin,
     exec: bool,
     halting: Option<HaltPlan>,
-) -> GdToLd {
-    GdToLd::Welcome {
+) -> (GdToLd, Vec<OwnedFd>) {
+    let history_out = gd
+        .manifest_dir
+        .as_ref()
+        .map(|d| Manifest::history_path(d, actor));
+    let state_file = gd.state_dir.join(actor.to_string());
+    let replay = gd
+        .plans
+        .as_ref()
+        .map(|plans| Box::new(plans.get(&actor).cloned().unwrap_or_default()));
+    let files = [
+        (Passed::State, Some(open_private(&state_file, false))),
+        (
+            Passed::History,
+            history_out.as_deref().map(|p| open_private(p, true)),
+        ),
+        (
+            Passed::Replay,
+            replay
+                .as_ref()
+                .filter(|plan| !plan.history.is_empty())
+                .map(|plan| ddbx_wire::file::open_regular(Path::new(&plan.history))),
+        ),
+    ];
+    let mut passed = Vec::new();
+    let mut fds = Vec::new();
+    for (what, file) in files {
+        if let Some(Ok(file)) = file {
+            passed.push(what);
+            fds.push(OwnedFd::from(file));
+        }
+    }
+    let reply = GdToLd::Welcome {
         actor,
         origin,
         exec,
@@ -105,22 +151,26 @@ fn welcome_reply(
         } else {
             Mode::Record
         },
-        history_out: gd.manifest_dir.as_ref().map(|d| {
-            Manifest::history_path(d, actor)
-                .to_string_lossy()
-                .into_owned()
-        }),
-        state_file: gd
-            .state_dir
-            .join(actor.to_string())
-            .to_string_lossy()
-            .into_owned(),
-        replay: gd
-            .plans
-            .as_ref()
-            .map(|plans| plans.get(&actor).cloned().unwrap_or_default()),
+        history_out: history_out.map(|p| p.to_string_lossy().into_owned()),
+        state_file: state_file.to_string_lossy().into_owned(),
+        replay,
         halting,
-    }
+        passed,
+    };
+    (reply, fds)
+}
+
+/// Opens (creating it 0600, not through a symbolic link) a file of the actor's: for reading and
+/// writing, or, with `append`, for appending.
+fn open_private(path: &Path, append: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(!append)
+        .write(!append)
+        .append(append)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// Refuses a process: the LD is told first; the session then stops (a replay diverged, or a
@@ -145,5 +195,6 @@ fn refuse(gd: &GdState, hello: &HelloFacts, why: String) -> Greeting {
         actor: None,
         incarnation: 0,
         reply: GdToLd::Refuse { why },
+        fds: Vec::new(),
     }
 }

@@ -102,6 +102,18 @@ pub fn trace_of(path: &Path) -> Trace {
         .map_or(Trace::Full, |r| r.trace())
 }
 
+/// What the history open as `file` logs, from its header (as [`trace_of`]); reads from the
+/// file's start and leaves its offset there.
+pub fn trace_of_file(file: &std::fs::File) -> Trace {
+    use std::io::Seek;
+    let mut file = file;
+    let trace = Reader::new(Path::new("?"), std::io::BufReader::new(file))
+        .ok()
+        .map_or(Trace::Full, |r| r.trace());
+    let _ = file.rewind();
+    trace
+}
+
 /// Whether any history of the recording at `dir` was made by optimal tracing.
 pub fn recording_is_optimal(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir.join("history")) else {
@@ -173,6 +185,12 @@ impl History {
             line: 0,
             problem: format!("cannot read the history: {e}"),
         })?;
+        History::read(Reader::new(path, std::io::BufReader::new(file))?)
+    }
+
+    /// Reads and checks a history already open as `file` (from its start); `path` is only
+    /// used in error messages.
+    pub fn load_file(path: &Path, file: std::fs::File) -> Result<History, HistoryError> {
         History::read(Reader::new(path, std::io::BufReader::new(file))?)
     }
 
