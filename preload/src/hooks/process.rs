@@ -182,10 +182,12 @@ unsafe fn prepare_exec(
 ) -> CStringArray {
     // SAFETY: as the caller promises.
     unsafe { report_if_static(path, search) };
-    if let Some(ld) = ld::running()
-        && ld.mode == Mode::Record
-    {
-        record::process::exec(ld);
+    if let Some(ld) = ld::running() {
+        match ld.mode {
+            Mode::Record => record::process::exec(ld),
+            // The values read so far belong to this image's part of the replay's history.
+            Mode::Replay => ld.flush_values(),
+        }
     }
     // SAFETY: as the caller promises.
     let program = unsafe { read_env(envp) };
