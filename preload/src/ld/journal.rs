@@ -35,6 +35,16 @@ impl Ld {
         }
         let saved = self.values.deltas;
         let log = &mut self.values;
+        // The hot path: a clock read, formatted by hand.
+        if let Some(n) = log.deltas.write_number(&mut log.buf[log.len..], value)
+            && log.len + n < log.buf.len()
+        {
+            log.buf[log.len + n] = b'\n';
+            log.len += n + 1;
+            return;
+        }
+        let log = &mut self.values;
+        log.deltas = saved;
         let mut out = Tail {
             buf: &mut log.buf[log.len..],
             len: 0,

@@ -128,7 +128,7 @@ pub struct ValueLog {
 }
 
 /// The size of [`ValueLog::buf`].
-pub const VALUE_LOG_BYTES: usize = 4096;
+pub const VALUE_LOG_BYTES: usize = 16384;
 
 impl ValueLog {
     /// Empty, with no delta base (the first value of each key is written whole).
