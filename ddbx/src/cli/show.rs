@@ -304,6 +304,7 @@ fn values_after(history: &History, n: u64) -> Option<String> {
                         .sum();
                     format!("{bytes} bytes")
                 }
+                _ if of.len() == 1 => return format!("{} ×1", key_name(*k)),
                 _ => {
                     let (first, last) = (of[0].number(), of[of.len() - 1].number());
                     let unit = match k {
