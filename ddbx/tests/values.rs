@@ -109,4 +109,15 @@ fn clock_reads_the_record_did_not_log_do_not_diverge() {
     let values = text.lines().filter(|l| l.starts_with("~c1")).count();
     assert!(values > 10, "{text}");
     DDBX.assert_replays(&rec, &recorded, 3, &histories(&rec), &histories);
+    // Replay 1 and 3 looped ten times as long as the record: they read the clock more often
+    // (the values past the record's are the real clock's, continued); replay 2 as long.
+    let reads = |dir: &Path| {
+        let text = std::fs::read_to_string(dir.join("history/p1.ron")).unwrap();
+        text.lines().filter(|l| l.starts_with("~c1")).count()
+    };
+    let replayed = reads(&tmp.join("replay1"));
+    assert!(
+        replayed > values,
+        "replay 1 read the clock {replayed} times, the record {values}"
+    );
 }
