@@ -2,8 +2,8 @@
  * clock_retry: a client that waits out a deadline with timed selects and decides from the clock
  * between them (issue #10, class 4: what a client library's retry loop does).
  *
- * The parent makes a socketpair and forks a peer that waits a random time (DDBX_JITTER) before
- * it sends one byte. The parent selects on its end with a 1 ms timeout; after every empty
+ * The parent listens on TCP and forks a peer that connects, waits a random time (DDBX_JITTER)
+ * and sends one byte. The parent accepts it and selects on it with a 1 ms timeout; after every empty
  * select it reads CLOCK_MONOTONIC and, once 5 ms have passed since it started, stops waiting
  * with selects and tells the peer "late" (then reads the byte with a blocking read); if the
  * byte comes first it tells it "early". It prints how many empty selects it made, which way it
@@ -22,7 +22,7 @@ static long long ns_of(const struct timespec *t)
 
 int main(void)
 {
-    int sv[2], empties = 0, late = 0, fd;
+    int lfd, port, conn, empties = 0, late = 0, fd;
     struct timespec start, now;
     struct timeval tv;
     unsigned char r[4], e[4], u[4];
@@ -30,18 +30,19 @@ int main(void)
     pid_t pid;
 
     program_start();
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-        die("socketpair");
+    lfd = bind_any(&port, 1);
     pid = fork_or_die();
     if (pid == 0) {
-        close_or_die(sv[0]);
-        client_start();
-        write_all(sv[1], "x", 1);
-        if (read_retry(sv[1], &c, 1) != 1)
+        close_or_die(lfd);
+        jitter_init();
+        conn = connect_to(port);
+        jitter();
+        write_all(conn, "x", 1);
+        if (read_retry(conn, &c, 1) != 1)
             fail("peer: no answer");
         _exit(0);
     }
-    close_or_die(sv[1]);
+    conn = accept_one(lfd);
     if (clock_gettime(CLOCK_MONOTONIC, &start) < 0)
         die("clock_gettime");
     for (;;) {
@@ -49,8 +50,8 @@ int main(void)
         struct timeval t = {0, 1000};
 
         FD_ZERO(&rs);
-        FD_SET(sv[0], &rs);
-        int n = select(sv[0] + 1, &rs, NULL, NULL, &t);
+        FD_SET(conn, &rs);
+        int n = select(conn + 1, &rs, NULL, NULL, &t);
         if (n < 0)
             die("select");
         if (n > 0)
@@ -63,8 +64,8 @@ int main(void)
             break;
         }
     }
-    write_all(sv[0], late ? "L" : "E", 1);
-    if (read_retry(sv[0], &c, 1) != 1)
+    write_all(conn, late ? "L" : "E", 1);
+    if (read_retry(conn, &c, 1) != 1)
         fail("no byte");
     wait_ok(pid);
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r || getentropy(e, sizeof e) < 0)
