@@ -54,6 +54,8 @@ pub const PAIRED: u16 = 256;
 pub const CONNECTING: u16 = 512;
 /// An epoll instance.
 pub const EPOLL: u16 = 1024;
+/// `/dev/urandom` or `/dev/random`: what a read returns is recorded as a value.
+pub const RANDOM: u16 = 2048;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
 struct Description {
@@ -305,6 +307,12 @@ fn classify(fd: c_int) -> u16 {
                 KNOWN | nonblock | socket_bits(domain, ty) | if accepting { LISTENING } else { 0 }
             }
             libc::S_IFIFO => KNOWN | nonblock | PIPE,
+            // /dev/random (1, 8) and /dev/urandom (1, 9).
+            libc::S_IFCHR
+                if libc::major(st.st_rdev) == 1 && matches!(libc::minor(st.st_rdev), 8 | 9) =>
+            {
+                KNOWN | nonblock | RANDOM
+            }
             _ => KNOWN | nonblock,
         }
     }

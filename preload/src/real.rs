@@ -29,9 +29,9 @@ fn lookup(name: &'static [u8]) -> usize {
 
 macro_rules! reals {
     ($( fn $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {
-        /// Cached addresses, one per real function.
+        /// Cached addresses, one per real function (0: not resolved yet).
         #[allow(non_upper_case_globals)]
-        mod slot {
+        pub mod slot {
             use super::AtomicUsize;
             $( pub static $name: AtomicUsize = AtomicUsize::new(0); )*
         }
@@ -140,6 +140,11 @@ reals! {
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
     fn fileno(stream: *mut libc::FILE) -> c_int;
     fn fileno_unlocked(stream: *mut libc::FILE) -> c_int;
+    fn clock_gettime(clock: libc::clockid_t, tp: *mut timespec) -> c_int;
+    fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int;
+    fn time(t: *mut libc::time_t) -> libc::time_t;
+    fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t;
+    fn getentropy(buf: *mut c_void, n: size_t) -> c_int;
 }
 
 static FCNTL: AtomicUsize = AtomicUsize::new(0);

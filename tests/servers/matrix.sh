@@ -112,8 +112,8 @@ for i in $(seq 1 "$REPLAYS"); do
     if [ "$rc" = 124 ]; then hangs=$((hangs + 1)); else hangs=0; fi
 done
 
-# The middle event of the actor with the most events.
-biggest=$(wc -l "$out"/rec/history/p*.ron | grep -v total | sort -n | tail -1)
+# The middle event of the actor with the most events (value lines, `~…`, are not events).
+biggest=$(for h in "$out"/rec/history/p*.ron; do echo "$(grep -vc '^~' "$h") $h"; done | sort -n | tail -1)
 actor=$(basename "$(echo "$biggest" | awk '{ print $2 }')" .ron)
 events=$(($(echo "$biggest" | awk '{ print $1 }') - 1))
 at="$actor:$((events / 2))"

@@ -140,7 +140,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             info.pid,
             info.host
         );
-        print_lines(&lines);
+        print_lines(&lines, history);
         if history.truncated {
             println!("(the history ends inside a record: the process was killed while writing it)");
         }
@@ -241,8 +241,11 @@ fn listing_json(info: &ActorInfo, history: &History, lines: &[Line]) -> serde_js
 }
 
 /// The text output's events, one line each.
-fn print_lines(lines: &[Line]) {
+fn print_lines(lines: &[Line], history: &History) {
     let width = lines.len().to_string().len().max(3);
+    if let Some(v) = values_after(history, 0) {
+        println!("{:>width$}  {v}", "");
+    }
     for l in lines {
         let mut text = format!("{:>width$}  {}", l.n, l.record);
         if let Some(p) = &l.peer {
@@ -261,5 +264,59 @@ fn print_lines(lines: &[Line]) {
             ));
         }
         println!("{text}");
+        if let Some(v) = values_after(history, l.n) {
+            println!("{:>width$}  {v}", "");
+        }
     }
+}
+
+/// The values (clock reads, random bytes: not events) the program got after event `n`, in one
+/// line: `· values: monotonic ×3 (+1.204 ms), random ×1 (16 bytes)`.
+fn values_after(history: &History, n: u64) -> Option<String> {
+    use ddbx_supervisor::wire::history::value::{Value, ValueKey, key_name};
+    let start = history.values.partition_point(|(after, _)| *after < n);
+    let gap: Vec<&Value> = history.values[start..]
+        .iter()
+        .take_while(|(after, _)| *after == n)
+        .map(|(_, v)| v)
+        .collect();
+    if gap.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<ValueKey> = Vec::new();
+    for v in &gap {
+        if !keys.contains(&v.key()) {
+            keys.push(v.key());
+        }
+    }
+    let parts: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let of: Vec<&&Value> = gap.iter().filter(|v| v.key() == *k).collect();
+            let span = match k {
+                ValueKey::Random => {
+                    let bytes: usize = of
+                        .iter()
+                        .map(|v| match v {
+                            Value::Random { bytes } => bytes.len(),
+                            _ => 0,
+                        })
+                        .sum();
+                    format!("{bytes} bytes")
+                }
+                _ if of.len() == 1 => return format!("{} ×1", key_name(*k)),
+                _ => {
+                    let (first, last) = (of[0].number(), of[of.len() - 1].number());
+                    let unit = match k {
+                        ValueKey::Clock(_) => 1_000_000.0,
+                        ValueKey::TimeOfDay => 1_000.0,
+                        _ => 0.001,
+                    };
+                    format!("over {:.3} ms", (last - first) as f64 / unit)
+                }
+            };
+            format!("{} ×{} ({span})", key_name(*k), of.len())
+        })
+        .collect();
+    Some(format!("· values: {}", parts.join(", ")))
 }

@@ -25,6 +25,9 @@ fn on_recv(
     gather: impl Fn(usize) -> Vec<u8>,
 ) -> isize {
     let len = into.len();
+    if crate::fds::kind(fd) & crate::fds::RANDOM != 0 {
+        return random_read(fd, into, call, gather);
+    }
     let Some(ld) = ld_for_io(fd) else {
         return call(len);
     };
@@ -32,6 +35,37 @@ fn on_recv(
         Mode::Record => record::io::recv(ld, fd, len, call, gather),
         Mode::Replay => replay::io::recv(ld, fd, len, into, call),
     }
+}
+
+/// A read of `/dev/urandom` or `/dev/random`: its bytes are a value (`values.rs`).
+fn random_read(
+    _fd: c_int,
+    into: &mut ProgramReceive,
+    mut call: impl FnMut(usize) -> isize,
+    gather: impl Fn(usize) -> Vec<u8>,
+) -> isize {
+    use replay::held::Receiver;
+    let len = into.len();
+    let n = call(len);
+    let Some(ld) = super::values::values_ld() else {
+        return n;
+    };
+    let errno = crate::sys::errno();
+    if ld.mode == Mode::Replay
+        && let Some(bytes) = replay::values::take_random(ld, |m| m <= len)
+    {
+        into.fill(&bytes);
+        let m = bytes.len();
+        record::values::log(ld, &ddbx_wire::history::value::Value::Random { bytes });
+        crate::sys::set_errno(errno);
+        return m as isize;
+    }
+    if n > 0 {
+        let bytes = gather(n as usize);
+        record::values::log(ld, &ddbx_wire::history::value::Value::Random { bytes });
+    }
+    crate::sys::set_errno(errno);
+    n
 }
 
 /// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`;

@@ -12,6 +12,7 @@ pub mod process;
 pub mod signal;
 pub mod socket;
 pub mod stdio;
+pub mod values;
 pub mod wait;
 
 /// Defines an exported hook: enters the guard, or calls the real function when already inside.

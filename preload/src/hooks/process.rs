@@ -183,10 +183,12 @@ unsafe fn prepare_exec(
     // SAFETY: as the caller promises.
     let is_static = unsafe { report_if_static(path, search) };
     super::socket::let_go_at_exec();
-    if let Some(ld) = ld::running()
-        && ld.mode == Mode::Record
-    {
-        record::process::exec(ld);
+    if let Some(ld) = ld::running() {
+        match ld.mode {
+            Mode::Record => record::process::exec(ld),
+            // The values read so far belong to this image's part of the replay's history.
+            Mode::Replay => ld.flush_values(),
+        }
     }
     if !is_static && let Some(ld) = active() {
         let name = if path.is_null() {

@@ -10,12 +10,14 @@ use super::Ld;
 use crate::sys;
 use crate::trace::{Decision, Out};
 use ddbx_wire::ActorId;
+use ddbx_wire::history::value::Value;
 use ddbx_wire::history::{Record, header_line, write_compact};
 use libc::c_int;
 
 impl Ld {
     /// Logs an event that happened (record), or that replay has just made happen.
     pub fn emit(&mut self, record: &Record) {
+        self.flush_values();
         self.count_event();
         self.counters.count(record);
         self.note_connection(record);
@@ -24,6 +26,68 @@ impl Ld {
             return;
         }
         write_line(self.history_fd, record);
+    }
+
+    /// Logs what a clock or a source of randomness returned to the program (not an event): the
+    /// line waits in [`super::ValueLog`] until the next event's line, or until it is full.
+    pub fn log_value(&mut self, value: &Value) {
+        if self.history_fd < 0 {
+            return;
+        }
+        let saved = self.values.deltas;
+        let log = &mut self.values;
+        // The hot path: a clock read, formatted by hand.
+        if let Some(n) = log.deltas.write_number(&mut log.buf[log.len..], value)
+            && log.len + n < log.buf.len()
+        {
+            log.buf[log.len + n] = b'\n';
+            log.len += n + 1;
+            return;
+        }
+        let log = &mut self.values;
+        log.deltas = saved;
+        let mut out = Tail {
+            buf: &mut log.buf[log.len..],
+            len: 0,
+        };
+        if log.deltas.write(&mut out, value).is_ok() && out.push(b'\n') {
+            log.len += out.len;
+            return;
+        }
+        // No room: write out what is there, and try again in the empty buffer.
+        log.deltas = saved;
+        self.flush_values();
+        let log = &mut self.values;
+        let mut out = Tail {
+            buf: &mut log.buf[..],
+            len: 0,
+        };
+        if log.deltas.write(&mut out, value).is_ok() && out.push(b'\n') {
+            log.len = out.len;
+            return;
+        }
+        // Longer than the buffer (a big read of /dev/urandom): one line of its own.
+        log.deltas = saved;
+        let mut text = String::new();
+        if log.deltas.write(&mut text, value).is_ok() {
+            text.push('\n');
+            let e = sys::errno();
+            sys::write_all(self.history_fd, text.as_bytes());
+            sys::set_errno(e);
+        }
+    }
+
+    /// Writes the value lines not written yet (before an event's line, an exec, the exit).
+    pub fn flush_values(&mut self) {
+        if self.values.len == 0 {
+            return;
+        }
+        if self.history_fd >= 0 {
+            let e = sys::errno();
+            sys::write_all(self.history_fd, &self.values.buf[..self.values.len]);
+            sys::set_errno(e);
+        }
+        self.values.len = 0;
     }
 
     /// Optimal tracing: an event happened whose outcome is `decision`.
@@ -144,6 +208,36 @@ fn write_line(fd: c_int, record: &Record) {
         sys::write_all(fd, text.as_bytes());
     }
     sys::set_errno(saved);
+}
+
+/// The free part of the value log's buffer, as a `fmt::Write`.
+struct Tail<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Tail<'_> {
+    fn push(&mut self, b: u8) -> bool {
+        if self.len < self.buf.len() {
+            self.buf[self.len] = b;
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl std::fmt::Write for Tail<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// A stack buffer for one history line (most records fit: no allocation on the hook path).

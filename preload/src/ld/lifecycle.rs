@@ -60,6 +60,7 @@ pub fn start() -> Option<Joined> {
         probes: Vec::new(),
         symbols: Default::default(),
         trace: None,
+        values: super::ValueLog::new(),
         progress: std::ptr::null_mut(),
         gd_fd: -1,
         gd_pending: Vec::new(),
@@ -357,6 +358,15 @@ impl Ld {
             }
         }
         self.replay = Some(ReplayState {
+            values: super::ReplayValues {
+                list: history
+                    .values
+                    .into_iter()
+                    .map(|(a, v)| (a, Some(v)))
+                    .collect(),
+                cursor: 0,
+                last: [None; ddbx_wire::history::value::SLOT_COUNT],
+            },
             records: history.records,
             accepts: plan.accepts,
             killed_by: plan.killed_by,
@@ -436,6 +446,9 @@ impl Ld {
         crate::guard::forget_tid();
         self.io_tid = AtomicI32::new(0);
         self.passthrough_seen = 0;
+        // The parent's unwritten values are the parent's; the child's history is new.
+        self.values.len = 0;
+        self.values.deltas = ddbx_wire::history::value::Deltas::new();
         self.counters = Default::default();
         self.probes.clear();
         self.halt = None;

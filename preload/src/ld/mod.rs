@@ -19,6 +19,7 @@ pub mod lifecycle;
 
 use ddbx_wire::counters::Counters;
 use ddbx_wire::history::Record;
+use ddbx_wire::history::value::{Deltas, Value};
 use ddbx_wire::pred::{Expr, MemType};
 use ddbx_wire::proto::{AcceptPlan, Mode};
 use ddbx_wire::{ActorId, env};
@@ -115,8 +116,46 @@ pub struct ProbeValue {
     pub value: i64,
 }
 
+/// The value lines (clock reads, random bytes) not written to the history yet: they are
+/// written just before the next event's line, so a clock read costs no system call.
+pub struct ValueLog {
+    /// The last value of each key written (what the next delta is relative to).
+    pub deltas: Deltas,
+    /// Lines, each with its newline.
+    pub buf: [u8; VALUE_LOG_BYTES],
+    /// Bytes of `buf` in use.
+    pub len: usize,
+}
+
+/// The size of [`ValueLog::buf`].
+pub const VALUE_LOG_BYTES: usize = 16384;
+
+impl ValueLog {
+    /// Empty, with no delta base (the first value of each key is written whole).
+    pub const fn new() -> ValueLog {
+        ValueLog {
+            deltas: Deltas::new(),
+            buf: [0; VALUE_LOG_BYTES],
+            len: 0,
+        }
+    }
+}
+
+/// Replay: the values the record's clocks and randomness returned, handed out in order.
+pub struct ReplayValues {
+    /// Each value after the event it follows; `None` once handed out.
+    pub list: Vec<(u64, Option<Value>)>,
+    /// Everything before this index is handed out or dropped.
+    pub cursor: usize,
+    /// Per numeric key with a delta slot: the last value returned to the program and the
+    /// real clock's reading at that moment (for reads the record did not log).
+    pub last: [Option<(i64, i64)>; 18],
+}
+
 /// What replay follows and keeps between calls.
 pub struct ReplayState {
+    /// What the record's clocks and randomness returned.
+    pub values: ReplayValues,
     /// The recorded history; event k is `records[k - 1]`.
     pub records: Vec<Record>,
     /// Each accept's connecting actor and connect event.
@@ -201,6 +240,8 @@ pub struct Ld {
     pub symbols: Symbols,
     /// Optimal tracing (record with `DDBX_TRACE=optimal`, or replay of such a history).
     pub trace: Option<Tracer>,
+    /// Clock and randomness values not written yet.
+    pub values: ValueLog,
     /// The actor's progress file, mapped (see [`lifecycle`]).
     progress: *mut ActorProgress,
     /// The connection to the GD (see [`gd`]).
@@ -349,6 +390,17 @@ impl Ld {
         v.extend(self.gd_fds.iter().copied());
         v.sort_unstable();
         v
+    }
+
+    /// Whether this thread's clock reads and random bytes are recorded (or replayed): those of
+    /// the thread doing the socket I/O (before any I/O, the main thread's). Other threads' pass
+    /// through: their reads are not ordered with the actor's events.
+    pub fn values_thread(&self) -> bool {
+        let tid = crate::guard::tid();
+        match self.io_tid.load(Ordering::Relaxed) {
+            0 => tid == self.pid,
+            io => io == tid,
+        }
     }
 
     /// Moves our fd off `fd` (the program wants that number, e.g. dup2 onto it).

@@ -10,3 +10,4 @@ pub mod probe;
 pub mod process;
 pub mod ready;
 pub mod socket;
+pub mod values;

@@ -28,6 +28,7 @@ pub fn spawn(ld: &mut Ld, index: u32) {
 /// Before an exec: optimal tracing writes out what it still holds (the new image starts with
 /// an empty queue).
 pub fn exec(ld: &mut Ld) {
+    ld.flush_values();
     ld.drain(true);
 }
 

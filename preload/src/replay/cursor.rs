@@ -46,6 +46,8 @@ pub fn advance(ld: &mut Ld, observed: &Record) {
 /// The program did `found`, which its history does not expect. Reports to the GD (which
 /// stops every actor) and never returns.
 pub fn diverge(ld: &mut Ld, found: &str) -> ! {
+    // The values read since the last event, for whoever reads the replay's history.
+    ld.flush_values();
     let event = ld.events() + 1;
     let events = ld.events();
     let killed_by = ld.replay.as_ref().and_then(|r| r.killed_by);

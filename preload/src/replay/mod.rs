@@ -15,6 +15,7 @@ pub mod probe;
 pub mod process;
 pub mod ready;
 pub mod socket;
+pub mod values;
 
 use crate::sys;
 

@@ -291,6 +291,7 @@ mod tests {
         History {
             actor: ActorId(actor),
             records,
+            values: Vec::new(),
             truncated: false,
         }
     }

@@ -28,6 +28,7 @@ mod reader;
 mod record;
 #[cfg(test)]
 mod tests;
+pub mod value;
 
 pub use connects::{ConnectOutcome, connect_outcome};
 pub use data::Data;
@@ -160,6 +161,9 @@ pub struct History {
     pub actor: ActorId,
     /// Event 1 is `records[0]`.
     pub records: Vec<Record>,
+    /// The values clocks and randomness returned, each after the event it follows (not
+    /// events: nothing that counts or orders events looks here).
+    pub values: Vec<(u64, value::Value)>,
     /// The file ended inside a record (the process died while writing it); that record was
     /// dropped.
     pub truncated: bool,
@@ -209,6 +213,7 @@ impl History {
     fn read<R: std::io::BufRead>(mut reader: Reader<R>) -> Result<History, HistoryError> {
         let mut records = Vec::new();
         let mut untraced = 0u64;
+        let mut values = Vec::new();
         while let Some(entry) = reader.next_entry()? {
             match entry {
                 Entry::Event { record, .. } => records.push(record),
@@ -233,12 +238,14 @@ impl History {
                     })?;
                     records.extend(std::iter::repeat_n(Record::Untraced, n as usize));
                 }
+                Entry::Value { after, value } => values.push((after, value)),
                 Entry::Blank => {}
             }
         }
         Ok(History {
             actor: reader.header().actor,
             records,
+            values,
             truncated: reader.truncated(),
         })
     }

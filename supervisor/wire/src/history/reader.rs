@@ -8,6 +8,7 @@
 //! record that was being written when the process died: it is not a record
 //! ([`Reader::truncated`]).
 
+use super::value::{Deltas, Value};
 use super::{Header, HeaderExtra, HistoryError, MAX_SKIP, Record, Skip, Trace, clip};
 use crate::FORMAT_VERSION;
 use std::io::BufRead;
@@ -30,6 +31,14 @@ pub enum Entry {
         /// How many.
         n: u64,
     },
+    /// A value a clock or a source of randomness returned, after event `after` (not an
+    /// event: see [`super::value`]).
+    Value {
+        /// The events before it.
+        after: u64,
+        /// What was returned.
+        value: Value,
+    },
     /// A blank line or a `//` comment.
     Blank,
 }
@@ -48,6 +57,8 @@ pub struct Reader<R> {
     header: Header,
     trace: Trace,
     checker: Checker,
+    /// The values before the current line (value lines are deltas).
+    deltas: Deltas,
     /// The bytes after the last newline: a record being written when the process died.
     torn: Option<Vec<u8>>,
 }
@@ -68,6 +79,7 @@ impl<R: BufRead> Reader<R> {
             },
             trace: Trace::Full,
             checker: Checker::default(),
+            deltas: Deltas::default(),
             torn: None,
         };
         loop {
@@ -153,6 +165,13 @@ impl<R: BufRead> Reader<R> {
         let line = self.text.trim();
         if line.is_empty() || line.starts_with("//") {
             return Ok(Some(Entry::Blank));
+        }
+        if line.starts_with('~') {
+            let value = self.deltas.parse(line).map_err(|e| self.error(e))?;
+            return Ok(Some(Entry::Value {
+                after: self.events,
+                value,
+            }));
         }
         if let Some(rest) = line.strip_prefix("Skip")
             && let Ok(skip) = ron::from_str::<Skip>(rest)

@@ -161,3 +161,34 @@ fn a_huge_skip_is_refused_before_it_is_allocated() {
     let e = History::parse(Path::new("p2.ron"), &text).unwrap_err();
     assert_eq!(e.line, 4, "{e}");
 }
+
+#[test]
+fn value_lines_are_not_events() {
+    let text = "Header(format: 1, actor: \"p1\")\n\
+        Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n\
+        ~c1=1000\n~c1+5\n\
+        NoData(fd: 3)\n\
+        ~r00ff\n\
+        Exit(status: 0)\n";
+    let h = History::parse(Path::new("t.ron"), text).unwrap();
+    assert_eq!(h.records.len(), 3);
+    assert_eq!(h.records[1], Record::NoData { fd: 3 });
+    use value::Value;
+    assert_eq!(
+        h.values,
+        vec![
+            (1, Value::Clock { clock: 1, ns: 1000 }),
+            (1, Value::Clock { clock: 1, ns: 1005 }),
+            (
+                2,
+                Value::Random {
+                    bytes: vec![0, 255]
+                }
+            ),
+        ]
+    );
+    let bad = "Header(format: 1, actor: \"p1\")\n\
+        Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n~c1+5\n";
+    let e = History::parse(Path::new("t.ron"), bad).unwrap_err();
+    assert_eq!(e.line, 3, "{e}");
+}

@@ -1,0 +1,128 @@
+//! Clocks and randomness in replay (issue #10, class 4): what `clock_gettime`,
+//! `gettimeofday`, `time`, `getrandom`, `getentropy` and reads of `/dev/urandom` returned is
+//! recorded as value lines (not events) and handed back in replay at the same place, so a
+//! program that decides from the clock or from randomness takes the same path; reads the record
+//! did not log fall back to the real clock without going backwards and never diverge.
+//!
+//! Modes: natively the decisions differ; record; replay ×3 with the same output and histories
+//! (whose event numbers the value lines do not shift); a halting replay at `ddbx inf`'s cut.
+
+use ddbx_tests::{
+    Ddbx, Output, TempDir, cut_of, histories, native_outputs, parse_json, path_str, progs,
+};
+use ddbx_wire::Record;
+use std::path::Path;
+
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
+
+/// Records `clock_retry` until its decision was `decision` ("late" or "early"); 10 tries.
+fn record_deciding(tmp: &TempDir, decision: &str) -> (std::path::PathBuf, Output) {
+    let program = progs().join("clock_retry");
+    for attempt in 1..=10 {
+        let rec = tmp.join(&format!("rec-{decision}-{attempt}"));
+        let out = DDBX
+            .record(&rec, &program, &[])
+            .env("DDBX_JITTER", "10")
+            .success();
+        if out.stdout.starts_with(decision) {
+            return (rec, out);
+        }
+    }
+    panic!("clock_retry: 10 records without deciding {decision}");
+}
+
+#[test]
+fn a_retry_loop_that_decides_from_the_clock_replays_its_decisions() {
+    // Natively: both decisions, and a different count of empty selects.
+    let outputs = native_outputs(&progs().join("clock_retry"), &[], 10, 30, 30);
+    let decided = |d: &str| outputs.iter().any(|o| o.starts_with(d));
+    assert!(
+        decided("late") && decided("early"),
+        "30 native runs did not take both ways: {outputs:?}"
+    );
+    let counts: std::collections::BTreeSet<&str> = outputs
+        .iter()
+        .filter_map(|o| o.split(" empty selects").next())
+        .collect();
+    assert!(counts.len() >= 2, "{outputs:?}");
+
+    for decision in ["late", "early"] {
+        let tmp = TempDir::new("values");
+        let (rec, recorded) = record_deciding(&tmp, decision);
+        let h = histories(&rec);
+        // Value lines are not events: p1's events are what the program did with sockets.
+        let text = std::fs::read_to_string(rec.join("history/p1.ron")).unwrap();
+        assert!(text.contains("\n~c1="), "no clock value in:\n{text}");
+        assert!(text.contains("\n~r"), "no random value in:\n{text}");
+        let events = text.lines().skip(1).filter(|l| !l.starts_with('~')).count();
+        assert_eq!(h["p1"].len(), events, "{text}");
+        // The replay's peer sleeps other times than the record's (its jitter is seeded from
+        // its pid): the replay runs at another pace, and still decides the same.
+        DDBX.assert_replays(&rec, &recorded, 3, &h, &histories);
+
+        // `ddbx show` sums up the values between events.
+        let shown = DDBX.run(["show", path_str(&rec), "p1"]).success().stdout;
+        assert!(shown.contains("· values: monotonic ×"), "{shown}");
+        assert!(shown.contains("random ×3 (12 bytes)"), "{shown}");
+
+        // A halting replay at the ready set that ends the select loop (early) or at the last
+        // empty one (late) stops at `ddbx inf`'s cut.
+        let at = h["p1"]
+            .iter()
+            .rposition(|r| matches!(r, Record::Ready { .. }))
+            .unwrap_or_else(|| panic!("no ready set: {:#?}", h["p1"]));
+        assert_halts_at_inf(&rec, &format!("p1:{}", at + 1));
+    }
+}
+
+/// Halts a replay of `rec` at `stop` and checks the cut against `ddbx inf`'s.
+fn assert_halts_at_inf(rec: &Path, stop: &str) {
+    let inf = DDBX.json(["inf", path_str(rec), "--stop-at", stop, "--json"]);
+    let messages = rec.with_file_name(format!(
+        "{}-halt.json",
+        rec.file_name().unwrap().to_string_lossy()
+    ));
+    let out = DDBX
+        .run([
+            "replay",
+            path_str(rec),
+            "--stop-at",
+            stop,
+            "--json",
+            "--messages",
+            path_str(&messages),
+        ])
+        .output();
+    let text = std::fs::read_to_string(&messages).unwrap_or_default();
+    let v = parse_json(&text, "ddbx replay --json");
+    assert_eq!(v["outcome"], "halted", "{v}\nstderr:\n{}", out.stderr);
+    assert_eq!(cut_of(&v["cut"]), cut_of(&inf["cut"]), "{v}\ninf: {inf}");
+}
+
+#[test]
+fn clock_reads_the_record_did_not_log_do_not_diverge() {
+    // Loops of 0.2 ms and 2 ms in turns: the first replay reads the clock far more often
+    // than the record, the second about as often, the third far more again; the reads in
+    // the exit handler come after the last event, those in the destructor after the exit.
+    let tmp = TempDir::new("values-extra");
+    let runs = tmp.join("runs");
+    let rec = tmp.join("rec");
+    let program = progs().join("clock_extra");
+    let recorded = DDBX.record(&rec, &program, &[path_str(&runs)]).success();
+    assert_eq!(recorded.stdout, "ok\n");
+    let text = std::fs::read_to_string(rec.join("history/p1.ron")).unwrap();
+    let values = text.lines().filter(|l| l.starts_with("~c1")).count();
+    assert!(values > 10, "{text}");
+    DDBX.assert_replays(&rec, &recorded, 3, &histories(&rec), &histories);
+    // Replay 1 and 3 looped ten times as long as the record: they read the clock more often
+    // (the values past the record's are the real clock's, continued); replay 2 as long.
+    let reads = |dir: &Path| {
+        let text = std::fs::read_to_string(dir.join("history/p1.ron")).unwrap();
+        text.lines().filter(|l| l.starts_with("~c1")).count()
+    };
+    let replayed = reads(&tmp.join("replay1"));
+    assert!(
+        replayed > values,
+        "replay 1 read the clock {replayed} times, the record {values}"
+    );
+}

@@ -1,0 +1,258 @@
+//! Clocks and randomness: `clock_gettime`, `gettimeofday`, `time`, `getrandom`, `getentropy`
+//! (reads of `/dev/urandom` go through `io.rs`). What they return is a value record, not an
+//! event (`ddbx_wire::history::value`): record logs it, replay hands back the recorded one.
+//!
+//! These hooks never start the LD: allocators and the dynamic loader read the clock and ask
+//! for random bytes while the process starts, before the LD can run (starting it from there
+//! deadlocked a program under record). Until the LD runs, and whenever the guard is held, a
+//! hook calls the real function, or the system call itself while the real function is not
+//! resolved yet (resolving it means `dlsym`, which may allocate).
+
+use crate::guard::Guard;
+use crate::ld::{self, Ld};
+use crate::real;
+use crate::{record, replay};
+use ddbx_wire::history::value::{Value, ValueKey};
+use ddbx_wire::proto::Mode;
+use libc::{c_int, c_uint, c_void, clockid_t, size_t, ssize_t, time_t, timespec, timeval};
+use std::sync::atomic::Ordering;
+
+/// The LD, when this thread's values are recorded or replayed; `None`: pass through.
+pub fn values_ld() -> Option<&'static mut Ld> {
+    let ld = ld::running()?;
+    (ld.trace.is_none() && ld.values_thread()).then_some(ld)
+}
+
+fn resolved(slot: &std::sync::atomic::AtomicUsize) -> bool {
+    slot.load(Ordering::Relaxed) != 0
+}
+
+/// The real clock_gettime.
+///
+/// # Safety
+/// `tp` valid for writing a timespec (or null: the kernel reports EFAULT).
+unsafe fn real_clock_gettime(clock: clockid_t, tp: *mut timespec) -> c_int {
+    if resolved(&real::slot::clock_gettime) {
+        // SAFETY: as the caller promises.
+        return unsafe { real::clock_gettime(clock, tp) };
+    }
+    // SAFETY: the system call checks its arguments.
+    let r = unsafe { libc::syscall(libc::SYS_clock_gettime, clock, tp) };
+    r as c_int
+}
+
+/// # Safety
+/// As gettimeofday(2).
+unsafe fn real_gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
+    if resolved(&real::slot::gettimeofday) {
+        // SAFETY: as the caller promises.
+        return unsafe { real::gettimeofday(tv, tz) };
+    }
+    // SAFETY: the system call checks its arguments.
+    unsafe { libc::syscall(libc::SYS_gettimeofday, tv, tz) as c_int }
+}
+
+/// # Safety
+/// As time(2).
+unsafe fn real_time(t: *mut time_t) -> time_t {
+    if resolved(&real::slot::time) {
+        // SAFETY: as the caller promises.
+        return unsafe { real::time(t) };
+    }
+    // SAFETY: the system call checks its argument.
+    unsafe { libc::syscall(libc::SYS_time, t) as time_t }
+}
+
+/// # Safety
+/// As getrandom(2).
+unsafe fn real_getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t {
+    if resolved(&real::slot::getrandom) {
+        // SAFETY: as the caller promises.
+        return unsafe { real::getrandom(buf, n, flags) };
+    }
+    // SAFETY: the system call checks its arguments.
+    unsafe { libc::syscall(libc::SYS_getrandom, buf, n, flags) as ssize_t }
+}
+
+/// # Safety
+/// As getentropy(3).
+unsafe fn real_getentropy(buf: *mut c_void, n: size_t) -> c_int {
+    if resolved(&real::slot::getentropy) {
+        // SAFETY: as the caller promises.
+        return unsafe { real::getentropy(buf, n) };
+    }
+    if n > 256 {
+        crate::sys::set_errno(libc::EIO);
+        return -1;
+    }
+    let mut done = 0;
+    while done < n {
+        // SAFETY: `buf + done .. buf + n` is the caller's buffer.
+        let r = unsafe { real_getrandom(buf.cast::<u8>().add(done).cast(), n - done, 0) };
+        if r < 0 {
+            if crate::sys::errno() == libc::EINTR {
+                continue;
+            }
+            return -1;
+        }
+        done += r as usize;
+    }
+    0
+}
+
+/// A numeric value `real` just read for `key`: record logs it, replay returns the recorded one.
+fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
+    match ld.mode {
+        Mode::Record => {
+            record::values::log(ld, &Value::numeric(key, real));
+            real
+        }
+        Mode::Replay => replay::values::number(ld, key, real),
+    }
+}
+
+const NS: i64 = 1_000_000_000;
+
+/// clock_gettime(2).
+///
+/// # Safety
+/// Called by the program in place of libc's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        // SAFETY: the program's arguments, valid for the real function.
+        return unsafe { real_clock_gettime(clock, tp) };
+    };
+    // SAFETY: the program's arguments, valid for the real function.
+    let r = unsafe { real_clock_gettime(clock, tp) };
+    if r != 0 || tp.is_null() {
+        return r;
+    }
+    let Some(ld) = values_ld() else { return r };
+    // SAFETY: the real call just filled `*tp`.
+    let ts = unsafe { &mut *tp };
+    let real = ts.tv_sec.saturating_mul(NS).saturating_add(ts.tv_nsec);
+    let ns = number(ld, ValueKey::Clock(clock), real);
+    ts.tv_sec = ns.div_euclid(NS);
+    ts.tv_nsec = ns.rem_euclid(NS);
+    r
+}
+
+/// gettimeofday(2).
+///
+/// # Safety
+/// Called by the program in place of libc's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        // SAFETY: the program's arguments, valid for the real function.
+        return unsafe { real_gettimeofday(tv, tz) };
+    };
+    // SAFETY: the program's arguments, valid for the real function.
+    let r = unsafe { real_gettimeofday(tv, tz) };
+    if r != 0 || tv.is_null() {
+        return r;
+    }
+    let Some(ld) = values_ld() else { return r };
+    // SAFETY: the real call just filled `*tv`.
+    let t = unsafe { &mut *tv };
+    let real = t.tv_sec.saturating_mul(1_000_000).saturating_add(t.tv_usec);
+    let us = number(ld, ValueKey::TimeOfDay, real);
+    t.tv_sec = us.div_euclid(1_000_000);
+    t.tv_usec = us.rem_euclid(1_000_000);
+    r
+}
+
+/// time(2).
+///
+/// # Safety
+/// Called by the program in place of libc's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
+    let Some(_guard) = Guard::enter() else {
+        // SAFETY: the program's arguments, valid for the real function.
+        return unsafe { real_time(t) };
+    };
+    // SAFETY: the program's arguments, valid for the real function.
+    let r = unsafe { real_time(t) };
+    if r == -1 {
+        return r;
+    }
+    let Some(ld) = values_ld() else { return r };
+    let s = number(ld, ValueKey::Time, r);
+    if !t.is_null() {
+        // SAFETY: the program's pointer, which the real call just wrote.
+        unsafe { *t = s };
+    }
+    s
+}
+
+/// getrandom(2).
+///
+/// # Safety
+/// Called by the program in place of libc's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t {
+    let Some(_guard) = Guard::enter() else {
+        // SAFETY: the program's arguments, valid for the real function.
+        return unsafe { real_getrandom(buf, n, flags) };
+    };
+    // SAFETY: the program's arguments, valid for the real function.
+    let r = unsafe { real_getrandom(buf, n, flags) };
+    if r <= 0 || buf.is_null() {
+        return r;
+    }
+    let Some(ld) = values_ld() else { return r };
+    // SAFETY: the real call just wrote `r <= n` bytes of the program's buffer; replay may
+    // write up to `n`.
+    let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+    let got = random_in(ld, whole, r as usize, false);
+    got as ssize_t
+}
+
+/// getentropy(3).
+///
+/// # Safety
+/// Called by the program in place of libc's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn getentropy(buf: *mut c_void, n: size_t) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        // SAFETY: the program's arguments, valid for the real function.
+        return unsafe { real_getentropy(buf, n) };
+    };
+    // SAFETY: the program's arguments, valid for the real function.
+    let r = unsafe { real_getentropy(buf, n) };
+    if r != 0 || buf.is_null() || n == 0 {
+        return r;
+    }
+    let Some(ld) = values_ld() else { return r };
+    // SAFETY: the real call just filled the program's `n` bytes.
+    let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+    random_in(ld, whole, n, true);
+    r
+}
+
+/// The first `got` bytes of `whole` (the program's buffer) came from the real call: record
+/// logs them; replay puts the recorded bytes there instead and returns their count (at most
+/// `whole.len()`; exactly that with `exact`, for getentropy). A read the record did not log
+/// keeps the real bytes.
+pub fn random_in(ld: &mut Ld, whole: &mut [u8], got: usize, exact: bool) -> usize {
+    if ld.mode == Mode::Replay {
+        let room = whole.len();
+        if let Some(bytes) =
+            replay::values::take_random(ld, |len| if exact { len == room } else { len <= room })
+        {
+            whole[..bytes.len()].copy_from_slice(&bytes);
+            let n = bytes.len();
+            record::values::log(ld, &Value::Random { bytes });
+            return n;
+        }
+    }
+    record::values::log(
+        ld,
+        &Value::Random {
+            bytes: whole[..got].to_vec(),
+        },
+    );
+    got
+}

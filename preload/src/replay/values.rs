@@ -1,0 +1,93 @@
+//! Replay of values: a clock read or a request for random bytes gets what the record's call at
+//! the same place returned. The place is the gap between two events: the values logged after
+//! event *k* are handed out, in order and by kind (each clock on its own), to the reads the
+//! replay makes after its event *k*.
+//!
+//! The replay may read more or less often than the record did (a loop that reads the clock
+//! until a deadline; an exit handler that runs after the last event; a process whose history
+//! ended). That never diverges:
+//!
+//! * **fewer reads** than recorded in a gap: the values left over are dropped when the next
+//!   event starts (a read after event *k+1* never gets a value of gap *k*);
+//! * **more reads**, or a kind the gap does not have: the real call's value is used, as the
+//!   continuation of what the program saw last — the last returned value plus the real time
+//!   elapsed since it was returned — so that no clock goes backwards or jumps to the replay's
+//!   own date. A recorded value returned after such a read is raised to it if it was lower,
+//!   for clocks that never go backwards (everything but the realtime clocks), which the record
+//!   guarantees too.
+//! * random bytes: a recorded value fits a request for at least as many bytes (exactly as
+//!   many for getentropy); otherwise the real bytes are used.
+
+use crate::ld::{Ld, ReplayValues};
+use ddbx_wire::history::value::{Deltas, Value, ValueKey};
+
+/// Drops the values of the gaps before the current one.
+fn skip_to_gap(values: &mut ReplayValues, gap: u64) {
+    while let Some((after, v)) = values.list.get(values.cursor) {
+        if *after < gap || v.is_none() {
+            values.cursor += 1;
+        } else {
+            break;
+        }
+    }
+}
+
+/// The first value of this gap that `fits`, taken out of the list.
+fn take(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<Value> {
+    let gap = ld.events();
+    let values = &mut ld.replay.as_mut()?.values;
+    skip_to_gap(values, gap);
+    let mut i = values.cursor;
+    while let Some((after, v)) = values.list.get_mut(i) {
+        if *after != gap {
+            return None;
+        }
+        if v.as_ref().is_some_and(&fits) {
+            return v.take();
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether this clock can never go backwards.
+fn monotonic(key: ValueKey) -> bool {
+    // CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_REALTIME_ALARM, CLOCK_TAI, gettimeofday and
+    // time can be set back.
+    !matches!(
+        key,
+        ValueKey::Clock(0 | 5 | 8 | 11) | ValueKey::TimeOfDay | ValueKey::Time
+    )
+}
+
+/// A numeric read of `key` that really returned `real`: what the program gets.
+pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
+    let recorded = take(ld, |v| v.key() == key).map(|v| v.number());
+    let slot = Deltas::slot(key);
+    let last = slot.and_then(|i| ld.replay.as_ref().and_then(|r| r.values.last[i]));
+    let value = match (recorded, last) {
+        (Some(v), Some((prev, _))) if monotonic(key) => v.max(prev),
+        (Some(v), _) => v,
+        // Not in the record: continue from what the program saw last.
+        (None, Some((prev, real_then))) => {
+            prev.saturating_add(real.saturating_sub(real_then).max(0))
+        }
+        (None, None) => real,
+    };
+    if let (Some(i), Some(r)) = (slot, ld.replay.as_mut()) {
+        r.values.last[i] = Some((value, real));
+    }
+    ld.log_value(&Value::numeric(key, value));
+    value
+}
+
+/// The recorded random bytes of this gap whose length `fits`, if any.
+pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>> {
+    match take(
+        ld,
+        |v| matches!(v, Value::Random { bytes } if fits(bytes.len())),
+    )? {
+        Value::Random { bytes } => Some(bytes),
+        _ => None,
+    }
+}

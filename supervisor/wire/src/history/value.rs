@@ -1,0 +1,382 @@
+//! Value records: what a clock or a source of randomness returned to the program.
+//!
+//! They are not events. An actor's event *k* is still its *k*-th record; a value sits between
+//! two events (after event `after`), and nothing that counts, orders or analyses events sees
+//! it. Replay hands the program the value the record saw at the same place
+//! (`preload/src/replay/values.rs`).
+//!
+//! Programs read clocks very often (a server's event loop several times a turn), so the lines
+//! are short and carry deltas. A line starts with `~`, which no record line does:
+//!
+//! ```text
+//! ~c1=81234567890123   clock_gettime(CLOCK_MONOTONIC), absolute nanoseconds
+//! ~c1+5123             the next monotonic read, 5,123 ns after the last one of this history
+//! ~c0-12               CLOCK_REALTIME went back 12 ns (a realtime clock may be set back)
+//! ~u=1764154321123456  gettimeofday, microseconds since the epoch (then `~u+…`)
+//! ~s=1764154321        time(), seconds (then `~s+…`)
+//! ~r3fa2…              random bytes (getrandom, getentropy, a read of /dev/urandom), hex
+//! ```
+//!
+//! A delta is relative to the last value of the same key *in the file* (an exec'd image keeps
+//! appending to its actor's history); a writer that does not know that value (a new image)
+//! writes an absolute value first.
+
+use std::fmt;
+
+/// What one value line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// `clock_gettime(clock)`: nanoseconds.
+    Clock {
+        /// The clock id (`CLOCK_REALTIME` 0, `CLOCK_MONOTONIC` 1, …).
+        clock: i32,
+        /// Seconds × 10⁹ + nanoseconds.
+        ns: i64,
+    },
+    /// `gettimeofday`: microseconds since the epoch.
+    TimeOfDay {
+        /// Seconds × 10⁶ + microseconds.
+        us: i64,
+    },
+    /// `time()`: seconds since the epoch.
+    Time {
+        /// Seconds.
+        s: i64,
+    },
+    /// Random bytes: `getrandom`, `getentropy`, a read of `/dev/urandom` or `/dev/random`.
+    Random {
+        /// The bytes the program got.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Which call a value answers: replay gives a read the next recorded value of its own key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueKey {
+    /// `clock_gettime` of this clock.
+    Clock(i32),
+    /// `gettimeofday`.
+    TimeOfDay,
+    /// `time`.
+    Time,
+    /// Randomness.
+    Random,
+}
+
+impl Value {
+    /// The call this value answers.
+    pub fn key(&self) -> ValueKey {
+        match self {
+            Value::Clock { clock, .. } => ValueKey::Clock(*clock),
+            Value::TimeOfDay { .. } => ValueKey::TimeOfDay,
+            Value::Time { .. } => ValueKey::Time,
+            Value::Random { .. } => ValueKey::Random,
+        }
+    }
+
+    /// The numeric value (0 for random bytes).
+    pub fn number(&self) -> i64 {
+        match self {
+            Value::Clock { ns, .. } => *ns,
+            Value::TimeOfDay { us } => *us,
+            Value::Time { s } => *s,
+            Value::Random { .. } => 0,
+        }
+    }
+
+    /// A value of key `key` with number `n` (not for [`ValueKey::Random`]).
+    pub fn numeric(key: ValueKey, n: i64) -> Value {
+        match key {
+            ValueKey::Clock(clock) => Value::Clock { clock, ns: n },
+            ValueKey::TimeOfDay => Value::TimeOfDay { us: n },
+            ValueKey::Time | ValueKey::Random => Value::Time { s: n },
+        }
+    }
+}
+
+/// How many keys have a delta base: clocks 0 to 15, gettimeofday, time.
+const SLOTS: usize = 18;
+/// [`SLOTS`], for others' tables.
+pub const SLOT_COUNT: usize = SLOTS;
+
+fn slot(key: ValueKey) -> Option<usize> {
+    match key {
+        ValueKey::Clock(c) if (0..16).contains(&c) => Some(c as usize),
+        ValueKey::TimeOfDay => Some(16),
+        ValueKey::Time => Some(17),
+        _ => None,
+    }
+}
+
+/// The last value of each key, on one side of the file (writer or reader): what deltas are
+/// relative to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deltas {
+    last: [Option<i64>; SLOTS],
+}
+
+impl Deltas {
+    /// No value seen yet.
+    pub const fn new() -> Deltas {
+        Deltas {
+            last: [None; SLOTS],
+        }
+    }
+
+    /// The delta slot of `key` (`None`: always written whole), for whoever keeps per-key
+    /// state next to these (below [`SLOT_COUNT`]).
+    pub fn slot(key: ValueKey) -> Option<usize> {
+        slot(key)
+    }
+
+    /// Writes the value line for `value` (without `~`'s line end: no newline) into `out`, and
+    /// remembers the value. Allocation-free.
+    pub fn write<W: fmt::Write>(&mut self, out: &mut W, value: &Value) -> fmt::Result {
+        let tag = |out: &mut W| -> fmt::Result {
+            match value.key() {
+                ValueKey::Clock(c) => write!(out, "~c{c}"),
+                ValueKey::TimeOfDay => out.write_str("~u"),
+                ValueKey::Time => out.write_str("~s"),
+                ValueKey::Random => out.write_str("~r"),
+            }
+        };
+        tag(out)?;
+        if let Value::Random { bytes } = value {
+            for b in bytes {
+                write!(out, "{b:02x}")?;
+            }
+            return Ok(());
+        }
+        let n = value.number();
+        match slot(value.key()) {
+            Some(i) => {
+                let written = match self.last[i] {
+                    Some(prev) => match n.checked_sub(prev) {
+                        Some(d) if d >= 0 => write!(out, "+{d}"),
+                        Some(d) => write!(out, "{d}"),
+                        None => write!(out, "={n}"),
+                    },
+                    None => write!(out, "={n}"),
+                };
+                self.last[i] = Some(n);
+                written
+            }
+            None => write!(out, "={n}"),
+        }
+    }
+
+    /// [`Deltas::write`] for a numeric value, into `out` without `fmt` (a clock read is on a
+    /// server's hot path): the line's length, or `None` (nothing remembered) when it does not
+    /// fit or the value is random bytes. Writes exactly what `write` writes.
+    pub fn write_number(&mut self, out: &mut [u8], value: &Value) -> Option<usize> {
+        let key = value.key();
+        let mut len = 0;
+        let mut put = |bytes: &[u8], len: &mut usize| -> Option<()> {
+            out.get_mut(*len..*len + bytes.len())?
+                .copy_from_slice(bytes);
+            *len += bytes.len();
+            Some(())
+        };
+        let mut digits = [0u8; 24];
+        match key {
+            ValueKey::Clock(c) => {
+                put(b"~c", &mut len)?;
+                put(decimal(i64::from(c), &mut digits), &mut len)?;
+            }
+            ValueKey::TimeOfDay => put(b"~u", &mut len)?,
+            ValueKey::Time => put(b"~s", &mut len)?,
+            ValueKey::Random => return None,
+        }
+        let n = value.number();
+        let slot = slot(key);
+        let delta = slot
+            .and_then(|i| self.last[i])
+            .and_then(|prev| n.checked_sub(prev));
+        match delta {
+            Some(d) if d >= 0 => {
+                put(b"+", &mut len)?;
+                put(decimal(d, &mut digits), &mut len)?;
+            }
+            Some(d) => put(decimal(d, &mut digits), &mut len)?,
+            None => {
+                put(b"=", &mut len)?;
+                put(decimal(n, &mut digits), &mut len)?;
+            }
+        }
+        if let Some(i) = slot {
+            self.last[i] = Some(n);
+        }
+        Some(len)
+    }
+
+    /// Parses a value line (starting with `~`), against the values before it in the file.
+    pub fn parse(&mut self, line: &str) -> Result<Value, String> {
+        let rest = line
+            .strip_prefix('~')
+            .ok_or_else(|| format!("expected a value line starting with `~`, found `{line}`"))?;
+        let expected =
+            "a value line such as `~c1+5123`, `~u=1764154321123456`, `~s=1764154321` or `~r3fa2`";
+        let bad = || format!("expected {expected}, found `~{rest}`");
+        let (key, number) = match rest.as_bytes().first() {
+            Some(b'r') => {
+                let hex = &rest[1..];
+                if hex.len() % 2 != 0 {
+                    return Err(bad());
+                }
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(bad)?;
+                return Ok(Value::Random { bytes });
+            }
+            Some(b'c') => {
+                // A dynamic clock's id is negative: its sign is not the delta's.
+                let from = if rest[1..].starts_with('-') { 2 } else { 1 };
+                let end = rest
+                    .get(from..)
+                    .and_then(|r| r.find(['=', '+', '-']))
+                    .map(|i| i + from)
+                    .ok_or_else(bad)?;
+                let clock: i32 = rest[1..end].parse().map_err(|_| bad())?;
+                (ValueKey::Clock(clock), &rest[end..])
+            }
+            Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
+            Some(b's') => (ValueKey::Time, &rest[1..]),
+            _ => return Err(bad()),
+        };
+        let (absolute, digits) = match number.as_bytes().first() {
+            Some(b'=') => (true, &number[1..]),
+            Some(b'+') => (false, &number[1..]),
+            Some(b'-') => (false, number),
+            _ => return Err(bad()),
+        };
+        let n: i64 = digits.parse().map_err(|_| bad())?;
+        let slot = slot(key);
+        let value = if absolute {
+            n
+        } else {
+            let prev = slot.and_then(|i| self.last[i]).ok_or_else(|| {
+                format!("a delta (`~{rest}`) with no earlier value of its kind in this history")
+            })?;
+            prev.checked_add(n).ok_or_else(bad)?
+        };
+        if let Some(i) = slot {
+            self.last[i] = Some(value);
+        }
+        Ok(Value::numeric(key, value))
+    }
+}
+
+/// `n` in decimal, in the end of `buf`.
+fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut i = buf.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
+/// A short name for a key, for listings: `monotonic`, `realtime`, `gettimeofday`, ….
+pub fn key_name(key: ValueKey) -> String {
+    match key {
+        ValueKey::Clock(0) => "realtime".into(),
+        ValueKey::Clock(1) => "monotonic".into(),
+        ValueKey::Clock(2) => "process cputime".into(),
+        ValueKey::Clock(3) => "thread cputime".into(),
+        ValueKey::Clock(4) => "monotonic raw".into(),
+        ValueKey::Clock(5) => "realtime coarse".into(),
+        ValueKey::Clock(6) => "monotonic coarse".into(),
+        ValueKey::Clock(7) => "boottime".into(),
+        ValueKey::Clock(c) => format!("clock {c}"),
+        ValueKey::TimeOfDay => "gettimeofday".into(),
+        ValueKey::Time => "time".into(),
+        ValueKey::Random => "random".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(d: &mut Deltas, v: &Value) -> String {
+        let mut s = String::new();
+        d.write(&mut s, v).unwrap();
+        s
+    }
+
+    #[test]
+    fn round_trip_with_deltas() {
+        let values = vec![
+            Value::Clock {
+                clock: 1,
+                ns: 81_234_567_890_123,
+            },
+            Value::Clock {
+                clock: 1,
+                ns: 81_234_567_895_246,
+            },
+            Value::Clock {
+                clock: 0,
+                ns: 1_764_154_321_000_000_000,
+            },
+            Value::Clock {
+                clock: 0,
+                ns: 1_764_154_320_999_999_988,
+            },
+            Value::TimeOfDay {
+                us: 1_764_154_321_123_456,
+            },
+            Value::Time { s: 1_764_154_321 },
+            Value::Time { s: 1_764_154_322 },
+            Value::Random {
+                bytes: vec![0x3f, 0xa2, 0, 255],
+            },
+            Value::Clock { clock: -6, ns: 12 },
+            Value::Clock {
+                clock: i32::MAX,
+                ns: i64::MIN,
+            },
+        ];
+        let mut w = Deltas::default();
+        let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
+        assert_eq!(lines[0], "~c1=81234567890123");
+        assert_eq!(lines[1], "~c1+5123");
+        assert_eq!(lines[3], "~c0-12");
+        assert_eq!(lines[6], "~s+1");
+        assert_eq!(lines[7], "~r3fa200ff");
+        let mut r = Deltas::default();
+        let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
+        assert_eq!(back, values);
+        // The fast writer writes the same lines.
+        let mut fast = Deltas::default();
+        for (v, l) in values.iter().zip(&lines) {
+            let mut buf = [0u8; 64];
+            match fast.write_number(&mut buf, v) {
+                Some(n) => assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), l),
+                None => assert!(matches!(v, Value::Random { .. })),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_lines_say_what_was_expected() {
+        let mut r = Deltas::default();
+        for bad in ["~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u"] {
+            let e = r.parse(bad).unwrap_err();
+            assert!(e.contains("expected"), "{bad}: {e}");
+        }
+        let e = r.parse("~c1+5").unwrap_err();
+        assert!(e.contains("no earlier value"), "{e}");
+    }
+}
