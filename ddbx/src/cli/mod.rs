@@ -369,6 +369,7 @@ mod tests {
                         remote: "127.0.0.1:5000".into(),
                         peer_pid: None,
                     },
+                    Record::Exit { status: 0 },
                 ],
             ),
             (
@@ -381,6 +382,7 @@ mod tests {
                         local: "127.0.0.1:5000".into(),
                         remote: "127.0.0.1:80".into(),
                     },
+                    Record::Exit { status: 0 },
                 ],
             ),
         ];
