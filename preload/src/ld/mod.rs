@@ -203,6 +203,8 @@ pub struct Ld {
     progress: *mut ActorProgress,
     /// The connection to the GD (see [`gd`]).
     gd_fd: c_int,
+    /// Our read end of the GD's lifeline FIFO (see [`gd`]; -1: none).
+    lifeline_fd: c_int,
     /// Bytes read from the GD that do not end a line yet.
     gd_pending: Vec<u8>,
     /// Descriptors that came from the GD with its messages (`Deliver`), not claimed yet (ours,

@@ -30,6 +30,7 @@ pub mod halting;
 mod handover;
 mod launch;
 mod ld_writer;
+mod lifeline;
 mod main_loop;
 mod manifest;
 pub mod matcher;
@@ -213,6 +214,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         record: mode.recording().is_none(),
         handle_signals,
     };
+    let lifeline = lifeline::Lifeline::start(&runtime, &death_notice(&mode, ddbx_pid))?;
     let launched = launch::start(&root)?;
     let threads = threads::Threads::start(&events_tx, listener, &gd, handle_signals)?;
     drop(events_tx);
@@ -249,6 +251,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     };
     transcript.event(&SessionEvent::Finishing);
     let outcome = finish::outcome(&gd, ended, transcript)?;
+    drop(lifeline);
     drop(runtime);
     Ok(outcome)
 }
@@ -288,6 +291,22 @@ fn start_gd(
         events.clone(),
     );
     Ok((Arc::new(gd), listener))
+}
+
+/// The line the sentinel writes if ddbx dies during the session (`lifeline`).
+fn death_notice(mode: &SessionMode, ddbx_pid: i32) -> String {
+    match mode {
+        SessionMode::Record { out_dir } => format!(
+            "ddbx: ddbx (pid {ddbx_pid}) died while recording into {}: the recorded processes \
+             were killed with it; the recording ends where they stopped",
+            crate::error::shown(out_dir)
+        ),
+        SessionMode::Replay { recording, .. } => format!(
+            "ddbx: ddbx (pid {ddbx_pid}) died during the replay of {}: the replayed processes \
+             were killed with it",
+            crate::error::shown(&recording.dir)
+        ),
+    }
 }
 
 /// `path` made absolute (the debuggees may change directory).

@@ -6,7 +6,7 @@ use crate::analysis::channels::{Channel, accepts_of, match_channels};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::{ConnectOutcome, Record, connect_outcome};
-use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
+use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest, SessionState};
 use ddbx_wire::pred::VarRef;
 use ddbx_wire::proto::ReplayPlan;
 use std::collections::HashMap;
@@ -60,6 +60,9 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
         Some(Record::Exit { .. })
     );
     let torn = history.is_some_and(|h| h.truncated);
+    // ddbx died during the record (its last manifest was never written): its lifeline
+    // SIGKILLed every process still running then (`supervisor/src/session/lifeline.rs`).
+    let ddbx_died = recording.manifest.state == SessionState::Recording;
     // Killed by a signal that another recorded process sent: that process's replay sends it
     // again at the same point of its own history, so this one waits for it (ending it where
     // its history ends could be too early: socat's handler kills its EXEC child only after it
@@ -70,6 +73,7 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
         Some(ExitStatus::Signaled(_)) if !ended_by_exit => None,
         // A record torn in the middle: the process died while writing it.
         _ if torn && !ended_by_exit => Some(libc::SIGKILL),
+        None if ddbx_died && !ended_by_exit => Some(libc::SIGKILL),
         _ => None,
     }
 }
