@@ -5,7 +5,8 @@
  * The root listens on 127.0.0.1 and forks CLIENTS (default 2) children; each child forks one
  * grandchild, and child and grandchild each connect and send ROUNDS (default 300) messages of
  * 16 bytes ("c<id> <n>", TCP_NODELAY). In echo mode each message waits for its echo; with
- * "stream" the clients send without waiting and the server reads up to 4 KiB at a time. The
+ * "stream" the clients send without waiting (then shut down their side and wait for the
+ * server's answer to the end of their stream) and the server reads up to 4 KiB at a time. The
  * server accepts every connection first, then loops on poll(); every 100 messages (echo) or
  * 1600 bytes (stream) it writes "chatter: N messages" to stderr, which a test awaits before it
  * kills something. It tolerates any of its peers dying (a connection that fails or ends is
@@ -34,6 +35,13 @@ static void chat(int port, int id, int rounds)
         if (!stream_mode && (recv_all(fd, back, MSG) != MSG || memcmp(msg, back, MSG) != 0))
             fail("client: the server went away");
     }
+    if (stream_mode) {
+        /* Stay until the server has read everything: it answers the end of the stream. */
+        if (shutdown(fd, SHUT_WR) < 0)
+            die("shutdown");
+        if (recv_all(fd, back, MSG) != MSG)
+            fail("client: the server went away");
+    }
     close_or_die(fd);
 }
 
@@ -60,6 +68,10 @@ static int serve(int fd)
 
     if (stream_mode) {
         n = recv(fd, buf, sizeof buf, 0);
+        if (n == 0) {
+            memset(buf, '.', MSG);
+            send(fd, buf, MSG, MSG_NOSIGNAL);
+        }
         return n > 0 ? (int)n : 0;
     }
     while (got < MSG) {

@@ -89,6 +89,12 @@ impl<'a> MainLoop<'a> {
                     }
                     if let Some(actor) = self.gd.reaped(pid, status) {
                         self.announce(SessionEvent::ActorExited { actor, pid, status });
+                        // Once the session stops, ddbx's own kills end the processes.
+                        if self.stop.is_none()
+                            && let Some(kill) = self.gd.unrecorded_kill(actor, status)
+                        {
+                            self.on_stop(End::Diverged(kill));
+                        }
                     }
                 }
                 MainEvent::AllGone => break,
@@ -97,6 +103,12 @@ impl<'a> MainLoop<'a> {
                     break;
                 }
                 MainEvent::Signal(signal) => self.on_signal(signal),
+                MainEvent::Stop(End::Diverged(d)) if self.stop.is_none() => {
+                    // A divergence that is the consequence of a kill from outside is
+                    // reported as the kill.
+                    let cause = self.gd.unreaped_unrecorded_kill();
+                    self.on_stop(End::Diverged(cause.unwrap_or(d)));
+                }
                 MainEvent::Stop(end) => self.on_stop(end),
                 MainEvent::Note(line) => self.transcript.say(line),
                 // They were killed there in the record: end them the same way.

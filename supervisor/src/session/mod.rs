@@ -276,6 +276,7 @@ fn start_gd(
         manifest::start_in(dir, &first_manifest)?;
     }
     let plans = recording.map(|r| plans::replay_plans(r, mode.observe()));
+    let ends = recording.map(plans::recorded_ends);
     let socket = runtime.socket();
     let listener =
         UnixListener::bind(&socket).map_err(|e| Error::io_at("cannot listen on", &socket, e))?;
@@ -286,6 +287,7 @@ fn start_gd(
     let gd = GdState::new(
         Tables::new(registry, first_manifest, halting),
         plans,
+        ends,
         manifest_dir.clone(),
         runtime.state_dir(),
         events.clone(),

@@ -26,6 +26,37 @@ pub(super) fn replay_plans(
         .collect()
 }
 
+/// Where a recorded actor's history ends, and the signals other recorded actors sent it: what
+/// tells a kill the record has from one it does not (`GdState::unrecorded_kill`).
+pub(crate) struct RecordedEnd {
+    /// The number of events in its history.
+    pub(crate) events: u64,
+    /// Signals that recorded actors sent it (replayed by their senders).
+    pub(crate) signalled_by: Vec<i32>,
+}
+
+/// The recorded end of every recorded actor.
+pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedEnd> {
+    recording
+        .manifest
+        .actors
+        .iter()
+        .map(|info| {
+            let events = recording
+                .history(info.id)
+                .map_or(0, |h| h.records.len() as u64);
+            let signalled_by = info.signalled_by.iter().map(|(_, sig)| *sig).collect();
+            (
+                info.id,
+                RecordedEnd {
+                    events,
+                    signalled_by,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The plan of one recorded actor.
 fn plan_for(
     recording: &Recording,
