@@ -212,6 +212,31 @@ fn sigkill_of_ddbx_stops_the_record_and_the_replay_at_once() {
     eprintln!("replay: every process gone {gone_after:?} after the SIGKILL of ddbx");
 }
 
+#[test]
+fn a_send_its_killed_sender_never_logged_replays_from_the_peers_history() {
+    // self_kill's child sends 3 messages, reads a reply and dies of SIGKILL. Cut its history
+    // before its last `Send`: what a kill between that send and its record leaves (the parent's
+    // history has the `Recv` of those bytes; the child's does not have the `Send`).
+    let tmp = TempDir::new("owed");
+    let rec = tmp.join("rec");
+    let program = progs().join("self_kill");
+    let recorded = DDBX.record(&rec, &program, &[]).success();
+    let child = rec.join("history/p2.ron");
+    let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
+    let last_send = text
+        .rfind("\nSend(")
+        .unwrap_or_else(|| panic!("no Send in\n{text}"));
+    std::fs::write(&child, &text[..last_send + 1]).unwrap_or_else(|e| panic!("{e}"));
+    let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
+    assert!(manifest.contains("Signaled(9)"), "{manifest}");
+    // The replay plays the missing send from the parent's history, then the kill.
+    for _ in 0..3 {
+        let replay = DDBX.run(["replay", path_str(&rec)]).output();
+        replay.assert_exit(0, &["replay reached the recorded end"]);
+        assert_eq!(replay.stdout, recorded.stdout);
+    }
+}
+
 // ---- the fault matrix ----
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,20 +460,16 @@ fn check_outcome(case: &Case, tally: &Tally, ended: &Ended) -> Result<(), String
             messages.matches("died while recording into").count() == 1
         }
         (_, Fault::Kill) if gd_killed => messages.matches("died during the replay of").count() == 1,
-        // SIGTERM to ddbx: interrupted, 143.
-        (_, Fault::Term) if gd_killed => ended.code == 143,
+        // SIGTERM to ddbx: interrupted, 143 (or the program was done before ddbx looked).
+        (_, Fault::Term) if gd_killed => ended.code == 143 || completed(&messages),
         // A record goes on around a dead process (the program tolerates it).
         (Phase::Record, _) => !messages.contains("ddbx: replay"),
         // A replay stopped and continued goes on to its end.
-        (_, Fault::StopCont) => {
-            messages.contains("replay reached the recorded end") || messages.contains("halted")
-        }
+        (_, Fault::StopCont) => completed(&messages),
         // A replayed process killed from outside: the replay says which and how, or it had
         // already done all it had to (the kill found it at its end, or after the halt).
         (_, _) if tally.injected => {
-            messages.contains("was killed by signal")
-                || messages.contains("replay reached the recorded end")
-                || messages.contains("halted")
+            messages.contains("was killed by signal") || completed(&messages)
         }
         _ => true,
     };
@@ -460,6 +481,13 @@ fn check_outcome(case: &Case, tally: &Tally, ended: &Ended) -> Result<(), String
             ended.code
         ))
     }
+}
+
+/// Whether ddbx's lines say the run ended as it would have without the fault.
+fn completed(messages: &str) -> bool {
+    messages.contains("ddbx: recorded ")
+        || messages.contains("replay reached the recorded end")
+        || messages.contains("ddbx: halted at")
 }
 
 /// A recording made under a fault loads (or is refused with 102 and its reason) and replays

@@ -299,6 +299,7 @@ impl Ld {
             refusers: [-1, -1],
             held: Vec::new(),
             external_connects: plan.external_connects,
+            owed: plan.owed,
             observe: plan
                 .observe
                 .into_iter()

@@ -132,6 +132,9 @@ pub struct ReplayState {
     pub pending_peers: Vec<PendingPeer>,
     /// Connect events whose peer was outside the session.
     pub external_connects: Vec<u64>,
+    /// Bytes the record sent on these fds after its last record (it was killed between a send
+    /// and its record), which peers received: let through at the end of the history.
+    pub owed: Vec<(c_int, u64)>,
     /// Globals to report after each event when they change.
     pub observe: Vec<ObservedGlobal>,
     /// Loopback TCP sockets (IPv4, IPv6) bound but not listening, to which replay connects a

@@ -64,4 +64,6 @@ pub(crate) enum MainEvent {
     AllAtEnd,
     /// Something to hand to the embedding's event callback.
     Event(SessionEvent),
+    /// Nothing came before the main loop's own deadline (a divergence waiting for its cause).
+    Tick,
 }

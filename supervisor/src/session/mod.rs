@@ -35,6 +35,7 @@ mod main_loop;
 mod manifest;
 pub mod matcher;
 mod outcome;
+mod owed;
 mod plans;
 pub mod procs;
 pub mod runtime_dir;

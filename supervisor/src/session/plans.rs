@@ -18,12 +18,25 @@ pub(super) fn replay_plans(
 ) -> HashMap<ActorId, ReplayPlan> {
     // Matched once for every plan.
     let channels = match_channels(&recording.histories);
-    recording
+    let mut plans: HashMap<ActorId, ReplayPlan> = recording
         .manifest
         .actors
         .iter()
         .map(|info| (info.id, plan_for(recording, &channels, info, observe)))
-        .collect()
+        .collect();
+    // Actors whose history ends without `Exit`: killed, by a signal or by ddbx's death.
+    let killed: Vec<ActorId> = recording
+        .histories
+        .iter()
+        .filter(|h| !matches!(h.records.last(), Some(Record::Exit { .. })))
+        .map(|h| h.actor)
+        .collect();
+    for (actor, owed) in super::owed::owed_bytes(recording, &killed) {
+        if let Some(plan) = plans.get_mut(&actor) {
+            plan.owed = owed;
+        }
+    }
+    plans
 }
 
 /// Where a recorded actor's history ends, and the signals other recorded actors sent it: what
@@ -79,6 +92,7 @@ fn plan_for(
             .filter(|v| v.actor_id() == Some(info.id))
             .map(|v| (v.name.clone(), v.ty))
             .collect(),
+        owed: Vec::new(),
     }
 }
 
