@@ -66,4 +66,6 @@ pub(crate) enum MainEvent {
     Event(SessionEvent),
     /// Nothing came before the main loop's own deadline (a divergence waiting for its cause).
     Tick,
+    /// Replay: a process died by a signal its record does not have (its parent reaped it).
+    UnrecordedKill(super::outcome::Divergence),
 }

@@ -95,14 +95,12 @@ impl<'a> MainLoop<'a> {
                     if let Some(actor) = self.gd.reaped(pid, status) {
                         self.announce(SessionEvent::ActorExited { actor, pid, status });
                         // Once the session stops, ddbx's own kills end the processes.
-                        if self.stop.is_none()
-                            && let Some(kill) = self.gd.unrecorded_kill(actor, status)
-                        {
-                            self.pending = None;
-                            self.on_stop(End::Diverged(kill));
+                        if let Some(kill) = self.gd.unrecorded_kill(actor, status) {
+                            self.on_unrecorded_kill(kill);
                         }
                     }
                 }
+                MainEvent::UnrecordedKill(kill) => self.on_unrecorded_kill(kill),
                 MainEvent::AllGone => break,
                 MainEvent::ReapFailed(e) => {
                     reap_error = Some(e);
@@ -173,6 +171,15 @@ impl<'a> MainLoop<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// A process died by a signal its record does not have: the cause of any divergence
+    /// waiting (once the session stops, ddbx's own kills end the processes: not a cause).
+    fn on_unrecorded_kill(&mut self, kill: Divergence) {
+        if self.stop.is_none() {
+            self.pending = None;
+            self.on_stop(End::Diverged(kill));
         }
     }
 

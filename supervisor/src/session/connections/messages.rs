@@ -208,7 +208,7 @@ fn reaped(gd: &GdState, from: &Connection, events: u64, child: i32, status: Opti
     if let (Some(actor), Some(status)) = (actor, status)
         && let Some(kill) = gd.unrecorded_kill(actor, status)
     {
-        gd.send(MainEvent::Stop(End::Diverged(kill)));
+        gd.send(MainEvent::UnrecordedKill(kill));
     }
 }
 
