@@ -314,7 +314,8 @@ impl Case {
             kind: KINDS[(combo / 3 % 4) as usize],
             fault: FAULTS[(combo % 3) as usize],
             args,
-            at: 100 * (1 + rng.below(total / 100 - 1)),
+            // In the first half: the later the point, the likelier the target has ended.
+            at: 100 * (1 + rng.below(total / 200)),
             which: rng.below(4),
         }
     }

@@ -23,7 +23,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 /// How long the normal end waits for the sentinel to exit.
-const SENTINEL_EXIT: Duration = Duration::from_secs(2);
+const SENTINEL_EXIT: Duration = Duration::from_secs(10);
 
 /// The session's lifeline; dropping it (at the end of the session, when no debuggee is left)
 /// lets the sentinel go quietly.
