@@ -1,11 +1,14 @@
-//! ddbx interrupted: SIGINT/SIGTERM stop every debuggee and clean up; SIGKILL of ddbx leaves
-//! the recorded program running (record: it carries on), a recording that still loads, and a
+//! ddbx interrupted: SIGINT/SIGTERM stop every debuggee and clean up; SIGKILL of ddbx stops
+//! the recorded program too (its lifeline), and leaves a recording that still loads and a
 //! runtime directory that the next ddbx removes; a held halt ends on SIGINT or SIGTERM, as
 //! interrupted (130, 143).
 
-use ddbx_tests::{Ddbx, GroupKiller, TempDir, group_pids, path_str, progs, spawn_in_group};
+use ddbx_tests::{
+    Ddbx, GroupKiller, TempDir, group_left_after, group_pids, path_str, progs, spawn_in_group,
+};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
@@ -86,7 +89,7 @@ fn sigint_and_sigterm_stop_the_record_and_clean_up() {
 }
 
 #[test]
-fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
+fn sigkill_of_ddbx_stops_the_program_and_leaves_a_loadable_recording() {
     let tmp = TempDir::new("kill");
     let rec = tmp.join("rec");
     let (mut child, group) = record_waiting_server(&rec);
@@ -94,9 +97,12 @@ fn sigkill_of_ddbx_leaves_the_program_running_and_a_loadable_recording() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let _ = child.wait();
-    // Record: the program carries on without its supervisor.
-    let left = group_pids(group.0);
-    assert_eq!(left.len(), 1, "the server keeps running: {left:?}");
+    // The lifeline: the server, blocked in accept, dies with ddbx.
+    let left = group_left_after(group.0, Duration::from_secs(10));
+    assert!(
+        left.is_empty(),
+        "left running after ddbx was killed: {left:?}"
+    );
     // The recording loads: the actor it had is listed (from the actors log).
     let ps = DDBX.run(["ps", path_str(&rec)]).success();
     assert!(

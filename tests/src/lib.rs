@@ -30,7 +30,8 @@ pub use histories::{
 pub use json::{cut_of, forked_child, parse_json};
 pub use progs::{figure1, figure1_rust, progs};
 pub use run::{
-    GroupKiller, Output, Run, group_pids, native_outputs, native_outputs_with, spawn_in_group,
+    GroupKiller, Output, Run, group_left_after, group_pids, native_outputs, native_outputs_with,
+    spawn_in_group,
 };
 pub use seeds::{SeedOutcome, Seeds};
 

@@ -220,6 +220,20 @@ pub fn group_pids(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Waits up to `limit` for process group `pgid` to have no process left (zombies aside),
+/// looking every 10 ms; returns what is still there at the limit (empty: all gone). For tests
+/// that check how fast a session's processes go once something killed its supervisor.
+pub fn group_left_after(pgid: i32, limit: std::time::Duration) -> Vec<(i32, String)> {
+    let start = std::time::Instant::now();
+    loop {
+        let left = group_members(pgid);
+        if left.is_empty() || start.elapsed() >= limit {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The processes (other than zombies) in process group `pgid`: pid, and `pid (command)` as
 /// `/proc/PID/stat` names it.
 fn group_members(pgid: i32) -> Vec<(i32, String)> {

@@ -341,6 +341,18 @@ fn recording_notes(recording: &Recording) -> Vec<String> {
             "ddbx: this recording is incomplete ({:?}: {why}); replaying what it holds",
             manifest.state
         ));
+        let optimal = manifest.actors.iter().any(|a| {
+            let path = ddbx_wire::manifest::Manifest::history_path(&recording.dir, a.id);
+            ddbx_wire::history::trace_of(&path) == ddbx_wire::history::Trace::Optimal
+        });
+        if optimal {
+            notes.push(
+                "ddbx: it was recorded with --trace optimal: the outcomes its processes still \
+                 held undecided when they were killed are lost, so the replay may diverge \
+                 near its end"
+                    .into(),
+            );
+        }
     }
     notes
 }

@@ -15,6 +15,7 @@ use crate::ld::lifecycle::{self, Joined};
 use crate::ld::{self, Ld};
 use crate::{real, record, replay, sys};
 use ddbx_wire::history::Record;
+use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::Mode;
 use libc::{c_char, c_int, c_void, pid_t};
 use std::ffi::CStr;
@@ -394,42 +395,45 @@ fn before_wait(options: c_int) {
     }
 }
 
-/// After a wait that returned `child`: the record notes which child a blocking wait reaped.
-/// `ended` says whether the child terminated (rather than stopped or continued).
-fn after_wait(options: c_int, child: pid_t, ended: bool) {
-    if options & libc::WNOHANG != 0 || child <= 0 || !ended || options & libc::WNOWAIT != 0 {
+/// After a wait that returned `child`, which ended with `status` (`None`: it did not
+/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
+fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
+    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
         return;
     }
-    if let Some(ld) = active()
-        && ld.mode == Mode::Record
+    if let Some(status) = status
+        && let Some(ld) = active()
     {
-        record::process::reaped(ld, child);
+        record::process::reaped(ld, child, Some(status));
     }
 }
 
-/// Whether a wait status (null: not asked for) says the child terminated.
-///
-/// # Safety
-/// `status` must be null or the status word the wait just filled.
-unsafe fn terminated(status: *mut c_int, options: c_int) -> bool {
-    if status.is_null() {
-        // Without WUNTRACED/WCONTINUED only terminations are reported.
-        return options & (libc::WUNTRACED | libc::WCONTINUED) == 0;
+/// How a child ended, from the status word of a wait (`None`: stopped or continued).
+fn ended(s: c_int) -> Option<ExitStatus> {
+    if libc::WIFEXITED(s) {
+        Some(ExitStatus::Exited(libc::WEXITSTATUS(s)))
+    } else if libc::WIFSIGNALED(s) {
+        Some(ExitStatus::Signaled(libc::WTERMSIG(s)))
+    } else {
+        None
     }
-    // SAFETY: as the caller promises.
-    let s = unsafe { *status };
-    libc::WIFEXITED(s) || libc::WIFSIGNALED(s)
+}
+
+/// The status word a wait fills: the program's, or ours when it passed null (a child's end is
+/// needed either way).
+fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
+    if status.is_null() { own } else { status }
 }
 
 /// The end of a wait that returned `r` (a child's pid when > 0), keeping errno.
 ///
 /// # Safety
-/// `status` must be null or the status word the wait just filled.
+/// `status` must be the status word the wait just filled.
 unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
     if r > 0 {
         let err = sys::errno();
         // SAFETY: as the caller promises.
-        after_wait(options, r, unsafe { terminated(status, options) });
+        after_wait(options, r, ended(unsafe { *status }));
         sys::set_errno(err);
     }
     r
@@ -439,8 +443,10 @@ hook! {
     /// waitpid(2).
     fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
         before_wait(options);
-        // SAFETY: `status` is null or the program's int (waitpid's contract), in the real
-        // call and after it.
+        let mut own = 0;
+        let status = status_word(status, &mut own);
+        // SAFETY: `status` is the program's int (waitpid's contract) or ours, in the real call
+        // and after it.
         unsafe { waited(real::waitpid(pid, status, options), status, options) }
     }
 }
@@ -449,7 +455,9 @@ hook! {
     /// wait(2).
     fn wait(status: *mut c_int) -> pid_t {
         before_wait(0);
-        // SAFETY: `status` is null or the program's int (wait's contract).
+        let mut own = 0;
+        let status = status_word(status, &mut own);
+        // SAFETY: `status` is the program's int (wait's contract) or ours.
         unsafe { waited(real::wait(status), status, 0) }
     }
 }
@@ -458,7 +466,10 @@ hook! {
     /// wait3(2).
     fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
-        // SAFETY: `status` and `usage` are null or the program's (wait3's contract).
+        let mut own = 0;
+        let status = status_word(status, &mut own);
+        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
+        // (wait3's contract).
         unsafe { waited(real::wait3(status, options, usage), status, options) }
     }
 }
@@ -467,7 +478,10 @@ hook! {
     /// wait4(2).
     fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
-        // SAFETY: `status` and `usage` are null or the program's (wait4's contract).
+        let mut own = 0;
+        let status = status_word(status, &mut own);
+        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
+        // (wait4's contract).
         unsafe { waited(real::wait4(pid, status, options, usage), status, options) }
     }
 }
@@ -481,8 +495,12 @@ hook! {
         if r == 0 && !info.is_null() {
             let err = sys::errno();
             // SAFETY: the program's siginfo (not null), just filled by waitid.
-            let (pid, code) = unsafe { ((*info).si_pid(), (*info).si_code) };
-            let ended = matches!(code, libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED);
+            let (pid, code, value) = unsafe { ((*info).si_pid(), (*info).si_code, (*info).si_status()) };
+            let ended = match code {
+                libc::CLD_EXITED => Some(ExitStatus::Exited(value)),
+                libc::CLD_KILLED | libc::CLD_DUMPED => Some(ExitStatus::Signaled(value)),
+                _ => None,
+            };
             after_wait(options, pid, ended);
             sys::set_errno(err);
         }

@@ -10,6 +10,9 @@ use ddbx_wire::proto::{self, GdToLd, LdToGd};
 use libc::c_int;
 use std::sync::atomic::Ordering;
 
+/// fcntl(2)'s F_SETSIG (Linux, `<fcntl.h>` with `_GNU_SOURCE`; the libc crate lacks it).
+const F_SETSIG: c_int = 10;
+
 impl Ld {
     /// Sends a one-way message to the GD (ignored if the GD is gone).
     pub fn send(&mut self, msg: &LdToGd) {
@@ -90,6 +93,54 @@ impl Ld {
                 return None;
             }
             self.gd_pending.extend_from_slice(&chunk[..n as usize]);
+        }
+    }
+
+    /// Holds this process to the GD's lifeline (`ddbx_wire::LIFELINE`, beside the GD's socket):
+    /// our own open file description of the FIFO's read end, owned by this process, with
+    /// `O_ASYNC` and SIGKILL as its signal. When the GD's process ends (however it ends), the
+    /// FIFO loses its only writer and the kernel sends SIGKILL to every reader that asked, at
+    /// once: nothing of a session outlives its supervisor, and the debuggee needs no thread and
+    /// no check on the hook path. Each image and each forked child opens its own description
+    /// (an inherited one names its parent as owner). Armed first, then checked: a read that
+    /// finds no writer means the GD was already gone, and this process ends the same way.
+    /// Without the FIFO (it cannot be opened) the process goes on as before.
+    pub(super) fn hold_lifeline(&mut self) {
+        let dir_len = self
+            .gd_path
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map_or(0, |i| i + 1);
+        let mut path = self.gd_path[..dir_len].to_vec();
+        path.extend_from_slice(ddbx_wire::LIFELINE.as_bytes());
+        let fd = sys::open(
+            &path,
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            0,
+        );
+        if fd < 0 {
+            sys::diag(
+                self.log_fd,
+                "ddbx-ld: no lifeline to the GD; its death is noticed only when this process talks to it",
+            );
+            return;
+        }
+        let fd = crate::fds::mark_ours(sys::move_high(fd, crate::fds::HIGH_FD));
+        self.lifeline_fd = fd;
+        let armed = sys::fcntl(fd, libc::F_SETOWN, libc::c_long::from(sys::getpid())) == 0
+            && sys::fcntl(fd, F_SETSIG, libc::c_long::from(libc::SIGKILL)) == 0
+            && sys::fcntl(
+                fd,
+                libc::F_SETFL,
+                libc::c_long::from(libc::O_NONBLOCK | libc::O_ASYNC),
+            ) == 0;
+        if !armed {
+            sys::diag(self.log_fd, "ddbx-ld: cannot arm the lifeline to the GD");
+        }
+        let mut byte = [0u8; 1];
+        if sys::read(fd, &mut byte) == 0 {
+            // No writer: the GD is gone. End as its death ends every other process.
+            sys::kill_self(libc::SIGKILL);
         }
     }
 

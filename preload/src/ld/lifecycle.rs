@@ -63,6 +63,7 @@ pub fn start() -> Option<Joined> {
         values: super::ValueLog::new(),
         progress: std::ptr::null_mut(),
         gd_fd: -1,
+        lifeline_fd: -1,
         gd_pending: Vec::new(),
         gd_fds: Vec::new(),
         gd_path,
@@ -154,6 +155,7 @@ impl Ld {
     /// Connects to the GD, learns who we are, and opens this image's history. Returns the
     /// image's first event; `None`: run unrecorded (the GD is gone: the program carries on).
     fn join(&mut self, claim: Claim) -> Option<Record> {
+        self.hold_lifeline();
         let fd = sys::connect_unix(&self.gd_path);
         if fd < 0 {
             sys::diag(
@@ -377,6 +379,7 @@ impl Ld {
             held: Vec::new(),
             external_connects: plan.external_connects,
             closes: plan.closes,
+            owed: plan.owed,
             observe: plan
                 .observe
                 .into_iter()
@@ -411,13 +414,14 @@ impl Ld {
     pub fn become_child(&mut self) -> Option<Record> {
         let parent = self.actor;
         let index = self.fork_index;
-        for fd in [self.gd_fd, self.history_fd, self.full_fd] {
+        for fd in [self.gd_fd, self.lifeline_fd, self.history_fd, self.full_fd] {
             if fd >= 0 {
                 fds::forget_ours(fd);
                 sys::close(fd);
             }
         }
         self.gd_fd = -1;
+        self.lifeline_fd = -1;
         self.history_fd = -1;
         self.full_fd = -1;
         if !self.progress.is_null() {

@@ -171,6 +171,9 @@ pub struct ReplayState {
     pub pending_peers: Vec<PendingPeer>,
     /// Connect events whose peer was outside the session.
     pub external_connects: Vec<u64>,
+    /// Bytes the record sent on these fds after its last record (it was killed between a send
+    /// and its record), which peers received: let through at the end of the history.
+    pub owed: Vec<(c_int, u64)>,
     /// Globals to report after each event when they change.
     pub observe: Vec<ObservedGlobal>,
     /// Loopback TCP sockets (IPv4, IPv6) bound but not listening, to which replay connects a
@@ -246,6 +249,8 @@ pub struct Ld {
     progress: *mut ActorProgress,
     /// The connection to the GD (see [`gd`]).
     gd_fd: c_int,
+    /// Our read end of the GD's lifeline FIFO (see [`gd`]; -1: none).
+    lifeline_fd: c_int,
     /// Bytes read from the GD that do not end a line yet.
     gd_pending: Vec<u8>,
     /// Descriptors that came from the GD with its messages (`Deliver`), not claimed yet (ours,

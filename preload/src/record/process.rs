@@ -5,6 +5,7 @@
 use crate::ld::Ld;
 use crate::sys;
 use ddbx_wire::history::Record;
+use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::LdToGd;
 use libc::{c_int, pid_t};
 
@@ -38,13 +39,16 @@ pub fn exit(ld: &mut Ld, status: c_int) {
     ld.drain(true);
 }
 
-/// A blocking wait reaped `child` (not an event: the GD notes which child, since a halting
-/// replay needs the child's end before the parent's next event).
-pub fn reaped(ld: &mut Ld, child: pid_t) {
+/// A blocking wait reaped `child`, which ended with `status` (not an event: the GD notes which
+/// child, since a halting replay needs the child's end before the parent's next event, and how
+/// it ended, which nothing else says of a child killed by a signal). Replay tells it too: a
+/// child killed there by a signal its record does not have stops the replay.
+pub fn reaped(ld: &mut Ld, child: pid_t, status: Option<ExitStatus>) {
     let msg = LdToGd::Reaped {
         actor: ld.actor,
         events: ld.events(),
         pid: child,
+        status,
     };
     ld.send(&msg);
 }

@@ -64,4 +64,8 @@ pub(crate) enum MainEvent {
     AllAtEnd,
     /// Something to hand to the embedding's event callback.
     Event(SessionEvent),
+    /// Nothing came before the main loop's own deadline (a divergence waiting for its cause).
+    Tick,
+    /// Replay: a process died by a signal its record does not have (its parent reaped it).
+    UnrecordedKill(super::outcome::Divergence),
 }

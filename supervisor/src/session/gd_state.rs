@@ -10,6 +10,8 @@ use super::halting::Halting;
 use super::handover::Handovers;
 use super::joins::Execs;
 use super::matcher::ConnectTable;
+use super::outcome::Divergence;
+use super::plans::RecordedEnd;
 use crate::actors::Registry;
 use ddbx_wire::ActorId;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
@@ -62,6 +64,8 @@ pub(crate) struct GdState {
     pub(super) changed: Condvar,
     /// Replay: each recorded actor's plan (`None` in record).
     pub(super) plans: Option<HashMap<ActorId, ReplayPlan>>,
+    /// Replay: where each recorded actor's history ends (`None` in record).
+    ends: Option<HashMap<ActorId, RecordedEnd>>,
     /// Where this run's histories and manifest go, if anywhere.
     pub(super) manifest_dir: Option<PathBuf>,
     /// Where the LDs keep their state files.
@@ -101,6 +105,7 @@ impl GdState {
     pub(crate) fn new(
         tables: Tables,
         plans: Option<HashMap<ActorId, ReplayPlan>>,
+        ends: Option<HashMap<ActorId, RecordedEnd>>,
         manifest_dir: Option<PathBuf>,
         state_dir: PathBuf,
         access: Access,
@@ -110,6 +115,7 @@ impl GdState {
             tables: Mutex::new(tables),
             changed: Condvar::new(),
             plans,
+            ends,
             manifest_dir,
             state_dir,
             access,
@@ -162,6 +168,54 @@ impl GdState {
         tables.registry.exited(pid, Some(status));
         self.changed.notify_all();
         actor
+    }
+
+    /// Replay: `actor`, reaped with `status`, was killed by a signal its record does not have:
+    /// before the end of its history, by a signal no recorded actor sent it (one from outside
+    /// the session, or one the replay brought about). What stops the replay then, saying so.
+    pub(crate) fn unrecorded_kill(&self, actor: ActorId, status: ExitStatus) -> Option<Divergence> {
+        let ExitStatus::Signaled(sig) = status else {
+            return None;
+        };
+        let end = self.ends.as_ref()?.get(&actor)?;
+        let done = std::fs::read(self.state_dir.join(actor.to_string()))
+            .ok()
+            .and_then(|b| b.get(..8).and_then(|s| s.try_into().ok()))
+            .map_or(0, u64::from_le_bytes);
+        if end.signalled_by.contains(&sig) || done >= end.events {
+            return None;
+        }
+        let name =
+            nix::sys::signal::Signal::try_from(sig).map_or("a real-time signal", |s| s.as_str());
+        let found = format!("killed by signal {sig} ({name}), which the record does not have");
+        let expected = format!("its history to go on to event {}", end.events);
+        let message = format!(
+            "ddbx: replay stopped: {actor} was {found}, after event {done} (its recorded history \
+             goes on to event {}): a signal from outside the session",
+            end.events
+        );
+        Some(Divergence {
+            actor: Some(actor),
+            event: Some(done + 1),
+            expected,
+            found,
+            message,
+        })
+    }
+
+    /// Replay: an actor that died by a signal its record does not have and is not reaped yet
+    /// (a peer of its may report the consequence, a reset or an early end of a stream, before
+    /// the reaper has seen the death): the kill, which is the cause to report.
+    pub(crate) fn unreaped_unrecorded_kill(&self) -> Option<Divergence> {
+        self.ends.as_ref()?;
+        let pids = self.lock().registry.live_pids();
+        pids.into_iter().find_map(|pid| {
+            let status = super::procs::zombie_status(pid)?;
+            let actor = self.lock().registry.actor_of_pid(pid)?;
+            let sig = status & 0x7f;
+            (sig != 0).then_some(())?;
+            self.unrecorded_kill(actor, ExitStatus::Signaled(sig))
+        })
     }
 
     /// The session is ending: release every waiting `WhoIs`, wake the acceptor, and give the

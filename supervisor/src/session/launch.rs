@@ -81,13 +81,15 @@ fn start_root(root: &Root<'_>, program_mask: Option<SigSet>) -> Result<i32> {
     let mut command = command(root);
     // The program starts with the signal mask ddbx itself was started with, not with the
     // SIGINT/SIGTERM that ddbx blocks for its own signal thread.
-    // SAFETY: the closure runs between fork and exec and makes one async-signal-safe call
-    // (pthread_sigmask, through nix, which neither allocates nor locks).
+    // SAFETY: the closure runs between fork and exec and makes two async-signal-safe calls
+    // (pthread_sigmask through nix, and prctl), neither of which allocates or locks.
     unsafe {
         command.pre_exec(move || {
             if let Some(mask) = &program_mask {
                 let _ = mask.thread_set_mask();
             }
+            // Until its LD holds the lifeline (`lifeline.rs`), the root dies with ddbx this way.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
     }

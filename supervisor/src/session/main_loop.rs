@@ -7,18 +7,20 @@ use super::OnHalt;
 use super::events::{MainEvent, SessionEvent};
 use super::gd_state::{CollectedHalt, GdState};
 use super::halted::{HaltAction, HaltedState};
-use super::outcome::End;
+use super::outcome::{Divergence, End};
 use super::procs;
 use super::transcript::Transcript;
 use ddbx_wire::manifest::ExitStatus;
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a stopping session waits before killing again (processes forked meanwhile).
 const KILL_AGAIN: Duration = Duration::from_millis(50);
 /// How long a halting replay may stand still before its requests are sent again.
 const HALTING_TICK: Duration = Duration::from_secs(1);
+/// How long a divergence waits for the reaper to report a kill that caused it.
+const CAUSE_GRACE: Duration = Duration::from_millis(200);
 /// How long the halted actors have to answer `Report`.
 const REPORT_LIMIT: Duration = Duration::from_secs(10);
 
@@ -51,6 +53,8 @@ pub(super) struct MainLoop<'a> {
     root_status: Option<ExitStatus>,
     /// The processes whose exit was handed to the embedding.
     exits_announced: HashSet<i32>,
+    /// A divergence waiting (since then) for the kill that may have caused it.
+    pending: Option<(Divergence, Instant)>,
 }
 
 impl<'a> MainLoop<'a> {
@@ -75,6 +79,7 @@ impl<'a> MainLoop<'a> {
             held_until: None,
             root_status: None,
             exits_announced: HashSet::new(),
+            pending: None,
         }
     }
 
@@ -89,14 +94,25 @@ impl<'a> MainLoop<'a> {
                     }
                     if let Some(actor) = self.gd.reaped(pid, status) {
                         self.announce(SessionEvent::ActorExited { actor, pid, status });
+                        // Once the session stops, ddbx's own kills end the processes.
+                        if let Some(kill) = self.gd.unrecorded_kill(actor, status) {
+                            self.on_unrecorded_kill(kill);
+                        }
                     }
                 }
+                MainEvent::UnrecordedKill(kill) => self.on_unrecorded_kill(kill),
                 MainEvent::AllGone => break,
                 MainEvent::ReapFailed(e) => {
                     reap_error = Some(e);
                     break;
                 }
                 MainEvent::Signal(signal) => self.on_signal(signal),
+                // A divergence may be the consequence of a kill from outside (a peer's reset,
+                // an early end of a stream): the kill is the cause to report, and the reaper
+                // may not have seen it yet.
+                MainEvent::Stop(End::Diverged(d)) if self.stop.is_none() => {
+                    self.pending.get_or_insert((d, Instant::now()));
+                }
                 MainEvent::Stop(end) => self.on_stop(end),
                 MainEvent::Note(line) => self.transcript.say(line),
                 // They were killed there in the record: end them the same way.
@@ -105,8 +121,11 @@ impl<'a> MainLoop<'a> {
                 }
                 MainEvent::Halted => self.on_halted(),
                 MainEvent::Event(event) => self.announce(event),
+                MainEvent::Tick => {}
             }
+            self.settle_divergence(false);
         }
+        self.settle_divergence(true);
         // Every process ended before all of them stood still: the predicate never held (a
         // process that reaches a state where it holds is held there).
         if self.stop.is_none()
@@ -129,14 +148,19 @@ impl<'a> MainLoop<'a> {
     /// asked (and may find the program halted).
     fn next_event(&self) -> Option<MainEvent> {
         loop {
-            let wait = if self.stop.is_some() {
-                KILL_AGAIN
-            } else {
-                HALTING_TICK
+            let wait = match &self.pending {
+                Some((_, since)) => CAUSE_GRACE
+                    .saturating_sub(since.elapsed())
+                    .max(Duration::from_millis(1)),
+                None if self.stop.is_some() => KILL_AGAIN,
+                None => HALTING_TICK,
             };
             match self.events.recv_timeout(wait) {
                 Ok(event) => return Some(event),
                 Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) if self.pending.is_some() => {
+                    return Some(MainEvent::Tick);
+                }
                 Err(RecvTimeoutError::Timeout) if self.stop.is_some() => {
                     // Processes forked while we were killing: kill again.
                     procs::kill_descendants();
@@ -147,6 +171,29 @@ impl<'a> MainLoop<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// A process died by a signal its record does not have: the cause of any divergence
+    /// waiting (once the session stops, ddbx's own kills end the processes: not a cause).
+    fn on_unrecorded_kill(&mut self, kill: Divergence) {
+        if self.stop.is_none() {
+            self.pending = None;
+            self.on_stop(End::Diverged(kill));
+        }
+    }
+
+    /// Stops the session for the divergence that came, once the reaper had `CAUSE_GRACE` to
+    /// report a kill it may be the consequence of (`now`: at once); an unreaped actor killed
+    /// from outside is the cause too.
+    fn settle_divergence(&mut self, now: bool) {
+        let due = self
+            .pending
+            .as_ref()
+            .is_some_and(|(_, since)| now || since.elapsed() >= CAUSE_GRACE);
+        if due && let Some((divergence, _)) = self.pending.take() {
+            let cause = self.gd.unreaped_unrecorded_kill();
+            self.on_stop(End::Diverged(cause.unwrap_or(divergence)));
         }
     }
 

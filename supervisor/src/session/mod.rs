@@ -31,10 +31,12 @@ mod handover;
 mod joins;
 mod launch;
 mod ld_writer;
+mod lifeline;
 mod main_loop;
 mod manifest;
 pub mod matcher;
 mod outcome;
+mod owed;
 mod plans;
 pub mod procs;
 pub mod runtime_dir;
@@ -222,6 +224,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         record: mode.recording().is_none(),
         handle_signals,
     };
+    let lifeline = lifeline::Lifeline::start(&runtime, &death_notice(&mode, ddbx_pid))?;
     let launched = launch::start(&root)?;
     let threads = threads::Threads::start(&events_tx, listener, &gd, handle_signals)?;
     drop(events_tx);
@@ -258,6 +261,7 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     };
     transcript.event(&SessionEvent::Finishing);
     let outcome = finish::outcome(&gd, ended, transcript)?;
+    drop(lifeline);
     drop(runtime);
     Ok(outcome)
 }
@@ -283,6 +287,7 @@ fn start_gd(
         manifest::start_in(dir, &first_manifest)?;
     }
     let plans = recording.map(|r| plans::replay_plans(r, mode.observe()));
+    let ends = recording.map(plans::recorded_ends);
     let socket = runtime.socket();
     let listener =
         UnixListener::bind(&socket).map_err(|e| Error::io_at("cannot listen on", &socket, e))?;
@@ -296,12 +301,29 @@ fn start_gd(
     let gd = GdState::new(
         Tables::new(registry, first_manifest, halting),
         plans,
+        ends,
         manifest_dir.clone(),
         runtime.state_dir(),
         access,
         events.clone(),
     );
     Ok((Arc::new(gd), listener))
+}
+
+/// The line the sentinel writes if ddbx dies during the session (`lifeline`).
+fn death_notice(mode: &SessionMode, ddbx_pid: i32) -> String {
+    match mode {
+        SessionMode::Record { out_dir } => format!(
+            "ddbx: ddbx (pid {ddbx_pid}) died while recording into {}: the recorded processes \
+             were killed with it; the recording ends where they stopped",
+            crate::error::shown(out_dir)
+        ),
+        SessionMode::Replay { recording, .. } => format!(
+            "ddbx: ddbx (pid {ddbx_pid}) died during the replay of {}: the replayed processes \
+             were killed with it",
+            crate::error::shown(&recording.dir)
+        ),
+    }
 }
 
 /// `path` made absolute (the debuggees may change directory).

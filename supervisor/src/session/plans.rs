@@ -6,7 +6,7 @@ use crate::analysis::channels::{Channel, accepts_of, match_channels};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::{ConnectOutcome, Record, connect_outcome};
-use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
+use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest, SessionState};
 use ddbx_wire::pred::VarRef;
 use ddbx_wire::proto::ReplayPlan;
 use std::collections::HashMap;
@@ -18,11 +18,55 @@ pub(super) fn replay_plans(
 ) -> HashMap<ActorId, ReplayPlan> {
     // Matched once for every plan.
     let channels = match_channels(&recording.histories);
-    recording
+    let mut plans: HashMap<ActorId, ReplayPlan> = recording
         .manifest
         .actors
         .iter()
         .map(|info| (info.id, plan_for(recording, &channels, info, observe)))
+        .collect();
+    // Actors whose history ends without `Exit`: killed, by a signal or by ddbx's death.
+    let killed: Vec<ActorId> = recording
+        .histories
+        .iter()
+        .filter(|h| !matches!(h.records.last(), Some(Record::Exit { .. })))
+        .map(|h| h.actor)
+        .collect();
+    for (actor, owed) in super::owed::owed_bytes(recording, &killed) {
+        if let Some(plan) = plans.get_mut(&actor) {
+            plan.owed = owed;
+        }
+    }
+    plans
+}
+
+/// Where a recorded actor's history ends, and the signals other recorded actors sent it: what
+/// tells a kill the record has from one it does not (`GdState::unrecorded_kill`).
+pub(crate) struct RecordedEnd {
+    /// The number of events in its history.
+    pub(crate) events: u64,
+    /// Signals that recorded actors sent it (replayed by their senders).
+    pub(crate) signalled_by: Vec<i32>,
+}
+
+/// The recorded end of every recorded actor.
+pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedEnd> {
+    recording
+        .manifest
+        .actors
+        .iter()
+        .map(|info| {
+            let events = recording
+                .history(info.id)
+                .map_or(0, |h| h.records.len() as u64);
+            let signalled_by = info.signalled_by.iter().map(|(_, sig)| *sig).collect();
+            (
+                info.id,
+                RecordedEnd {
+                    events,
+                    signalled_by,
+                },
+            )
+        })
         .collect()
 }
 
@@ -49,6 +93,7 @@ fn plan_for(
             .map(|v| (v.name.clone(), v.ty))
             .collect(),
         closes: recording.manifest.closes,
+        owed: Vec::new(),
     }
 }
 
@@ -61,6 +106,9 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
         Some(Record::Exit { .. })
     );
     let torn = history.is_some_and(|h| h.truncated);
+    // ddbx died during the record (its last manifest was never written): its lifeline
+    // SIGKILLed every process still running then (`supervisor/src/session/lifeline.rs`).
+    let ddbx_died = recording.manifest.state == SessionState::Recording;
     // Killed by a signal that another recorded process sent: that process's replay sends it
     // again at the same point of its own history, so this one waits for it (ending it where
     // its history ends could be too early: socat's handler kills its EXEC child only after it
@@ -71,6 +119,7 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
         Some(ExitStatus::Signaled(_)) if !ended_by_exit => None,
         // A record torn in the middle: the process died while writing it.
         _ if torn && !ended_by_exit => Some(libc::SIGKILL),
+        None if ddbx_died && !ended_by_exit => Some(libc::SIGKILL),
         _ => None,
     }
 }

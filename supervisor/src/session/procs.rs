@@ -106,6 +106,15 @@ pub fn start_time(pid: i32) -> Option<u64> {
     stat_field(pid, 22)?.parse().ok()
 }
 
+/// How process `pid` ended, when it is a zombie not reaped yet (`/proc/<pid>/stat` fields 3
+/// and 52: the state, and the status `waitpid` will report).
+pub fn zombie_status(pid: i32) -> Option<i32> {
+    if stat_field(pid, 3)? != "Z" {
+        return None;
+    }
+    stat_field(pid, 52)?.parse().ok()
+}
+
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`.
 fn stat_field(pid: i32, n: usize) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -43,6 +43,12 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Version of the LD↔GD protocol, checked in the handshake.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// The FIFO beside the GD's socket (same directory) whose only writer is the GD: every LD
+/// opens it for reading with `O_ASYNC` and `F_SETSIG` = SIGKILL, so that the kernel kills each
+/// debuggee the moment the GD's process is gone (its end closes), with no thread in the
+/// debuggee and no check on the hook path. The GD never writes to it.
+pub const LIFELINE: &str = "lifeline";
+
 /// Environment variables through which the GD configures each LD.
 pub mod env {
     /// Path of the GD's Unix socket. Without it the preload stays inert.

@@ -119,8 +119,8 @@ pub enum LdToGd {
         /// What, and what to do about it.
         what: String,
     },
-    /// Record: a wait (waitpid, wait, …) of the actor's process returned the child `pid`,
-    /// which had terminated, after `events` events.
+    /// A wait (waitpid, wait, …) of the actor's process returned the child `pid`, which had
+    /// terminated, after `events` events.
     Reaped {
         /// The actor.
         actor: ActorId,
@@ -128,6 +128,10 @@ pub enum LdToGd {
         events: u64,
         /// The child's process id.
         pid: i32,
+        /// How the child ended (a child killed by a signal says so nowhere else: it writes no
+        /// `Exiting`, and ddbx does not reap it).
+        #[serde(default)]
+        status: Option<ExitStatus>,
     },
     /// Replay: a global the GD asked to observe (`ReplayPlan::observe`) has this value after
     /// `events` events (sent when it changes, and once at the first event).
@@ -284,6 +288,11 @@ pub struct ReplayPlan {
     /// (see [`crate::manifest::Manifest::closes`]).
     #[serde(default)]
     pub closes: bool,
+    /// A killed actor: bytes its peers' histories received from it that its own history never
+    /// sent (it was killed between a send and its record), by fd: at the end of its history
+    /// the LD lets the program's sends on that fd through, up to that many bytes.
+    #[serde(default)]
+    pub owed: Vec<(i32, u64)>,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).
@@ -300,6 +309,10 @@ pub struct HaltPlan {
 }
 
 /// Messages from the GD to an LD.
+// A `Welcome` (with its replay plan) is much larger than the other messages; there is one per
+// process image and each message is decoded from a line and handled at once, so boxing it
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub enum GdToLd {
     /// Answer to `Hello`.

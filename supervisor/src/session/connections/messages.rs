@@ -46,7 +46,8 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             actor: _,
             events,
             pid: child,
-        } => reaped(gd, from, events, child),
+            status,
+        } => reaped(gd, from, events, child, status),
         LdToGd::Exiting {
             actor: _,
             events,
@@ -216,10 +217,21 @@ fn passthrough(gd: &GdState, actor: ActorId, what: String) {
 }
 
 /// Record: the process reaped its child `child` after `events` events.
-fn reaped(gd: &GdState, from: &Connection, events: u64, child: i32) {
+fn reaped(gd: &GdState, from: &Connection, events: u64, child: i32, status: Option<ExitStatus>) {
     let mut tables = gd.lock();
     if gd.plans.is_none() {
         tables.registry.reaped(from.pid, events, child);
+        // A child killed by a signal wrote no `Exiting`: this is all that says how it ended.
+        tables.registry.exited(child, status);
+        return;
+    }
+    // Replay: a child killed by a signal its record does not have stops the replay.
+    let actor = tables.registry.actor_of_pid(child);
+    drop(tables);
+    if let (Some(actor), Some(status)) = (actor, status)
+        && let Some(kill) = gd.unrecorded_kill(actor, status)
+    {
+        gd.send(MainEvent::UnrecordedKill(kill));
     }
 }
 

@@ -1,0 +1,587 @@
+//! Faults (issue #11): ddbx itself or a process of the program killed or stopped in the middle
+//! of a record, a replay or a halting replay, with `tests/progs/chatter.c` (a server, its
+//! children and grandchildren exchanging many messages).
+//!
+//! * ddbx SIGKILLed mid-record and mid-replay: every process of the session is gone within a
+//!   bounded wait, stderr says why, and the recording loads and replays to where it stopped.
+//! * The fault matrix: seeded cases, each a record, a replay or a halting replay (`--stop-at`)
+//!   in which one process of a kind (the root, a child, a grandchild, ddbx) gets SIGKILL,
+//!   SIGTERM, or SIGSTOP then SIGCONT once the program has exchanged a seeded number of
+//!   messages. After each: nothing of the session is left, and a recording made under a fault
+//!   loads (or is refused with 102 and its reason) and replays to its recorded end. All
+//!   failures are listed together with their seeds; `DDBX_FAULT_CASES` (default 36: every
+//!   phase × kind × signal once) and `DDBX_FAULT_SEED` (run one case) choose the cases.
+
+use ddbx_tests::{
+    Ddbx, GroupKiller, Seeds, TempDir, env_number, group_left_after, path_str, progs,
+    spawn_in_group,
+};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
+
+/// How long a faulted run may take to end on its own before the case calls it a hang.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// How long the processes of a session may take to be gone once ddbx has ended.
+const GONE_LIMIT: Duration = Duration::from_secs(10);
+
+/// A ddbx run in a process group of its own, its stderr read line by line as it comes.
+struct Live {
+    child: Child,
+    group: GroupKiller,
+    lines: mpsc::Receiver<String>,
+    stderr: String,
+}
+
+impl Live {
+    fn start(args: &[&str]) -> Live {
+        let (mut child, group) = spawn_in_group(
+            Command::new(DDBX.path())
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        );
+        let err = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Live {
+            child,
+            group,
+            lines,
+            stderr: String::new(),
+        }
+    }
+
+    /// Waits until the program says it has exchanged at least `messages` messages; false if
+    /// ddbx's stderr ended (or nothing came for a minute) first.
+    fn await_progress(&mut self, messages: u64) -> bool {
+        while let Ok(line) = self.lines.recv_timeout(RUN_LIMIT) {
+            let got = line
+                .strip_prefix("chatter: ")
+                .and_then(|rest| rest.strip_suffix(" messages"))
+                .and_then(|n| n.parse::<u64>().ok());
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
+            if got.is_some_and(|n| n >= messages) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Waits (up to `RUN_LIMIT`) for ddbx to end, then for every process of its group to be
+    /// gone. Returns how it ended; a run that does not end is SIGTERMed (then its group killed)
+    /// and reported as a hang.
+    fn finish(mut self) -> Ended {
+        let start = Instant::now();
+        let mut hung = false;
+        let status = loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                break status;
+            }
+            if start.elapsed() > RUN_LIMIT && !hung {
+                hung = true;
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            }
+            if start.elapsed() > RUN_LIMIT * 2 {
+                let _ = self.child.kill();
+            }
+            // Reading stderr is what a run waits on most of the time.
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(20)) {
+                self.stderr.push_str(&line);
+                self.stderr.push('\n');
+            }
+        };
+        let left = group_left_after(self.group.0, GONE_LIMIT);
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
+        }
+        use std::os::unix::process::ExitStatusExt;
+        let code = status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        Ended {
+            code,
+            stderr: self.stderr,
+            hung,
+            left: left.into_iter().map(|(_, what)| what).collect(),
+        }
+    }
+}
+
+/// How a run ended.
+struct Ended {
+    code: i32,
+    stderr: String,
+    hung: bool,
+    left: Vec<String>,
+}
+
+impl Ended {
+    /// stderr without the program's progress lines, which may have landed inside one of
+    /// ddbx's lines (two writers on one pipe: `ddbx: haltedchatter: 1400 messages\n at …`).
+    fn messages(&self) -> String {
+        without_progress(&self.stderr)
+    }
+}
+
+/// `text` without any `chatter: N messages\n`, wherever it is.
+fn without_progress(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("chatter: ") {
+        let after = &rest[at + "chatter: ".len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let tail = " messages\n";
+        if digits > 0 && after[digits..].starts_with(tail) {
+            out.push_str(&rest[..at]);
+            rest = &after[digits + tail.len()..];
+        } else {
+            out.push_str(&rest[..at + "chatter: ".len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn chatter() -> PathBuf {
+    progs().join("chatter")
+}
+
+/// `ddbx record -o DIR -- chatter ARGS`.
+fn record_args<'a>(dir: &'a Path, program: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["record", "-o", path_str(dir), "--", path_str(program)];
+    all.extend_from_slice(args);
+    all
+}
+
+/// Waits until every process of the session is gone; the processes left, if any.
+fn assert_nothing_left(ended: &Ended, what: &str) {
+    assert!(
+        ended.left.is_empty(),
+        "{what}: processes left {GONE_LIMIT:?} after ddbx ended: {:?}\n{}",
+        ended.left,
+        ended.messages()
+    );
+}
+
+#[test]
+fn sigkill_of_ddbx_stops_the_record_and_the_replay_at_once() {
+    let tmp = TempDir::new("gd-kill");
+    let rec = tmp.join("rec");
+    let program = chatter();
+    // Record: runs until killed (2 clients, 2 grandchildren, 10^6 messages each).
+    let mut live = Live::start(&record_args(&rec, &program, &["2", "1000000"]));
+    assert!(live.await_progress(2000), "{}", live.stderr);
+    let killed = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(live.child.id() as i32, libc::SIGKILL) };
+    let ended = live.finish();
+    let gone_after = killed.elapsed();
+    assert_eq!(ended.code, 128 + libc::SIGKILL);
+    assert_nothing_left(&ended, "record");
+    assert!(
+        ended.messages().contains("died while recording into"),
+        "{}",
+        ended.messages()
+    );
+    eprintln!("record: every process gone {gone_after:?} after the SIGKILL of ddbx");
+    // The recording says how it ended, and replays to where the processes stopped.
+    let ps = DDBX.run(["ps", path_str(&rec)]).success();
+    assert!(ps.stdout.contains("Recording"), "{}", ps.stdout);
+    let replay = DDBX.run(["replay", path_str(&rec)]).output();
+    let said = without_progress(&replay.stderr);
+    assert!(
+        said.contains("replay reached the recorded end"),
+        "exit {}: {said}",
+        replay.code
+    );
+    // Replay: SIGKILL of ddbx halfway through it.
+    let mut live = Live::start(&["replay", path_str(&rec)]);
+    assert!(live.await_progress(1000), "{}", live.stderr);
+    let killed = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(live.child.id() as i32, libc::SIGKILL) };
+    let ended = live.finish();
+    let gone_after = killed.elapsed();
+    assert_nothing_left(&ended, "replay");
+    let messages = ended.messages();
+    let said = messages.matches("died during the replay of").count();
+    assert_eq!(said, 1, "one line says why:\n{messages}");
+    eprintln!("replay: every process gone {gone_after:?} after the SIGKILL of ddbx");
+}
+
+#[test]
+fn a_send_its_killed_sender_never_logged_replays_from_the_peers_history() {
+    // self_kill's child sends 3 messages, reads a reply and dies of SIGKILL. Cut its history
+    // before its last `Send`: what a kill between that send and its record leaves (the parent's
+    // history has the `Recv` of those bytes; the child's does not have the `Send`).
+    let tmp = TempDir::new("owed");
+    let rec = tmp.join("rec");
+    let program = progs().join("self_kill");
+    let recorded = DDBX.record(&rec, &program, &[]).success();
+    let child = rec.join("history/p2.ron");
+    let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
+    let last_send = text
+        .rfind("\nSend(")
+        .unwrap_or_else(|| panic!("no Send in\n{text}"));
+    std::fs::write(&child, &text[..last_send + 1]).unwrap_or_else(|e| panic!("{e}"));
+    let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
+    assert!(manifest.contains("Signaled(9)"), "{manifest}");
+    // The replay plays the missing send from the parent's history, then the kill.
+    for _ in 0..3 {
+        let replay = DDBX.run(["replay", path_str(&rec)]).output();
+        replay.assert_exit(0, &["replay reached the recorded end"]);
+        assert_eq!(replay.stdout, recorded.stdout);
+    }
+}
+
+// ---- the fault matrix ----
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Record,
+    Replay,
+    Halting,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ddbx,
+    Root,
+    Child,
+    Grandchild,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Kill,
+    Term,
+    StopCont,
+}
+
+const PHASES: [Phase; 3] = [Phase::Record, Phase::Replay, Phase::Halting];
+const KINDS: [Kind; 4] = [Kind::Ddbx, Kind::Root, Kind::Child, Kind::Grandchild];
+const FAULTS: [Fault; 3] = [Fault::Kill, Fault::Term, Fault::StopCont];
+
+/// One case of the matrix, all drawn from its seed.
+#[derive(Debug)]
+struct Case {
+    phase: Phase,
+    kind: Kind,
+    fault: Fault,
+    /// chatter's arguments.
+    args: Vec<String>,
+    /// The fault comes once the program has exchanged this many messages.
+    at: u64,
+    /// Which process of the kind (index among them, modulo their number).
+    which: u64,
+}
+
+/// splitmix64: the case's random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+impl Case {
+    fn from_seed(seed: u64) -> Case {
+        // Seeds 1..=36 go through every phase, kind and fault once; the rest is random.
+        let combo = (seed - 1) % 36;
+        let mut rng = Rng(seed);
+        let clients = 1 + rng.below(2);
+        let rounds = 200 + 50 * rng.below(5);
+        let stream = rng.below(2) == 1;
+        let total = clients * 2 * rounds;
+        let mut args = vec![clients.to_string(), rounds.to_string()];
+        if stream {
+            args.push("stream".into());
+        }
+        Case {
+            phase: PHASES[(combo / 12) as usize],
+            kind: KINDS[(combo / 3 % 4) as usize],
+            fault: FAULTS[(combo % 3) as usize],
+            args,
+            // In the first half: the later the point, the likelier the target has ended.
+            at: 100 * (1 + rng.below(total / 200)),
+            which: rng.below(4),
+        }
+    }
+}
+
+/// Process `pid`'s parent and state, from `/proc/<pid>/stat`.
+fn parent_and_state(pid: i32) -> Option<(i32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// The live children of `parent`.
+fn children_of(parent: i32) -> Vec<i32> {
+    let mut found: Vec<i32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            parent_and_state(*pid).is_some_and(|(ppid, state)| ppid == parent && state != 'Z')
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// The process of `kind` the case picks, in the session under ddbx `ddbx_pid`.
+fn target(ddbx_pid: i32, kind: Kind, which: u64) -> Option<i32> {
+    let roots = children_of(ddbx_pid);
+    let root = *roots.first()?;
+    let kids = children_of(root);
+    let candidates = match kind {
+        Kind::Ddbx => vec![ddbx_pid],
+        Kind::Root => vec![root],
+        Kind::Child => kids,
+        Kind::Grandchild => kids.iter().flat_map(|k| children_of(*k)).collect(),
+    };
+    candidates
+        .get(which as usize % candidates.len().max(1))
+        .copied()
+}
+
+/// Applies the fault to `pid`: a signal, or SIGSTOP then (once it is stopped) SIGCONT.
+fn inject(pid: i32, fault: Fault) {
+    let signal = match fault {
+        Fault::Kill => libc::SIGKILL,
+        Fault::Term => libc::SIGTERM,
+        Fault::StopCont => libc::SIGSTOP,
+    };
+    // SAFETY: signalling a process of our own test's session.
+    unsafe { libc::kill(pid, signal) };
+    if fault == Fault::StopCont {
+        let start = Instant::now();
+        while parent_and_state(pid).is_some_and(|(_, s)| s != 'T' && s != 't')
+            && start.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
+}
+
+/// What a case saw, for the report.
+#[derive(Debug, Default)]
+struct Tally {
+    /// The fault was injected (the program had not ended before its point).
+    injected: bool,
+    /// The faulted run's exit code.
+    code: i32,
+    /// What the recording made under the fault did when replayed (record cases).
+    replayed: Option<i32>,
+}
+
+/// Runs one case; `Err` says what went wrong.
+fn run_case(seed: u64) -> Result<Tally, String> {
+    let case = Case::from_seed(seed);
+    let tmp = TempDir::new("fault");
+    let rec = tmp.join("rec");
+    let program = chatter();
+    let args: Vec<&str> = case.args.iter().map(String::as_str).collect();
+    if case.phase != Phase::Record {
+        let out = DDBX.run(record_args(&rec, &program, &args)).output();
+        if out.code != 0 {
+            return Err(format!("the clean record failed: {}", out.stderr));
+        }
+    }
+    let stop_at;
+    let run_args: Vec<&str> = match case.phase {
+        Phase::Record => record_args(&rec, &program, &args),
+        Phase::Replay => vec!["replay", path_str(&rec)],
+        Phase::Halting => {
+            // Halfway through the root's history.
+            let history = std::fs::read_to_string(rec.join("history/p1.ron")).unwrap_or_default();
+            stop_at = format!("p1:{}", history.lines().count() / 2);
+            vec!["replay", "--stop-at", &stop_at, path_str(&rec)]
+        }
+    };
+    let mut live = Live::start(&run_args);
+    let ddbx_pid = live.child.id() as i32;
+    let mut tally = Tally::default();
+    if live.await_progress(case.at)
+        && let Some(pid) = target(ddbx_pid, case.kind, case.which)
+    {
+        inject(pid, case.fault);
+        tally.injected = true;
+    }
+    let ended = live.finish();
+    tally.code = ended.code;
+    let what = format!("{case:?}");
+    if ended.hung {
+        return Err(format!(
+            "{what}: ddbx did not end within {RUN_LIMIT:?} (then SIGTERMed: exit {}):\n{}",
+            ended.code,
+            ended.messages()
+        ));
+    }
+    if !ended.left.is_empty() {
+        return Err(format!(
+            "{what}: processes left {GONE_LIMIT:?} after ddbx ended: {:?}\n{}",
+            ended.left,
+            ended.messages()
+        ));
+    }
+    check_outcome(&case, &tally, &ended).map_err(|e| format!("{what}: {e}"))?;
+    if case.phase == Phase::Record {
+        tally.replayed = Some(replay_to_the_end(&rec).map_err(|e| format!("{what}: {e}"))?);
+    }
+    Ok(tally)
+}
+
+/// What the faulted run itself must have said.
+fn check_outcome(case: &Case, tally: &Tally, ended: &Ended) -> Result<(), String> {
+    let messages = ended.messages();
+    let gd_killed = tally.injected && case.kind == Kind::Ddbx;
+    let explained = match (case.phase, case.fault) {
+        // ddbx killed: the sentinel says so, once.
+        (Phase::Record, Fault::Kill) if gd_killed => {
+            messages.matches("died while recording into").count() == 1
+        }
+        (_, Fault::Kill) if gd_killed => messages.matches("died during the replay of").count() == 1,
+        // SIGTERM to ddbx: interrupted, 143 (or the program was done before ddbx looked).
+        (_, Fault::Term) if gd_killed => ended.code == 143 || completed(&messages),
+        // A record goes on around a dead process (the program tolerates it).
+        (Phase::Record, _) => !messages.contains("ddbx: replay"),
+        // A replay stopped and continued goes on to its end.
+        (_, Fault::StopCont) => completed(&messages),
+        // A replayed process killed from outside: the replay says which and how, or it had
+        // already done all it had to (the kill found it at its end, or after the halt).
+        (_, _) if tally.injected => {
+            messages.contains("was killed by signal") || completed(&messages)
+        }
+        _ => true,
+    };
+    if explained {
+        Ok(())
+    } else {
+        Err(format!(
+            "an unexplained end (exit {}):\n{messages}",
+            ended.code
+        ))
+    }
+}
+
+/// Whether ddbx's lines say the run ended as it would have without the fault.
+fn completed(messages: &str) -> bool {
+    messages.contains("ddbx: recorded ")
+        || messages.contains("replay reached the recorded end")
+        || messages.contains("ddbx: halted at")
+}
+
+/// A recording made under a fault loads (or is refused with 102 and its reason) and replays
+/// to its recorded end. Returns the replay's exit code.
+fn replay_to_the_end(rec: &Path) -> Result<i32, String> {
+    let ps = DDBX.run(["ps", path_str(rec)]).output();
+    if ps.code == 102 {
+        return if ps.stderr.contains(".ron") || ps.stderr.contains("manifest") {
+            Ok(102)
+        } else {
+            Err(format!("refused without naming a file: {}", ps.stderr))
+        };
+    }
+    if ps.code != 0 {
+        return Err(format!("`ddbx ps` exit {}: {}", ps.code, ps.stderr));
+    }
+    let replay = DDBX
+        .run(["replay", path_str(rec)])
+        .limit(RUN_LIMIT)
+        .output();
+    if without_progress(&replay.stderr).contains("replay reached the recorded end") {
+        Ok(replay.code)
+    } else {
+        Err(format!(
+            "the recording made under the fault does not replay to its end (exit {}):\n{}",
+            replay.code,
+            without_progress(&replay.stderr)
+        ))
+    }
+}
+
+#[test]
+fn fault_matrix() {
+    let seeds = match std::env::var("DDBX_FAULT_SEED") {
+        Ok(one) => {
+            let seed: u64 = one.parse().unwrap_or(1);
+            vec![(seed, run_case(seed))]
+        }
+        Err(_) => Seeds {
+            first: 1,
+            count: env_number("DDBX_FAULT_CASES", 36),
+            threads: env_number("DDBX_PROPTEST_THREADS", 2).max(1),
+        }
+        .run(run_case)
+        .into_iter()
+        .map(|o| (o.seed, o.result.unwrap_or_else(Err)))
+        .collect(),
+    };
+    let mut failures = Vec::new();
+    let mut injected = [[0u32; 3]; 4];
+    let mut replayed = 0;
+    for (seed, result) in &seeds {
+        let case = Case::from_seed(*seed);
+        match result {
+            Ok(tally) => {
+                if tally.injected {
+                    injected[case.kind as usize][case.fault as usize] += 1;
+                }
+                replayed += u32::from(tally.replayed.is_some());
+            }
+            Err(why) => failures.push(format!(
+                "seed {seed} (DDBX_FAULT_SEED={seed} to rerun it): {why}"
+            )),
+        }
+    }
+    eprintln!(
+        "fault matrix: {} cases, faults injected (kill/term/stop+cont) ddbx {:?} root {:?} \
+         child {:?} grandchild {:?}; {replayed} recordings made under a fault replayed",
+        seeds.len(),
+        injected[0],
+        injected[1],
+        injected[2],
+        injected[3]
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        seeds.len(),
+        failures.join("\n\n")
+    );
+}

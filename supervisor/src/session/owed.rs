@@ -1,0 +1,105 @@
+//! Replay of a recorded actor that was killed (issue #11, item 4): the bytes its peers'
+//! histories say they received from it but its own history never says it sent.
+//!
+//! The LD writes a `Send` record after the real send returns. A process killed between the
+//! two has sent bytes that its history does not have, while the peer that received them logged
+//! its `Recv`: the two histories contradict each other, and the peer's replay would wait for
+//! ever for bytes nobody sends. Replay reconciles the killed actor's tail with its peers: for
+//! each direction of a channel where the recorded receives go past the recorded sends, the
+//! missing bytes are owed by the actor that holds the sending end (the last one that sent on
+//! it, else the end's own actor), provided its record ended with a kill. Its plan lists them
+//! (`ReplayPlan::owed`, by its fd at its last send); at the end of its history its LD lets the
+//! program's next sends on that fd through, up to what is owed, before the kill
+//! (`preload/src/replay/io.rs`).
+
+use crate::analysis::deps::{DataRange, Deps, Direction};
+use crate::recording::Recording;
+use ddbx_wire::ActorId;
+use ddbx_wire::history::Record;
+use std::collections::HashMap;
+
+/// One direction of a channel, as the recorded sends and receives cover it.
+#[derive(Default)]
+struct Covered {
+    /// The offset after the last byte sent, and who sent it last (actor, fd).
+    sent: u64,
+    last_sender: Option<(ActorId, i32)>,
+    /// The offset after the last byte received.
+    received: u64,
+}
+
+/// For each actor among `killed`: the bytes it owes, by fd.
+pub(super) fn owed_bytes(
+    recording: &Recording,
+    killed: &[ActorId],
+) -> HashMap<ActorId, Vec<(i32, u64)>> {
+    let mut owed: HashMap<ActorId, Vec<(i32, u64)>> = HashMap::new();
+    if killed.is_empty() {
+        return owed;
+    }
+    let deps = Deps::from_recording(recording);
+    let mut covered: HashMap<(u32, Direction), Covered> = HashMap::new();
+    for history in &recording.histories {
+        for (i, record) in history.records.iter().enumerate() {
+            let Some(DataRange {
+                channel,
+                direction,
+                end,
+                ..
+            }) = deps.data_range(history.actor, i as u64 + 1)
+            else {
+                continue;
+            };
+            let c = covered.entry((channel, direction)).or_default();
+            match record {
+                Record::Send { fd, .. } if end >= c.sent => {
+                    c.sent = end;
+                    c.last_sender = Some((history.actor, *fd));
+                }
+                Record::Recv { .. } => c.received = c.received.max(end),
+                _ => {}
+            }
+        }
+    }
+    for ((channel, direction), c) in covered {
+        if c.received <= c.sent {
+            continue;
+        }
+        let Some((actor, fd)) = c
+            .last_sender
+            .or_else(|| sending_end(recording, &deps, channel, direction))
+        else {
+            continue;
+        };
+        if killed.contains(&actor) {
+            owed.entry(actor)
+                .or_default()
+                .push((fd, c.received - c.sent));
+        }
+    }
+    owed
+}
+
+/// The actor and fd of a channel's sending end in `direction`, from the connect or accept that
+/// made it (for a direction that has no recorded send at all).
+fn sending_end(
+    recording: &Recording,
+    deps: &Deps,
+    channel: u32,
+    direction: Direction,
+) -> Option<(ActorId, i32)> {
+    let ch = deps.channels().iter().find(|c| c.id == channel)?;
+    let end = match direction {
+        Direction::ConnectorToAcceptor => ch.connector,
+        Direction::AcceptorToConnector => ch.acceptor,
+    };
+    let record = recording
+        .history(end.actor)?
+        .records
+        .get((end.event as usize).checked_sub(1)?)?;
+    match record {
+        Record::Connect { fd, .. } => Some((end.actor, *fd)),
+        Record::Accept { new_fd, .. } => Some((end.actor, *new_fd)),
+        _ => None,
+    }
+}
