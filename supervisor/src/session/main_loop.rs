@@ -34,6 +34,11 @@ pub(super) struct LoopEnd {
     pub(super) held_until: Option<i32>,
     /// waitpid failed in an unexpected way.
     pub(super) reap_error: Option<std::io::Error>,
+    /// The processes whose exit the embedding was told of.
+    pub(super) exits_announced: HashSet<i32>,
+    /// The channel, with what the threads sent after the loop stopped reading (kept open, so
+    /// that nothing sent before the threads are gone is lost).
+    pub(super) events: Receiver<MainEvent>,
 }
 
 /// What the main loop needs, and what it has decided so far.
@@ -140,6 +145,8 @@ impl<'a> MainLoop<'a> {
             root_status: self.root_status,
             held_until: self.held_until,
             reap_error,
+            exits_announced: self.exits_announced,
+            events: self.events,
         }
     }
 

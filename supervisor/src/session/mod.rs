@@ -243,6 +243,8 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         root_status,
         held_until,
         reap_error,
+        exits_announced,
+        events: late,
     } = main_loop.run();
 
     // Every process is gone: let the handlers read what is left, then stop listening.
@@ -259,6 +261,17 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         root_status,
         held_until,
     };
+    // What the threads sent after the main loop stopped reading (every sender is gone now): a
+    // process reaped by its parent whose `Exiting` was read after the last process was gone.
+    for event in late.try_iter() {
+        match event {
+            MainEvent::Event(SessionEvent::ActorExited { pid, .. })
+                if exits_announced.contains(&pid) => {}
+            MainEvent::Event(event) => transcript.event(&event),
+            MainEvent::Note(line) => transcript.say(line),
+            _ => {}
+        }
+    }
     transcript.event(&SessionEvent::Finishing);
     let outcome = finish::outcome(&gd, ended, transcript)?;
     drop(lifeline);
