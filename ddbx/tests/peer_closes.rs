@@ -2,6 +2,9 @@
 //! `close`, an exit that closes it, `shutdown(SHUT_WR)` — is an event (`Close`, `Shutdown`),
 //! and what saw the end of the stream (a 0-byte read, `in`/`rdhup` in a ready set) needs it.
 //!
+//! A stream socketpair is a channel as well (`Pair`): `pair_race`, a parent and two children
+//! on socketpairs, halts after every event of the parent where `ddbx inf` says.
+//!
 //! `peer_close` (a poll or epoll server whose three clients end their connections in three
 //! ways) is shown racy natively, recorded and replayed, replayed under `--trace optimal`, and
 //! halted after every one of the server's events: each halt stops at `ddbx inf`'s cut. Before
@@ -107,4 +110,24 @@ fn a_poll_server_sees_closes_exits_and_shutdowns_in_the_recorded_order() {
 #[test]
 fn an_epoll_server_sees_rdhup_in_the_recorded_order() {
     peer_close(&["epoll"]);
+}
+
+#[test]
+fn a_parent_and_its_children_on_socketpairs_halt_where_inf_says() {
+    // A socketpair is a channel too (nginx's master and workers): the parent's ready sets need
+    // the children's sends, and its ends of stream their exits. Before pairs were events, a
+    // halt after the parent's first ready set hung: the child was held before its send.
+    let program = progs().join("pair_race");
+    let (tmp, _) = DDBX.race(&program, &[], 5);
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    let pairs = h["p1"]
+        .iter()
+        .filter(|r| matches!(r, Record::Pair { .. }))
+        .count();
+    assert_eq!(pairs, 2, "{:?}", h["p1"]);
+    for k in 1..=h["p1"].len() {
+        DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
+    }
+    optimal(&program, &[]);
 }

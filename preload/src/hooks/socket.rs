@@ -21,15 +21,40 @@ hook! {
 hook! {
     /// socketpair(2).
     fn socketpair(domain: c_int, ty: c_int, protocol: c_int, sv: *mut c_int) -> c_int {
+        let bits = fds::socket_bits(domain, ty) | fds::PAIRED;
+        // A stream pair is a channel: an event (see `Record::Pair`), when the history has them.
+        let mut ld = (bits & fds::STREAM != 0 && !sv.is_null())
+            .then(active)
+            .flatten()
+            .filter(|ld| match ld.mode {
+                Mode::Record => true,
+                Mode::Replay => ld.replay.as_ref().is_some_and(|r| r.closes),
+            });
+        if let Some(ld) = ld.as_mut()
+            && ld.mode == Mode::Replay
+        {
+            replay::socket::before_pair(ld);
+        }
         // SAFETY: `sv` points to two ints (socketpair's contract).
         let r = unsafe { real::socketpair(domain, ty, protocol, sv) };
+        let err = crate::sys::errno();
         if r == 0 && !sv.is_null() {
-            let bits = fds::socket_bits(domain, ty) | fds::PAIRED;
             // SAFETY: as above; the call just filled both.
             let pair = unsafe { [*sv, *sv.add(1)] };
             fds::set(pair[0], bits);
             fds::set(pair[1], bits);
+            if let Some(ld) = ld {
+                let rec = ddbx_wire::Record::Pair {
+                    fd: pair[0],
+                    peer_fd: pair[1],
+                };
+                match ld.mode {
+                    Mode::Record => ld.emit(&rec),
+                    Mode::Replay => replay::socket::after_pair(ld, &rec),
+                }
+            }
         }
+        crate::sys::set_errno(err);
         r
     }
 }

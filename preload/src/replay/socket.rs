@@ -296,3 +296,18 @@ pub fn shutdown(ld: &mut Ld, fd: c_int, how: Shut, call: impl FnOnce() -> c_int)
         }
     }
 }
+
+/// Before a stream socketpair: its `Pair` event must come now (a halting replay may hold the
+/// process here).
+pub fn before_pair(ld: &mut Ld) {
+    cursor::follow(
+        ld,
+        |r| matches!(r, Record::Pair { .. }),
+        || "a stream socketpair".to_string(),
+    );
+}
+
+/// The socketpair made the pair `observed`.
+pub fn after_pair(ld: &mut Ld, observed: &Record) {
+    cursor::advance(ld, observed);
+}

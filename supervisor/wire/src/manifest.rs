@@ -118,8 +118,9 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_left_out: Vec<String>,
     /// Whether the histories have a [`Record::Close`](crate::history::Record::Close) event for
-    /// every stream socket a process let go of (recordings made before ddbx recorded closes
-    /// have none: their replays do not expect them).
+    /// every stream socket a process let go of, and a [`Record::Pair`](crate::history::Record::Pair)
+    /// for every stream socketpair (recordings made before ddbx recorded them have none: their
+    /// replays do not expect them).
     #[serde(default)]
     pub closes: bool,
 }

@@ -130,6 +130,7 @@ impl Deps {
             releases: HashMap::new(),
             shutdowns: HashMap::new(),
             resets: Vec::new(),
+            next_pair: channels.iter().map(|c| c.id).max().unwrap_or(0) + 1,
         };
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
@@ -265,6 +266,8 @@ struct BindingWalk<'a> {
     shutdowns: HashMap<End, Vec<Event>>,
     /// Events that found an end closed (`EPIPE`, `ECONNRESET`), with that end.
     resets: Vec<(Event, End)>,
+    /// The id the next socketpair's channel gets (after every matched channel's).
+    next_pair: ChannelId,
 }
 
 impl BindingWalk<'_> {
@@ -298,6 +301,16 @@ impl BindingWalk<'_> {
                     bind(&mut fds, *new_fd, self.ends.get(&here));
                 }
                 Record::Close { fd } => self.let_go(&mut fds, &mut unused, *fd, here),
+                Record::Pair { fd, peer_fd } => {
+                    // Both ends of a new channel, made here: the first end sends as a
+                    // connector would.
+                    let channel = self.next_pair;
+                    self.next_pair += 1;
+                    for (f, side) in [(*fd, Side::Connector), (*peer_fd, Side::Acceptor)] {
+                        self.let_go(&mut fds, &mut unused, f, here);
+                        fds.insert(f, End { channel, side });
+                    }
+                }
                 Record::Shutdown {
                     fd, how, err: None, ..
                 } if how.ends_sending() => {
@@ -446,6 +459,10 @@ fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
             Record::Accept { fd, new_fd, .. } => {
                 add(*fd, Role::Listening);
                 add(*new_fd, Role::Stream);
+            }
+            Record::Pair { fd, peer_fd } => {
+                add(*fd, Role::Stream);
+                add(*peer_fd, Role::Stream);
             }
             Record::Fail {
                 call: Call::Accept,

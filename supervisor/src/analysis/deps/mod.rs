@@ -21,7 +21,9 @@
 //!     actor makes to itself gets no cross-actor need (program order already orders it).
 //!   * **data**: every stream fd of an actor is bound to a channel end over time: `Connect{fd}`
 //!     binds `fd` to the connector end of its channel, `Accept{new_fd}` binds `new_fd` to the
-//!     acceptor end; a connect or accept that matched no channel (refused, external peer)
+//!     acceptor end, and a `Pair{fd, peer_fd}` (a stream socketpair) makes a channel of its own
+//!     (numbered after every matched one) and binds `fd` to its connector end and `peer_fd` to
+//!     its acceptor end; a connect or accept that matched no channel (refused, external peer)
 //!     unbinds the fd number. A forked/spawned child starts with a copy of its parent's
 //!     bindings as they were at the parent's `Fork`/`Spawn` event; `Exec` keeps them
 //!     (`dup` is not recorded: fds never bound are skipped; a `Close` unbinds). Each channel has two

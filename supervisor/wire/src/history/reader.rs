@@ -311,6 +311,14 @@ fn check_fds(r: &Record, event: u64) -> Result<(), String> {
             }
             Some(*fd)
         }
+        Record::Pair { fd, peer_fd } => {
+            if *fd < 0 || *peer_fd < 0 || fd == peer_fd {
+                return Err(format!(
+                    "event {event}: a socketpair's fds must be two fds >= 0, found {fd} and {peer_fd}"
+                ));
+            }
+            None
+        }
         Record::Ready { fds, .. } => {
             if let Some(bad) = fds.iter().find(|f| f.fd < 0) {
                 return Err(format!(

@@ -219,6 +219,15 @@ pub enum Record {
         /// The error read (`None`: 0).
         err: Option<Errno>,
     },
+    /// A stream socketpair: a channel whose two ends this actor made at once (fd `fd` is its
+    /// first end, `peer_fd` its second), both inherited by the children it forks (nginx's
+    /// master and its workers talk through them).
+    Pair {
+        /// The first end.
+        fd: i32,
+        /// The second end.
+        peer_fd: i32,
+    },
     /// The actor let go of a stream socket: it closed the last fd of its process that referred
     /// to the connection (close, close_range, dup2 over it, or an exec that closed it because
     /// of `FD_CLOEXEC`). The peer sees the end of the stream (a 0-byte receive, `hup`/`rdhup`
@@ -289,6 +298,7 @@ impl Record {
             Record::Untraced => "Untraced",
             Record::ConnectAgain { .. } => "ConnectAgain",
             Record::SocketError { .. } => "SocketError",
+            Record::Pair { .. } => "Pair",
             Record::Close { .. } => "Close",
             Record::Shutdown { .. } => "Shutdown",
         }
@@ -371,6 +381,7 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::Probe { .. }
                 | Record::ConnectAgain { .. }
                 | Record::SocketError { .. }
+                | Record::Pair { .. }
                 | Record::Shutdown { .. }
         )
     })
