@@ -202,9 +202,16 @@ pub fn fuzz(config: &Config) -> Report {
     let mut report = Report::default();
     let started = Instant::now();
     for i in 0..config.execs {
+        // Half the parents come from the corpus itself: the inputs with new outcomes are
+        // mostly broken early (a bad header), and would otherwise crowd out whole files.
+        let parents = if config.corpus.is_empty() || rng.one_in(2) {
+            &pool
+        } else {
+            &config.corpus
+        };
         let input = match config.corpus.get(i as usize) {
             Some(entry) => entry.clone(),
-            None => config.mutator.mutate(&mut rng, &pool),
+            None => config.mutator.mutate(&mut rng, parents),
         };
         let t = Instant::now();
         let exec = worker.exec(&config.run, &input, config.budget);
