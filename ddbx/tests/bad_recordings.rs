@@ -249,3 +249,62 @@ fn record_never_writes_into_a_non_empty_directory() {
         assert_eq!(snapshot(dir), before, "{} was modified", dir.display());
     }
 }
+
+/// Found by the corrupted-recording fuzz (`ddbx/tests/fuzz_recordings.rs`): a history that lost
+/// its last whole records (its `Exit`) made replay wait for ever for a kill that never came.
+#[test]
+fn a_history_without_its_exit_of_a_process_that_exited_is_refused() {
+    let tmp = TempDir::new("no-exit");
+    let rec = recording(&tmp);
+    let (p2, text) = client_history(&rec);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[lines.len() - 1].starts_with("Exit("), "{text}");
+    let cut = lines[..lines.len() - 1].join("\n") + "\n";
+    std::fs::write(&p2, cut).unwrap_or_else(|e| panic!("{e}"));
+    let r = path_str(&rec);
+    for args in [vec!["replay", r], vec!["show", r, "p2"]] {
+        ddbx(&args).assert_exit(
+            BAD_RECORDING,
+            &[
+                "p2.ron: expected `Exit` as the last record",
+                "p2 ended with exit 0",
+            ],
+        );
+    }
+}
+
+/// Found by the same fuzz: an actor's origin in the manifest that its history's `Start`
+/// contradicts replayed as a divergence ("a process the record did not have").
+#[test]
+fn an_origin_the_history_contradicts_is_refused() {
+    let tmp = TempDir::new("origin");
+    let rec = recording(&tmp);
+    let manifest = rec.join("manifest.ron");
+    let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+    let edited = text.replacen("index: 2,", "index: 7,", 1);
+    assert_ne!(edited, text, "{text}");
+    std::fs::write(&manifest, edited).unwrap_or_else(|e| panic!("{e}"));
+    ddbx(&["replay", path_str(&rec)]).assert_exit(
+        BAD_RECORDING,
+        &["p3.ron: expected p3's `Start`", "as manifest.ron says"],
+    );
+}
+
+#[test]
+fn a_manifest_that_is_not_utf8_is_refused_at_its_line_and_column() {
+    let tmp = TempDir::new("manifest-bytes");
+    let rec = recording(&tmp);
+    let manifest = rec.join("manifest.ron");
+    let mut bytes = std::fs::read(&manifest).unwrap_or_default();
+    let third = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(1)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(0);
+    bytes.splice(third + 4..third + 4, [0xff]);
+    std::fs::write(&manifest, bytes).unwrap_or_else(|e| panic!("{e}"));
+    ddbx(&["replay", path_str(&rec)])
+        .assert_exit(BAD_RECORDING, &["manifest.ron:3:5:", "invalid bytes"]);
+}

@@ -27,9 +27,8 @@ use ddbx_wire::pred::{ActorRef, BinOp, Expr, MemType, VarRef};
 /// deep, 250,000 are 192.
 pub const MAX_DEPTH: usize = 256;
 
-/// How deeply parentheses, `!` and `-` may nest: the parser recurses once per level. A `(`
-/// right after a `!` counts with it: that is how a negation is printed (`!(p1.x == 1)`, even
-/// when it was written `!p1.x == 1`), so a predicate the parser took prints to text it takes.
+/// How deeply parentheses, `!` and `-` may nest (the parser recurses once per level). A `(` right
+/// after `!` or `-` counts with it, as they print (`!(a == 1)`, `-(0)`): printed text parses.
 pub const MAX_NESTING: usize = 64;
 
 const OPERAND: &str = "an operand such as `p1.x` or `1`";
@@ -123,9 +122,8 @@ impl Parser {
         }
         let at = self.lexer.next()?;
         self.enter(&at)?;
-        // `!(` is one level (see MAX_NESTING): the `(` enters the level the `!` opened.
         let paren = self.lexer.peek()?.is_sym("(");
-        self.nesting -= usize::from(paren);
+        self.nesting -= usize::from(paren); // `!(` is one level (see MAX_NESTING)
         let (e, depth) = self.not()?;
         self.nesting -= usize::from(!paren);
         Ok((Expr::logical_not(e), self.deeper(depth, &at)?))
@@ -161,8 +159,10 @@ impl Parser {
             return Ok((Expr::Int(n), 1));
         }
         self.enter(&minus)?;
+        let paren = self.lexer.peek()?.is_sym("(");
+        self.nesting -= usize::from(paren); // `-(` is one level, as `!(` is
         let (e, depth) = self.unary()?;
-        self.nesting -= 1;
+        self.nesting -= usize::from(!paren);
         Ok((Expr::minus(e), self.deeper(depth, &minus)?))
     }
 

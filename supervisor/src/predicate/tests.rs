@@ -430,8 +430,8 @@ proptest! {
 }
 
 /// Found by the fuzzer: a predicate nested 64 deep printed 65 deep (`!a == 1` prints as
-/// `!(a == 1)`, `--2` as `-(-2)`), so its printed form did not parse. A `(` right after `!`
-/// counts with it, and `--2` prints as it is written.
+/// `!(a == 1)`, `--2` as `-(-2)`, `--0` as `-(0)`), so its printed form did not parse. A `(`
+/// right after `!` or `-` counts with it, and `--2` prints as it is written.
 #[test]
 fn predicate_nested_to_the_limit_prints_back() {
     use super::MAX_NESTING;
@@ -439,6 +439,7 @@ fn predicate_nested_to_the_limit_prints_back() {
         "!".repeat(MAX_NESTING) + "a == 1",
         "!".repeat(MAX_NESTING) + "(a == 1)",
         "!!".to_string() + &"-".repeat(MAX_NESTING - 2) + "2",
+        "p1.x != ".to_string() + &"-".repeat(MAX_NESTING + 1) + "0",
     ] {
         let e = parse(&text).unwrap_or_else(|e| panic!("{}", e.render(&text)));
         let printed = e.to_string();

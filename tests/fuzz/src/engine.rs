@@ -173,6 +173,8 @@ pub struct Report {
     pub hangs: Vec<Finding>,
     /// The slowest execution.
     pub slowest: Duration,
+    /// Executions that overran the budget but finished within 5 times it (not hangs).
+    pub slow: u64,
 }
 
 impl Report {
@@ -180,10 +182,11 @@ impl Report {
     pub fn summary(&self, name: &str, seed: u64) -> String {
         let secs = self.elapsed.as_secs_f64();
         format!(
-            "{name}: {} executions, seed {seed}, {secs:.1} s ({:.0}/s, slowest {} ms), {} distinct outcomes, {} crashes, {} hangs",
+            "{name}: {} executions, seed {seed}, {secs:.1} s ({:.0}/s, slowest {} ms, {} over the budget but finished), {} distinct outcomes, {} crashes, {} hangs",
             self.execs,
             self.execs as f64 / secs.max(1e-9),
             self.slowest.as_millis(),
+            self.slow,
             self.outcomes.len(),
             self.crashes.len(),
             self.hangs.len()
@@ -202,9 +205,16 @@ pub fn fuzz(config: &Config) -> Report {
     let mut report = Report::default();
     let started = Instant::now();
     for i in 0..config.execs {
+        // Half the parents come from the corpus itself: the inputs with new outcomes are
+        // mostly broken early (a bad header), and would otherwise crowd out whole files.
+        let parents = if config.corpus.is_empty() || rng.one_in(2) {
+            &pool
+        } else {
+            &config.corpus
+        };
         let input = match config.corpus.get(i as usize) {
             Some(entry) => entry.clone(),
-            None => config.mutator.mutate(&mut rng, &pool),
+            None => config.mutator.mutate(&mut rng, parents),
         };
         let t = Instant::now();
         let exec = worker.exec(&config.run, &input, config.budget);
@@ -224,6 +234,16 @@ pub fn fuzz(config: &Config) -> Report {
                     let f = finding(config, &mut worker, what, input, 4000);
                     report.crashes.push(f);
                 }
+            }
+            // A hang is confirmed with 5 times the budget: on a loaded machine a slow input
+            // (a 1 MiB one) can overrun the budget without hanging.
+            Exec::Hang
+                if !matches!(
+                    worker.exec(&config.run, &input, 5 * config.budget),
+                    Exec::Hang
+                ) =>
+            {
+                report.slow += 1;
             }
             Exec::Hang => {
                 // Each try costs a whole budget: the first hangs are minimised, all are kept.

@@ -7,9 +7,9 @@
 //! * `targets`: the entry points and what each promises ([`Target`]);
 //! * `engine`: executions under `catch_unwind` with a time budget, minimisation ([`fuzz`]).
 //!
-//! `cargo test -p ddbx-fuzz` replays the corpus (`tests/fuzz/corpus/TARGET/`) and runs a short
-//! fuzz of each target with fixed seeds; `cargo run --release -p ddbx-fuzz -- --target history
-//! --execs 1000000 --seed 1` is the long run.
+//! `cargo test -p ddbx-fuzz` replays the corpus (`tests/fuzz/corpus/`, a directory per
+//! target) and runs a short fuzz of each target with fixed seeds; `cargo run --release -p
+//! ddbx-fuzz -- --target history --execs 1000000 --seed 1` is the long run.
 
 mod engine;
 mod mutate;

@@ -318,10 +318,18 @@ fn predicate(text: &str) -> String {
             return format!("syntax: {}", shape(&e.expected));
         }
     };
-    // Printing gives text that parses back to the same tree.
+    // Printing gives text that parses back to the same tree. Known limit: the printer adds
+    // parentheses the text may not have had (a `!` operand of a comparison: `(!a) == 1`), so a
+    // predicate nested close to MAX_NESTING may print deeper than the parser takes.
     let printed = expr.to_string();
     match predicate::parse(&printed) {
         Ok(again) => assert_eq!(again, expr, "`{text}` printed as `{printed}`"),
+        Err(e)
+            if e.expected
+                .starts_with("parentheses, `!` and `-` nested at most") =>
+        {
+            return "prints too deep".into();
+        }
         Err(e) => panic!("`{text}` printed as `{printed}`: {}", e.render(&printed)),
     }
     let resolved = match predicate::resolve(expr, &Fixed) {

@@ -91,7 +91,7 @@ fn the_engine_finds_planted_bugs() {
     c.run = run;
     c.corpus = pool.clone();
     c.mutator = Mutator::new(&["(", "!"], &[("(", ")")], &pool);
-    c.budget = Duration::from_millis(200);
+    c.budget = Duration::from_millis(50);
     let report = fuzz(&c);
     let crash = report.crashes.first().expect("the planted panic is found");
     assert!(crash.what.contains("planted panic"), "{}", crash.what);

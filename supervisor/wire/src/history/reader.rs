@@ -84,9 +84,17 @@ impl<R: BufRead> Reader<R> {
         };
         loop {
             if !reader.read_line()? {
+                let found = match &reader.torn {
+                    // The first line is all there is, without its newline.
+                    Some(bytes) => format!(
+                        "`{}` without a newline (the file ends inside its first line)",
+                        clip(&String::from_utf8_lossy(bytes))
+                    ),
+                    None => "an empty file".into(),
+                };
                 return Err(reader.error_at(
                     1.max(reader.line),
-                    "expected a `Header(format: …, actor: …)` line, found an empty file".into(),
+                    format!("expected a `Header(format: …, actor: …)` line, found {found}"),
                 ));
             }
             let line = reader.text.trim();

@@ -192,3 +192,12 @@ fn value_lines_are_not_events() {
     let e = History::parse(Path::new("t.ron"), bad).unwrap_err();
     assert_eq!(e.line, 3, "{e}");
 }
+
+#[test]
+fn a_header_without_its_newline_is_not_called_an_empty_file() {
+    let e = History::parse(Path::new("p2.ron"), "Header(format: 1, actor: \"p2\")").unwrap_err();
+    assert_eq!(e.line, 1, "{e}");
+    assert!(e.problem.contains("without a newline"), "{e}");
+    let e = History::parse(Path::new("p2.ron"), "").unwrap_err();
+    assert!(e.problem.ends_with("found an empty file"), "{e}");
+}
