@@ -211,7 +211,7 @@ fn an_image_that_cannot_load_the_preload_fails_the_record() {
         .stdout
         .lines()
         .find(|l| l.starts_with("p2 "))
-        .unwrap_or_else(|| panic!("no p2 in\n{}", ps.stdout));
+        .unwrap_or_else(|| panic!("no p2 in\n{}\n{}", ps.stdout, ps.stderr));
     assert!(p2.contains("unrecorded"), "{}", ps.stdout);
     DDBX.run(["replay", path_str(&rec)])
         .output()

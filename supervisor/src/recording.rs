@@ -165,7 +165,9 @@ impl Recording {
                     actor.id
                 )));
             }
+            // (An actor whose last image ran unrecorded exited without its LD.)
             if !history.truncated
+                && actor.unrecorded.is_none()
                 && !matches!(history.records.last(), Some(Record::Exit { .. }))
                 && let Some(status @ ExitStatus::Exited(_)) = actor.exit
             {
