@@ -115,6 +115,20 @@ pub fn zombie_status(pid: i32) -> Option<i32> {
     stat_field(pid, 52)?.parse().ok()
 }
 
+/// Whether process `pid` has died: a zombie, or gone. A process whose connection to the GD
+/// closed is either dying, exec'ing or dead; this waits up to `patience` for it to settle
+/// (its fds are closed before it becomes a zombie).
+pub fn has_died(pid: i32, patience: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        match stat_field(pid, 3).as_deref() {
+            None | Some("Z") | Some("X") => return true,
+            Some(_) if start.elapsed() >= patience => return false,
+            Some(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    }
+}
+
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`.
 fn stat_field(pid: i32, n: usize) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -151,6 +151,27 @@ fn serve(gd: &GdState, stream: UnixStream) {
             writer.send(&answer);
         }
     }
+    lost(gd, &from);
+}
+
+/// The connection of `from` ended. After an exit the GD knows already; after an exec the new
+/// image says hello again. A process killed from outside said nothing: a halting replay counts
+/// it as exited, or it would wait for it for ever (its parent, held, does not reap it).
+fn lost(gd: &GdState, from: &Connection) {
+    if !procs::has_died(from.pid, std::time::Duration::from_millis(200)) {
+        return;
+    }
+    let mut tables = gd.lock();
+    if let Some(h) = tables.halting.as_mut()
+        && h.is_latest(from.actor, from.incarnation)
+    {
+        h.exited(from.actor, 0);
+        if h.check() {
+            gd.send(MainEvent::Halted);
+        }
+    }
+    drop(tables);
+    gd.changed.notify_all();
 }
 
 /// The peer's pid and uid when it is one of the session's processes (a descendant of ddbx);
