@@ -154,17 +154,16 @@ fn serve(gd: &GdState, stream: UnixStream) {
     lost(gd, &from);
 }
 
-/// The connection of `from` ended. After an exit the GD knows already; after an exec the new
-/// image says hello again. A process killed from outside said nothing: a halting replay counts
-/// it as exited, or it would wait for it for ever (its parent, held, does not reap it).
+/// The connection of `from` ended. After an exit the GD knows already (counting it again
+/// changes nothing); after an exec the process lives on and its new image says hello again. A
+/// process killed from outside said nothing: a halting replay counts it as exited, or it would
+/// wait for it for ever (its parent, held, does not reap it).
 fn lost(gd: &GdState, from: &Connection) {
     if !procs::has_died(from.pid, std::time::Duration::from_millis(200)) {
         return;
     }
     let mut tables = gd.lock();
-    if let Some(h) = tables.halting.as_mut()
-        && h.is_latest(from.actor, from.incarnation)
-    {
+    if let Some(h) = tables.halting.as_mut() {
         h.exited(from.actor, 0);
         if h.check() {
             gd.send(MainEvent::Halted);

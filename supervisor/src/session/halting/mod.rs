@@ -341,14 +341,6 @@ impl Halting {
         }
     }
 
-    /// Whether `incarnation` is `actor`'s latest connection (an older one belongs to an image
-    /// that has exec'd since).
-    pub(crate) fn is_latest(&self, actor: ActorId, incarnation: u64) -> bool {
-        self.actors
-            .get(&actor)
-            .is_some_and(|a| a.incarnation == incarnation && a.phase != Phase::Exited)
-    }
-
     /// `actor`'s process exited.
     pub(crate) fn exited(&mut self, actor: ActorId, events: u64) {
         count_message();
