@@ -13,7 +13,7 @@
 //!   phase × kind × signal once) and `DDBX_FAULT_SEED` (run one case) choose the cases.
 
 use ddbx_tests::{
-    Ddbx, GroupKiller, Seeds, TempDir, env_number, group_left_after, path_str, progs,
+    Ddbx, GroupKiller, Seeds, SplitMix, TempDir, env_number, group_left_after, path_str, progs,
     spawn_in_group,
 };
 use std::io::{BufRead, BufReader};
@@ -293,28 +293,11 @@ struct Case {
     which: u64,
 }
 
-/// splitmix64: the case's random numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 impl Case {
     fn from_seed(seed: u64) -> Case {
         // Seeds 1..=36 go through every phase, kind and fault once; the rest is random.
         let combo = (seed - 1) % 36;
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix(seed);
         let clients = 1 + rng.below(2);
         let rounds = 200 + 50 * rng.below(5);
         let stream = rng.below(2) == 1;

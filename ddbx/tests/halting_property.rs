@@ -10,7 +10,9 @@
 //! replay. With
 //! `DDBX_PROPTEST_KEEP=DIR` the recordings of failing cases are copied to `DIR/seed<N>`.
 
-use ddbx_tests::{Ddbx, Seeds, TempDir, cut_of, parse_json, path_str, progs, raw_histories};
+use ddbx_tests::{
+    Ddbx, Seeds, SplitMix, TempDir, cut_of, parse_json, path_str, progs, raw_histories,
+};
 use ddbx_wire::Record;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,23 +23,6 @@ const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
 /// Predicates per recording.
 const PER_RECORDING: usize = 4;
-
-/// splitmix64: the predicates depend on the seed only (and on the recording's histories).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// One recording's histories, by actor number (`p3` → 3).
 fn load_histories(rec: &Path) -> BTreeMap<u32, Vec<Record>> {
@@ -65,7 +50,7 @@ fn probe_values(records: &[Record], name: &str) -> Vec<i64> {
 }
 
 /// One condition over actor `p<actor>`.
-fn condition(actor: u32, records: &[Record], rng: &mut Rng) -> String {
+fn condition(actor: u32, records: &[Record], rng: &mut SplitMix) -> String {
     let xs = probe_values(records, "x");
     let ys = probe_values(records, "y");
     let recvs = records
@@ -73,26 +58,26 @@ fn condition(actor: u32, records: &[Record], rng: &mut Rng) -> String {
         .filter(|r| matches!(r, Record::Recv { .. }))
         .count();
     loop {
-        match rng.below(4) {
+        match rng.index(4) {
             0 if !xs.is_empty() => {
                 // Sometimes a value the actor never sets (randprog's values are 0..5).
-                let v = if rng.below(8) == 0 {
+                let v = if rng.index(8) == 0 {
                     9
                 } else {
-                    xs[rng.below(xs.len())]
+                    xs[rng.index(xs.len())]
                 };
                 return format!("p{actor}.x == {v}");
             }
             1 if recvs > 0 => {
-                let m = 1 + rng.below(recvs);
+                let m = 1 + rng.index(recvs);
                 return format!("p{actor}.recvs >= {m}");
             }
             2 => {
-                let e = 1 + rng.below(records.len());
+                let e = 1 + rng.index(records.len());
                 return format!("p{actor}.events >= {e}");
             }
             3 if !ys.is_empty() => {
-                let r = ys[rng.below(ys.len())];
+                let r = ys[rng.index(ys.len())];
                 return format!("p{actor}.y == {r}");
             }
             _ => continue,
@@ -102,21 +87,21 @@ fn condition(actor: u32, records: &[Record], rng: &mut Rng) -> String {
 
 /// A random conjunctive predicate over 1..=3 distinct actors (one condition each, sometimes
 /// two).
-fn predicate(hist: &BTreeMap<u32, Vec<Record>>, rng: &mut Rng) -> String {
+fn predicate(hist: &BTreeMap<u32, Vec<Record>>, rng: &mut SplitMix) -> String {
     let mut actors: Vec<u32> = hist.keys().copied().collect();
     // Fisher-Yates.
     for i in (1..actors.len()).rev() {
-        let j = rng.below(i + 1);
+        let j = rng.index(i + 1);
         actors.swap(i, j);
     }
-    let n = 1 + rng.below(actors.len().min(3));
+    let n = 1 + rng.index(actors.len().min(3));
     let mut chosen: Vec<u32> = actors[..n].to_vec();
     chosen.sort_unstable();
     let mut parts = Vec::new();
     for a in chosen {
         let records = &hist[&a];
         parts.push(condition(a, records, rng));
-        if rng.below(5) == 0 {
+        if rng.index(5) == 0 {
             parts.push(condition(a, records, rng));
         }
     }
@@ -309,7 +294,7 @@ fn run_seed(seed: u64, program: &Path) -> Vec<Case> {
             "seed {seed}: p{a} has no socket event"
         );
     }
-    let mut rng = Rng(seed.wrapping_mul(0x5851_f42d_4c95_7f2d) ^ 0x1405_7b7e_f767_814f);
+    let mut rng = SplitMix(seed.wrapping_mul(0x5851_f42d_4c95_7f2d) ^ 0x1405_7b7e_f767_814f);
     (0..PER_RECORDING)
         .map(|index| {
             let pred = predicate(&hist, &mut rng);

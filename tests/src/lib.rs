@@ -33,7 +33,7 @@ pub use run::{
     GroupKiller, Output, Run, group_left_after, group_pids, native_outputs, native_outputs_with,
     spawn_in_group,
 };
-pub use seeds::{SeedOutcome, Seeds};
+pub use seeds::{SeedOutcome, Seeds, SplitMix};
 
 use std::path::{Path, PathBuf};
 

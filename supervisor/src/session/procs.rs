@@ -116,17 +116,27 @@ pub fn zombie_status(pid: i32) -> Option<i32> {
 }
 
 /// Whether process `pid` has died: a zombie, or gone. A process whose connection to the GD
-/// closed is either dying, exec'ing or dead; this waits up to `patience` for it to settle
-/// (its fds are closed before it becomes a zombie).
+/// closed is either dying, exec'ing or dead; this waits up to `patience` for it to end (its
+/// fds are closed before it becomes a zombie): a pidfd becomes readable when it does, an exec
+/// leaves it as it is.
 pub fn has_died(pid: i32, patience: std::time::Duration) -> bool {
-    let start = std::time::Instant::now();
-    loop {
-        match stat_field(pid, 3).as_deref() {
-            None | Some("Z") | Some("X") => return true,
-            Some(_) if start.elapsed() >= patience => return false,
-            Some(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
-        }
+    // SAFETY: pidfd_open takes no pointer; the fd it returns is ours and closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd < 0 {
+        // ESRCH: reaped already. Anything else (an old kernel): ask /proc.
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            || matches!(stat_field(pid, 3).as_deref(), None | Some("Z" | "X"));
     }
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = patience.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one pollfd of ours; then our own fd is closed.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    unsafe { libc::close(fd) };
+    ready > 0
 }
 
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`.
