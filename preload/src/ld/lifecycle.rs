@@ -380,6 +380,7 @@ impl Ld {
             external_connects: plan.external_connects,
             closes: plan.closes,
             owed: plan.owed,
+            unlogged_children: plan.unlogged_children,
             observe: plan
                 .observe
                 .into_iter()

@@ -174,6 +174,10 @@ pub struct ReplayState {
     /// Bytes the record sent on these fds after its last record (it was killed between a send
     /// and its record), which peers received: let through at the end of the history.
     pub owed: Vec<(c_int, u64)>,
+    /// Children (fork/spawn numbers) the record created after its last record (killed
+    /// between the fork and its record): at the end of the history they are created as if
+    /// recorded.
+    pub unlogged_children: Vec<u32>,
     /// Globals to report after each event when they change.
     pub observe: Vec<ObservedGlobal>,
     /// Loopback TCP sockets (IPv4, IPv6) bound but not listening, to which replay connects a

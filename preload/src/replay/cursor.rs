@@ -40,7 +40,30 @@ pub fn follow_exactly(ld: &mut Ld, expected: &Record) {
 /// The event has happened as recorded; `observed` goes to the replay's history.
 pub fn advance(ld: &mut Ld, observed: &Record) {
     ld.emit(observed);
+    // A halting replay may hold the actor here first: a held actor is not at its end.
     halting::after_event(ld);
+    if ld.mode == Mode::Replay && ld.next_record().is_none() {
+        nothing_left(ld);
+    }
+}
+
+/// The last event of a history that ends without `Exit` has happened: the recorded process
+/// was killed somewhere after it. Tells the GD at once, so that a process that now blocks in
+/// a call that is not an event (a wait for a child, a sleep, `pause`) still counts as at its
+/// end; its next event, if it makes one, waits there as [`diverge`] says.
+fn nothing_left(ld: &mut Ld) {
+    let Some(replay) = ld.replay.as_ref() else {
+        return;
+    };
+    let owes = replay.owed.iter().any(|(_, n)| *n > 0);
+    if owes || matches!(ld.last_record(), Some(Record::Exit { .. })) {
+        return;
+    }
+    let msg = LdToGd::AtEnd {
+        actor: ld.actor,
+        events: ld.events(),
+    };
+    ld.send(&msg);
 }
 
 /// The program did `found`, which its history does not expect. Reports to the GD (which

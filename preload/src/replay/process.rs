@@ -33,15 +33,27 @@ pub fn fork(ld: &mut Ld) {
     let record = Record::Fork {
         index: ld.fork_index,
     };
-    cursor::follow_exactly(ld, &record);
-    cursor::advance(ld, &record);
+    created(ld, ld.fork_index, &record);
 }
 
 /// A posix_spawn of child number `index`.
 pub fn spawn(ld: &mut Ld, index: u32) {
     let record = Record::Spawn { index };
-    cursor::follow_exactly(ld, &record);
-    cursor::advance(ld, &record);
+    created(ld, index, &record);
+}
+
+/// Child number `index` was created (`record`): the history's next event, or a child the
+/// record created after its last record (see `ReplayState::unlogged_children`).
+fn created(ld: &mut Ld, index: u32, record: &Record) {
+    let unlogged = ld.next_record().is_none()
+        && ld
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.unlogged_children.contains(&index));
+    if !unlogged {
+        cursor::follow_exactly(ld, record);
+    }
+    cursor::advance(ld, record);
 }
 
 /// The exit of this process with `status`: the history must end with the same exit.

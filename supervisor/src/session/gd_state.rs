@@ -203,6 +203,19 @@ impl GdState {
         })
     }
 
+    /// Replay: whether every child the record has for `actor` has joined this run. An actor
+    /// at its end has created them all, but one may not have said hello yet: the replay is
+    /// not over until it has (and is at its end too).
+    pub(crate) fn children_joined(&self, registry: &Registry, actor: ActorId) -> bool {
+        let Some(end) = self.ends.as_ref().and_then(|e| e.get(&actor)) else {
+            return true;
+        };
+        let joined = registry.actors();
+        end.children
+            .iter()
+            .all(|child| joined.iter().any(|a| a.id == *child))
+    }
+
     /// Replay: an actor that died by a signal its record does not have and is not reaped yet
     /// (a peer of its may report the consequence, a reset or an early end of a stream, before
     /// the reaper has seen the death): the kill, which is the cause to report.

@@ -5,7 +5,7 @@
 use crate::analysis::channels::{Channel, accepts_of, match_channels};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
-use ddbx_wire::history::{ConnectOutcome, Record, connect_outcome};
+use ddbx_wire::history::{ConnectOutcome, Origin, Record, connect_outcome};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest, SessionState};
 use ddbx_wire::pred::VarRef;
 use ddbx_wire::proto::ReplayPlan;
@@ -36,7 +36,44 @@ pub(super) fn replay_plans(
             plan.owed = owed;
         }
     }
+    for actor in killed {
+        if let Some(plan) = plans.get_mut(&actor) {
+            plan.unlogged_children = unlogged_children(recording, actor);
+        }
+    }
     plans
+}
+
+/// The children of `parent` (a killed actor) that the manifest has and its history does not
+/// create: the record's LD was killed between the fork (or spawn) and its record.
+fn unlogged_children(recording: &Recording, parent: ActorId) -> Vec<u32> {
+    let logged: Vec<u32> = recording
+        .history(parent)
+        .map(|h| {
+            h.records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Fork { index } | Record::Spawn { index } => Some(*index),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut missing: Vec<u32> = recording
+        .manifest
+        .actors
+        .iter()
+        .filter_map(|info| match info.origin {
+            Origin::Fork { parent: p, index } | Origin::Spawn { parent: p, index }
+                if p == parent && !logged.contains(&index) =>
+            {
+                Some(index)
+            }
+            _ => None,
+        })
+        .collect();
+    missing.sort_unstable();
+    missing
 }
 
 /// Where a recorded actor's history ends, and the signals other recorded actors sent it: what
@@ -46,6 +83,8 @@ pub(crate) struct RecordedEnd {
     pub(crate) events: u64,
     /// Signals that recorded actors sent it (replayed by their senders).
     pub(crate) signalled_by: Vec<i32>,
+    /// The actors it created (fork, spawn): all of them exist once it is at its end.
+    pub(crate) children: Vec<ActorId>,
 }
 
 /// The recorded end of every recorded actor.
@@ -59,11 +98,22 @@ pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedE
                 .history(info.id)
                 .map_or(0, |h| h.records.len() as u64);
             let signalled_by = info.signalled_by.iter().map(|(_, sig)| *sig).collect();
+            let children = recording
+                .manifest
+                .actors
+                .iter()
+                .filter(|child| match child.origin {
+                    Origin::Fork { parent, .. } | Origin::Spawn { parent, .. } => parent == info.id,
+                    _ => false,
+                })
+                .map(|child| child.id)
+                .collect();
             (
                 info.id,
                 RecordedEnd {
                     events,
                     signalled_by,
+                    children,
                 },
             )
         })
@@ -94,6 +144,7 @@ fn plan_for(
             .collect(),
         closes: recording.manifest.closes,
         owed: Vec::new(),
+        unlogged_children: Vec::new(),
     }
 }
 

@@ -293,6 +293,11 @@ pub struct ReplayPlan {
     /// the LD lets the program's sends on that fd through, up to that many bytes.
     #[serde(default)]
     pub owed: Vec<(i32, u64)>,
+    /// A killed actor: children (fork/spawn numbers) the manifest has but its history never
+    /// says it created (it was killed between the fork and its record): at the end of its
+    /// history, those forks happen as if recorded.
+    #[serde(default)]
+    pub unlogged_children: Vec<u32>,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).

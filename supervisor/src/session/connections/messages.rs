@@ -9,6 +9,7 @@ use crate::session::gd_state::{GdState, Passthrough};
 use crate::session::halted::{HaltedActor, Observation};
 use crate::session::halting::PassiveNote;
 use crate::session::outcome::{Divergence, End};
+use crate::session::procs;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::Addr;
 use ddbx_wire::manifest::ExitStatus;
@@ -180,18 +181,23 @@ fn who_is(gd: &GdState, local: &str, remote: &str, peer_pid: Option<i32>) -> GdT
     }
 }
 
-/// `actor` waits at the end of a history that ends without `Exit`; when every live process
-/// does, the replay is over.
-fn at_end(gd: &GdState, actor: ActorId) {
+/// Asking whether a process has died, without waiting.
+const NO_WAIT: std::time::Duration = std::time::Duration::ZERO;
+
+/// `actor` waits at the end of a history that ends without `Exit` (or died without a word, see
+/// `lost`); when every live process does, the replay is over.
+pub(super) fn at_end(gd: &GdState, actor: ActorId) {
     let mut tables = gd.lock();
     if !tables.at_end.contains(&actor) {
         tables.at_end.push(actor);
     }
+    // A dead process (see `lost`) created what it did; a live one at its end has created
+    // every child its record has, which must have joined.
     let all_at_end = tables.registry.live_pids().iter().all(|pid| {
-        tables
-            .registry
-            .live_actor(*pid)
-            .is_some_and(|a| tables.at_end.contains(&a))
+        tables.registry.live_actor(*pid).is_some_and(|a| {
+            tables.at_end.contains(&a)
+                && (gd.children_joined(&tables.registry, a) || procs::has_died(*pid, NO_WAIT))
+        })
     });
     if all_at_end {
         gd.send(MainEvent::AllAtEnd);
@@ -222,7 +228,17 @@ fn reaped(gd: &GdState, from: &Connection, events: u64, child: i32, status: Opti
     if gd.plans.is_none() {
         tables.registry.reaped(from.pid, events, child);
         // A child killed by a signal wrote no `Exiting`: this is all that says how it ended.
+        // And a child's `Exiting` may be read after its parent's reap (two connections, two
+        // threads): whichever comes first announces the exit.
+        let actor = tables.registry.live_actor(child);
         tables.registry.exited(child, status);
+        if let (Some(actor), Some(status)) = (actor, status) {
+            gd.send(MainEvent::Event(SessionEvent::ActorExited {
+                actor,
+                pid: child,
+                status,
+            }));
+        }
         return;
     }
     // Replay: a child killed by a signal its record does not have stops the replay.

@@ -156,11 +156,15 @@ fn serve(gd: &GdState, stream: UnixStream) {
 
 /// The connection of `from` ended. After an exit the GD knows already (counting it again
 /// changes nothing); after an exec the process lives on and its new image says hello again. A
-/// process killed from outside said nothing: a halting replay counts it as exited, or it would
-/// wait for it for ever (its parent, held, does not reap it).
+/// process killed from outside said nothing (or killed itself where its record was killed):
+/// a halting replay counts it as exited, and a replay as at its end, or they would wait for it
+/// for ever (its parent, held or blocked in a call that is not an event, does not reap it).
 fn lost(gd: &GdState, from: &Connection) {
     if !procs::has_died(from.pid, std::time::Duration::from_millis(200)) {
         return;
+    }
+    if gd.plans.is_some() {
+        messages::at_end(gd, from.actor);
     }
     let mut tables = gd.lock();
     if let Some(h) = tables.halting.as_mut() {
