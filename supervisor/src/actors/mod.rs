@@ -103,6 +103,18 @@ impl Registry {
         pids
     }
 
+    /// The pids of the processes that are or were actors and have exited (or said they exit).
+    pub fn exited_pids(&self) -> Vec<i32> {
+        let mut pids: Vec<i32> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.exited)
+            .map(|(pid, _)| *pid)
+            .collect();
+        pids.sort_unstable();
+        pids
+    }
+
     /// The process `pid` has exited (its `Exiting` arrived, or ddbx reaped it); `status`, when
     /// known, becomes its actor's exit status (a status from `waitpid` should be passed last:
     /// the latest call wins).

@@ -61,7 +61,8 @@ pub(crate) enum MainEvent {
     /// Halting: every actor is passive.
     Halted,
     /// Replay: every live process waits at the end of a history that ends without `Exit`.
-    AllAtEnd,
+    /// `spare`: processes that said they exit, on their way out (not to be killed).
+    AllAtEnd { spare: Vec<i32> },
     /// Something to hand to the embedding's event callback.
     Event(SessionEvent),
     /// Nothing came before the main loop's own deadline (a divergence waiting for its cause).

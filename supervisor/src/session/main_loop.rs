@@ -121,8 +121,8 @@ impl<'a> MainLoop<'a> {
                 MainEvent::Stop(end) => self.on_stop(end),
                 MainEvent::Note(line) => self.transcript.say(line),
                 // They were killed there in the record: end them the same way.
-                MainEvent::AllAtEnd => {
-                    procs::kill_descendants();
+                MainEvent::AllAtEnd { spare } => {
+                    procs::kill_descendants_but(&spare);
                 }
                 MainEvent::Halted => self.on_halted(),
                 MainEvent::Event(event) => self.announce(event),

@@ -92,8 +92,17 @@ pub fn descendants(ancestor: i32) -> Vec<i32> {
 
 /// Sends SIGKILL to every live descendant of this process. Returns how many were sent.
 pub fn kill_descendants() -> usize {
+    kill_descendants_but(&[])
+}
+
+/// Sends SIGKILL to every live descendant of this process but those in `spare`. Returns how
+/// many were sent.
+pub fn kill_descendants_but(spare: &[i32]) -> usize {
     let me = std::process::id() as i32;
-    let pids = descendants(me);
+    let pids: Vec<i32> = descendants(me)
+        .into_iter()
+        .filter(|pid| !spare.contains(pid))
+        .collect();
     for pid in &pids {
         // Gone since /proc was read: nothing to kill.
         let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);

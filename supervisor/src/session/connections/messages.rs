@@ -193,14 +193,19 @@ pub(super) fn at_end(gd: &GdState, actor: ActorId) {
     }
     // A dead process (see `lost`) created what it did; a live one at its end has created
     // every child its record has, which must have joined.
-    let all_at_end = tables.registry.live_pids().iter().all(|pid| {
-        tables.registry.live_actor(*pid).is_some_and(|a| {
-            tables.at_end.contains(&a)
-                && (gd.children_joined(&tables.registry, a) || procs::has_died(*pid, NO_WAIT))
-        })
-    });
+    // None live: every process exited as recorded (one may still be on its way out after its
+    // `Exiting`): nothing to end.
+    let live = tables.registry.live_pids();
+    let all_at_end = !live.is_empty()
+        && live.iter().all(|pid| {
+            tables.registry.live_actor(*pid).is_some_and(|a| {
+                tables.at_end.contains(&a)
+                    && (gd.children_joined(&tables.registry, a) || procs::has_died(*pid, NO_WAIT))
+            })
+        });
     if all_at_end {
-        gd.send(MainEvent::AllAtEnd);
+        let spare = tables.registry.exited_pids();
+        gd.send(MainEvent::AllAtEnd { spare });
     }
 }
 
