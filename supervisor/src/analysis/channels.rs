@@ -9,7 +9,9 @@
 //!   A second `connect()` that completes a non-blocking one is a `ConnectAgain`, not a connect:
 //!   it makes no channel, and the fd stays the end of the first one's.
 //!   When several connects share the same address pair (port reuse), accepts and connects are
-//!   paired in order, each connect used once.
+//!   paired in the order of the times their calls returned (their `at`), each connect used
+//!   once: a reused pair's connections exist one after the other (before `at`, recordings
+//!   paired them in (actor, event) order, which is wrong when two clients reuse one port).
 //! * **Unix sockets** (`unix:` addresses, `Accept.peer_pid = Some(pid)`): the connector is the
 //!   actor whose `Start` record has that pid; the *k*-th accept on listening path `L` from that
 //!   actor matches its *k*-th successful connect whose `remote == L`.
@@ -51,6 +53,9 @@ pub fn is_unix(addr: &str) -> bool {
 fn connect_succeeded(records: &[Record], index: usize) -> bool {
     !matches!(connect_outcome(records, index), ConnectOutcome::Failed(_))
 }
+
+/// A connect, with the time it returned when the record has it.
+type Timed = (Option<u64>, Endpoint);
 
 /// Pairs the accepts and connects of a recording into channels.
 ///
@@ -148,7 +153,7 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
     ordered.sort_by_key(|h| h.actor);
 
     // Successful connects, in (actor, event) order, indexed two ways.
-    let mut tcp_connects: HashMap<(&Addr, &Addr), VecDeque<Endpoint>> = HashMap::new();
+    let mut tcp_connects: HashMap<(&Addr, &Addr), VecDeque<Timed>> = HashMap::new();
     let mut unix_connects: HashMap<(ActorId, &Addr), VecDeque<Endpoint>> = HashMap::new();
     let mut actors_by_pid: BTreeMap<i32, Vec<ActorId>> = BTreeMap::new();
     for h in &ordered {
@@ -161,7 +166,9 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
             };
             match record {
                 Record::Start { pid, .. } => actors_by_pid.entry(*pid).or_default().push(h.actor),
-                Record::Connect { local, remote, .. } if connect_succeeded(&records, i) => {
+                Record::Connect {
+                    local, remote, at, ..
+                } if connect_succeeded(&records, i) => {
                     if is_unix(remote) {
                         unix_connects
                             .entry((h.actor, remote))
@@ -171,7 +178,7 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
                         tcp_connects
                             .entry((local, remote))
                             .or_default()
-                            .push_back(here);
+                            .push_back((*at, here));
                     }
                 }
                 _ => {}
@@ -179,41 +186,56 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
         }
     }
 
-    let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
+    // A reused address pair: its connections were made one after the other, so its connects
+    // and its accepts are paired in the order of the times they returned (`at`; recordings
+    // made before it have none and keep (actor, event) order).
+    for list in tcp_connects.values_mut().filter(|l| l.len() > 1) {
+        list.make_contiguous().sort();
+    }
+    let mut accepts: Vec<(Option<u64>, Endpoint, &Record)> = Vec::new();
     for h in &ordered {
         for &(event, record) in &h.records {
-            let Record::Accept {
-                local,
-                remote,
-                peer_pid,
-                ..
-            } = record
-            else {
-                continue;
-            };
-            let acceptor = Endpoint {
-                actor: h.actor,
-                event,
-            };
-            let connector = if is_unix(local) {
-                peer_pid
-                    .and_then(|pid| actors_by_pid.get(&pid))
-                    .and_then(|candidates| {
-                        candidates.iter().find_map(|actor| {
-                            unix_connects
-                                .get_mut(&(*actor, local))
-                                .and_then(VecDeque::pop_front)
-                        })
-                    })
-            } else {
-                // The connector's local address is our remote one, and the other way round.
-                tcp_connects
-                    .get_mut(&(remote, local))
-                    .and_then(VecDeque::pop_front)
-            };
-            if let Some(connector) = connector {
-                pairs.push((connector, acceptor));
+            if let Record::Accept { at, .. } = record {
+                let acceptor = Endpoint {
+                    actor: h.actor,
+                    event,
+                };
+                accepts.push((*at, acceptor, record));
             }
+        }
+    }
+    accepts.sort_by_key(|(at, acceptor, _)| (*at, *acceptor));
+
+    let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
+    for (_, acceptor, record) in accepts {
+        let Record::Accept {
+            local,
+            remote,
+            peer_pid,
+            ..
+        } = record
+        else {
+            continue;
+        };
+        let connector = if is_unix(local) {
+            peer_pid
+                .and_then(|pid| actors_by_pid.get(&pid))
+                .and_then(|candidates| {
+                    candidates.iter().find_map(|actor| {
+                        unix_connects
+                            .get_mut(&(*actor, local))
+                            .and_then(VecDeque::pop_front)
+                    })
+                })
+        } else {
+            // The connector's local address is our remote one, and the other way round.
+            tcp_connects
+                .get_mut(&(remote, local))
+                .and_then(VecDeque::pop_front)
+                .map(|(_, connector)| connector)
+        };
+        if let Some(connector) = connector {
+            pairs.push((connector, acceptor));
         }
     }
     pairs.sort();
@@ -274,6 +296,7 @@ mod tests {
             err,
             local: local.into(),
             remote: remote.into(),
+            at: None,
         }
     }
 
@@ -284,6 +307,7 @@ mod tests {
             local: local.into(),
             remote: remote.into(),
             peer_pid,
+            at: None,
         }
     }
 
@@ -390,6 +414,41 @@ mod tests {
             (channels[1].connector, channels[1].acceptor),
             (ep(2, 3), ep(1, 3))
         );
+    }
+
+    /// `record` with the time its call returned.
+    fn at(mut record: Record, when: u64) -> Record {
+        if let Record::Connect { at, .. } | Record::Accept { at, .. } = &mut record {
+            *at = Some(when);
+        }
+        record
+    }
+
+    #[test]
+    fn a_port_two_clients_reused_pairs_in_the_order_of_time() {
+        // p3 used port 5001 first, then p2 got it again (conn_churn with 16 workers): (actor,
+        // event) order would give the server's first accept p2's connect, which p2 makes only
+        // after the server answered p2's earlier connections: a replay that waits for ever.
+        let pair = ("127.0.0.1:5001", "127.0.0.1:3000");
+        let server = history(
+            1,
+            vec![
+                start(100),
+                at(accept(pair.1, pair.0, None), 20),
+                at(accept(pair.1, pair.0, None), 40),
+            ],
+        );
+        let p2 = history(
+            2,
+            vec![start(101), at(connect(3, None, pair.0, pair.1), 30)],
+        );
+        let p3 = history(
+            3,
+            vec![start(102), at(connect(3, None, pair.0, pair.1), 10)],
+        );
+        let channels = match_channels(&[server, p2, p3]);
+        let pairs: Vec<_> = channels.iter().map(|c| (c.connector, c.acceptor)).collect();
+        assert_eq!(pairs, vec![(ep(2, 2), ep(1, 3)), (ep(3, 2), ep(1, 2))]);
     }
 
     #[test]

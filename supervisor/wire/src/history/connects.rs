@@ -101,6 +101,7 @@ mod tests {
             err,
             local: "127.0.0.1:5000".into(),
             remote: "127.0.0.1:80".into(),
+            at: None,
         }
     }
 
