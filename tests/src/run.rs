@@ -19,6 +19,10 @@ pub struct Output {
     pub stdout: String,
     /// Its standard error.
     pub stderr: String,
+    /// Its peak resident set size in KiB, as wait4(2) reports it when it is reaped: the
+    /// largest of the command's own and of its reaped descendants' (ddbx reaps every process
+    /// of its session, which are small programs: the figure is ddbx's).
+    pub peak_rss_kib: u64,
 }
 
 impl Output {
@@ -121,7 +125,6 @@ impl Run {
     /// Runs to completion (killing the whole process group at the time limit, and failing the
     /// test then), and checks that nothing of the group is left running.
     pub fn output(mut self) -> Output {
-        use std::os::unix::process::ExitStatusExt;
         self.cmd.process_group(0);
         let mut child = self
             .cmd
@@ -140,7 +143,7 @@ impl Run {
         let err_reader = read_all_in_thread(child.stderr.take());
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let waiter = std::thread::spawn(move || {
-            let status = child.wait();
+            let status = wait_with_peak(&child);
             let _ = done_tx.send(());
             status
         });
@@ -152,8 +155,8 @@ impl Run {
                 self.cmd, self.limit
             );
         }
-        let status = match waiter.join() {
-            Ok(Ok(status)) => status,
+        let (status, peak_rss_kib) = match waiter.join() {
+            Ok(Ok(reaped)) => reaped,
             other => panic!("waiting for {:?}: {other:?}", self.cmd),
         };
         if let Some(feeder) = feeder {
@@ -168,14 +171,36 @@ impl Run {
             "{:?} left processes behind: {leftovers:?}\nstderr:\n{stderr}",
             self.cmd
         );
-        let code = status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        let code = if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        };
         Output {
             command: format!("{:?}", self.cmd),
             code,
             stdout,
             stderr,
+            peak_rss_kib,
+        }
+    }
+}
+
+/// Reaps `child` with wait4(2): its wait status and its peak RSS in KiB (`ru_maxrss`).
+fn wait_with_peak(child: &Child) -> std::io::Result<(i32, u64)> {
+    let pid = child.id() as i32;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `usage` are ours and writable; `pid` is our unreaped child.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            return Ok((status, usage.ru_maxrss.max(0) as u64));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }
