@@ -126,6 +126,8 @@ impl Run {
     /// test then), and checks that nothing of the group is left running.
     pub fn output(mut self) -> Output {
         self.cmd.process_group(0);
+        // Reaped by wait4 in `wait_with_peak` (for its rusage), not by `Child::wait`.
+        #[allow(clippy::zombie_processes)]
         let mut child = self
             .cmd
             .spawn()
