@@ -106,6 +106,7 @@ fn kept_for_search(
             dir: recording.dir.clone(),
             manifest: recording.manifest.clone(),
             histories: Vec::new(),
+            sketches: recording.sketches.clone(),
             warnings: Vec::new(),
         }
     } else {
