@@ -6,9 +6,8 @@
 //!
 //! Used by replay (which needs all of it) and by `ddbx ps` / `ddbx show`.
 
-use crate::analysis::channels::ChannelFilter;
 use crate::error::{Error, Result, shown};
-use ddbx_wire::history::{Entry, Origin, Reader, Record};
+use ddbx_wire::history::{ChannelFilter, Entry, Origin, Reader, Record};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use ddbx_wire::{ActorId, History};
 use std::path::{Path, PathBuf};

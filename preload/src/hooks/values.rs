@@ -41,22 +41,6 @@ unsafe fn real_clock_gettime(clock: clockid_t, tp: *mut timespec) -> c_int {
     r as c_int
 }
 
-/// CLOCK_MONOTONIC now, in ns, read without recording it: what orders the connects and accepts
-/// of one address pair when ports are reused (the `at` of `Connect` and `Accept`).
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a timespec we own.
-    if unsafe { real_clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
-
 /// # Safety
 /// As gettimeofday(2).
 unsafe fn real_gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {

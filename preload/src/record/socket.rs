@@ -125,7 +125,7 @@ pub unsafe fn accept(
 /// the order they were made.
 fn stamped(mut rec: Record) -> Record {
     if let Record::Connect { at, .. } | Record::Accept { at, .. } = &mut rec {
-        *at = Some(crate::hooks::values::monotonic_ns());
+        *at = Some(sys::monotonic_ns());
     }
     rec
 }

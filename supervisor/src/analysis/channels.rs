@@ -19,8 +19,9 @@
 //! Accepts with no managed connector (peers outside the session) are simply not in the result.
 
 use ddbx_wire::history::{Addr, ConnectOutcome, Record, connect_outcome};
+pub use ddbx_wire::history::{ChannelFilter, makes_channels};
 use ddbx_wire::proto::AcceptPlan;
-use ddbx_wire::{ActorId, Errno, History};
+use ddbx_wire::{ActorId, History};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One end of a channel: an actor and the number of its connect or accept event (1-based).
@@ -88,65 +89,6 @@ pub struct SparseHistory<'a> {
     pub records: Vec<(u64, &'a Record)>,
 }
 
-/// Whether channel matching reads this record: `Start` (a pid), `Connect`, `Accept`.
-pub fn makes_channels(record: &Record) -> bool {
-    matches!(
-        record,
-        Record::Start { .. } | Record::Connect { .. } | Record::Accept { .. }
-    )
-}
-
-/// Which records of a history, read in order, [`match_sparse`] needs: those that make
-/// channels ([`makes_channels`]), and for a non-blocking connect (`EINPROGRESS`) the later
-/// record of its fd that tells how it ended (a ready set, `SO_ERROR`, a second connect, a
-/// transfer).
-#[derive(Default)]
-pub struct ChannelFilter {
-    /// Connects under way, by fd.
-    pending: HashMap<i32, Record>,
-}
-
-impl ChannelFilter {
-    /// Whether `record` (the next of the history) is needed.
-    pub fn keep(&mut self, record: &Record) -> bool {
-        if makes_channels(record) {
-            match record {
-                Record::Connect {
-                    fd, err: Some(e), ..
-                } if *e == Errno::EINPROGRESS => {
-                    self.pending.insert(*fd, record.clone());
-                }
-                Record::Connect { fd, .. } | Record::Accept { new_fd: fd, .. } => {
-                    self.pending.remove(fd);
-                }
-                _ => {}
-            }
-            return true;
-        }
-        let fds: Vec<i32> = match record {
-            Record::Ready { fds, .. } => fds.iter().map(|f| f.fd).collect(),
-            Record::ConnectAgain { fd, .. }
-            | Record::SocketError { fd, .. }
-            | Record::Recv { fd, .. }
-            | Record::Send { fd, .. }
-            | Record::NoData { fd }
-            | Record::Fail { fd, .. } => vec![*fd],
-            _ => Vec::new(),
-        };
-        let mut kept = false;
-        for fd in fds {
-            if let Some(connect) = self.pending.get(&fd) {
-                kept = true;
-                let pair = [connect.clone(), record.clone()];
-                if connect_outcome(&pair, 0) != ConnectOutcome::Unknown {
-                    self.pending.remove(&fd);
-                }
-            }
-        }
-        kept
-    }
-}
-
 /// [`match_channels`] over the records it reads only.
 pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
     let mut ordered: Vec<&SparseHistory<'_>> = histories.iter().collect();
@@ -192,22 +134,8 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
     for list in tcp_connects.values_mut().filter(|l| l.len() > 1) {
         list.make_contiguous().sort();
     }
-    let mut accepts: Vec<(Option<u64>, Endpoint, &Record)> = Vec::new();
-    for h in &ordered {
-        for &(event, record) in &h.records {
-            if let Record::Accept { at, .. } = record {
-                let acceptor = Endpoint {
-                    actor: h.actor,
-                    event,
-                };
-                accepts.push((*at, acceptor, record));
-            }
-        }
-    }
-    accepts.sort_by_key(|(at, acceptor, _)| (*at, *acceptor));
-
     let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
-    for (_, acceptor, record) in accepts {
+    for (acceptor, record) in accepts_in_time_order(&ordered) {
         let Record::Accept {
             local,
             remote,
@@ -248,6 +176,25 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
             acceptor,
         })
         .collect()
+}
+
+/// Every accept of `histories`, in the order their calls returned (`at`), else in (actor,
+/// event) order.
+fn accepts_in_time_order<'a>(histories: &[&SparseHistory<'a>]) -> Vec<(Endpoint, &'a Record)> {
+    let mut accepts: Vec<(Option<u64>, Endpoint, &Record)> = Vec::new();
+    for h in histories {
+        for &(event, record) in &h.records {
+            if let Record::Accept { at, .. } = record {
+                let acceptor = Endpoint {
+                    actor: h.actor,
+                    event,
+                };
+                accepts.push((*at, acceptor, record));
+            }
+        }
+    }
+    accepts.sort_by_key(|(at, acceptor, _)| (*at, *acceptor));
+    accepts.into_iter().map(|(_, e, r)| (e, r)).collect()
 }
 
 /// The channel whose connect or accept is event `event` of `actor`.
