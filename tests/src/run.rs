@@ -19,10 +19,6 @@ pub struct Output {
     pub stdout: String,
     /// Its standard error.
     pub stderr: String,
-    /// Its peak resident set size in KiB, as wait4(2) reports it when it is reaped: the
-    /// largest of the command's own and of its reaped descendants' (ddbx reaps every process
-    /// of its session, which are small programs: the figure is ddbx's).
-    pub peak_rss_kib: u64,
 }
 
 impl Output {
@@ -125,9 +121,8 @@ impl Run {
     /// Runs to completion (killing the whole process group at the time limit, and failing the
     /// test then), and checks that nothing of the group is left running.
     pub fn output(mut self) -> Output {
+        use std::os::unix::process::ExitStatusExt;
         self.cmd.process_group(0);
-        // Reaped by wait4 in `wait_with_peak` (for its rusage), not by `Child::wait`.
-        #[allow(clippy::zombie_processes)]
         let mut child = self
             .cmd
             .spawn()
@@ -145,7 +140,7 @@ impl Run {
         let err_reader = read_all_in_thread(child.stderr.take());
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let waiter = std::thread::spawn(move || {
-            let status = wait_with_peak(&child);
+            let status = child.wait();
             let _ = done_tx.send(());
             status
         });
@@ -157,8 +152,8 @@ impl Run {
                 self.cmd, self.limit
             );
         }
-        let (status, peak_rss_kib) = match waiter.join() {
-            Ok(Ok(reaped)) => reaped,
+        let status = match waiter.join() {
+            Ok(Ok(status)) => status,
             other => panic!("waiting for {:?}: {other:?}", self.cmd),
         };
         if let Some(feeder) = feeder {
@@ -173,36 +168,14 @@ impl Run {
             "{:?} left processes behind: {leftovers:?}\nstderr:\n{stderr}",
             self.cmd
         );
-        let code = if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            128 + libc::WTERMSIG(status)
-        };
+        let code = status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
         Output {
             command: format!("{:?}", self.cmd),
             code,
             stdout,
             stderr,
-            peak_rss_kib,
-        }
-    }
-}
-
-/// Reaps `child` with wait4(2): its wait status and its peak RSS in KiB (`ru_maxrss`).
-fn wait_with_peak(child: &Child) -> std::io::Result<(i32, u64)> {
-    let pid = child.id() as i32;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `status` and `usage` are ours and writable; `pid` is our unreaped child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            return Ok((status, usage.ru_maxrss.max(0) as u64));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
         }
     }
 }
