@@ -34,7 +34,7 @@ fn ddbx_with_peak(tmp: &TempDir, name: &str, args: &[&str]) -> (Output, u64) {
     let out = Run::new(progs().join("peak_rss"))
         .args([path_str(&file), DDBX.0])
         .args(args)
-        .limit(Duration::from_secs(600))
+        .limit(Duration::from_secs(if full() { 900 } else { 120 }))
         .output();
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     let peak = text
