@@ -7,7 +7,7 @@
 //! Used by replay (which needs all of it) and by `ddbx ps` / `ddbx show`.
 
 use crate::error::{Error, Result, shown};
-use ddbx_wire::history::{Origin, Record};
+use ddbx_wire::history::{ChannelFilter, Entry, Origin, Reader, Record};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use ddbx_wire::{ActorId, History};
 use std::path::{Path, PathBuf};
@@ -26,10 +26,10 @@ fn check_origin(
     dir: &Path,
     manifest: &Manifest,
     actor: &ActorInfo,
-    history: &History,
+    first: Option<&Record>,
     path: &Path,
 ) -> Result<()> {
-    if let Some(Record::Start { origin, .. }) = history.records.first()
+    if let Some(Record::Start { origin, .. }) = first
         && *origin != actor.origin
     {
         return Err(Error::BadRecording(format!(
@@ -57,6 +57,86 @@ fn check_origin(
     Ok(())
 }
 
+/// What a replay's plans need of one history ([`Recording::open_for_replay`]), kept while the
+/// history is read as a stream: a few records, not one per event, so that a replay's memory
+/// does not grow with the length of the run.
+#[derive(Debug, Clone)]
+pub struct Sketch {
+    /// Whose history.
+    pub actor: ActorId,
+    /// How many events it has.
+    pub events: u64,
+    /// Its first record (`Start`).
+    pub first: Option<Record>,
+    /// Its last record.
+    pub last: Option<Record>,
+    /// It ends inside a record ([`History::truncated`]).
+    pub truncated: bool,
+    /// The records channel matching reads ([`ChannelFilter`]), with their event numbers.
+    pub kept: Vec<(u64, Record)>,
+}
+
+impl Sketch {
+    /// The sketch of a loaded history.
+    pub fn of(history: &History) -> Sketch {
+        let mut filter = ChannelFilter::default();
+        Sketch {
+            actor: history.actor,
+            events: history.records.len() as u64,
+            first: history.records.first().cloned(),
+            last: history.records.last().cloned(),
+            truncated: history.truncated,
+            kept: history
+                .records
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| filter.keep(r))
+                .map(|(i, r)| (i as u64 + 1, r.clone()))
+                .collect(),
+        }
+    }
+
+    /// Reads the history at `path` as a stream, keeping only its sketch.
+    fn read(path: &Path) -> std::result::Result<Sketch, ddbx_wire::HistoryError> {
+        let file = ddbx_wire::file::open_regular(path).map_err(|e| ddbx_wire::HistoryError {
+            path: path.to_path_buf(),
+            line: 0,
+            problem: format!("cannot read the history: {e}"),
+        })?;
+        let mut reader = Reader::new(path, std::io::BufReader::new(file))?;
+        let mut filter = ChannelFilter::default();
+        let mut sketch = Sketch {
+            actor: reader.header().actor,
+            events: 0,
+            first: None,
+            last: None,
+            truncated: false,
+            kept: Vec::new(),
+        };
+        while let Some(entry) = reader.next_entry()? {
+            match entry {
+                Entry::Event { event, record } => {
+                    sketch.events = event;
+                    if filter.keep(&record) {
+                        sketch.kept.push((event, record.clone()));
+                    }
+                    if sketch.first.is_none() {
+                        sketch.first = Some(record.clone());
+                    }
+                    sketch.last = Some(record);
+                }
+                Entry::Skip { first, n } => {
+                    sketch.events = first + n - 1;
+                    sketch.last = Some(Record::Untraced);
+                }
+                Entry::Value { .. } | Entry::Blank => {}
+            }
+        }
+        sketch.truncated = reader.truncated();
+        Ok(sketch)
+    }
+}
+
 /// A recording directory's contents.
 #[derive(Debug, Clone)]
 pub struct Recording {
@@ -64,8 +144,11 @@ pub struct Recording {
     pub dir: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
-    /// One history per manifest actor, in the manifest's order.
+    /// One history per manifest actor, in the manifest's order (none when opened with
+    /// [`Recording::open_for_replay`]: only the sketches then).
     pub histories: Vec<History>,
+    /// One sketch per manifest actor, in the manifest's order.
+    pub sketches: Vec<Sketch>,
     /// Things worth telling the user (histories cut short by a kill), one line each, without
     /// the `ddbx: ` prefix.
     pub warnings: Vec<String>,
@@ -105,6 +188,7 @@ impl Recording {
                 env_left_out: Vec::new(),
                 closes: true,
             },
+            sketches: histories.iter().map(Sketch::of).collect(),
             histories,
             warnings: Vec::new(),
         }
@@ -115,6 +199,18 @@ impl Recording {
     /// A missing or malformed file is [`Error::BadRecording`] naming the file (and line); a
     /// history cut short by a kill is accepted with a warning.
     pub fn open(dir: &Path) -> Result<Recording> {
+        Recording::load(dir, true)
+    }
+
+    /// [`Recording::open`] for a replay without predicates: every history is read and checked
+    /// as a stream and only its [`Sketch`] is kept (`histories` is empty), so that memory does
+    /// not grow with the length of the run.
+    pub fn open_for_replay(dir: &Path) -> Result<Recording> {
+        Recording::load(dir, false)
+    }
+
+    /// The histories loaded (`whole`) or sketched.
+    fn load(dir: &Path, whole: bool) -> Result<Recording> {
         if !dir.is_dir() {
             return Err(Error::BadRecording(format!(
                 "{}: expected a recording directory made by `ddbx record`, found {}",
@@ -123,7 +219,8 @@ impl Recording {
             )));
         }
         let manifest = Manifest::load(dir).map_err(|e| Error::BadRecording(e.to_string()))?;
-        let mut histories = Vec::with_capacity(manifest.actors.len());
+        let mut histories = Vec::new();
+        let mut sketches = Vec::with_capacity(manifest.actors.len());
         let mut warnings = Vec::new();
         for actor in &manifest.actors {
             let path = Manifest::history_path(dir, actor.id);
@@ -136,24 +233,32 @@ impl Recording {
                     actor.argv.join(" ")
                 )));
             }
-            let history = History::load(&path).map_err(|e| Error::BadRecording(e.to_string()))?;
-            if history.actor != actor.id {
+            let bad = |e: ddbx_wire::HistoryError| Error::BadRecording(e.to_string());
+            let (history, sketch) = if whole {
+                let history = History::load(&path).map_err(bad)?;
+                let sketch = Sketch::of(&history);
+                (Some(history), sketch)
+            } else {
+                (None, Sketch::read(&path).map_err(bad)?)
+            };
+            let h = &sketch;
+            if h.actor != actor.id {
                 return Err(Error::BadRecording(format!(
                     "{}:1: expected the history of {}, found the header of {}",
                     shown(&path),
                     actor.id,
-                    history.actor
+                    h.actor
                 )));
             }
-            if history.records.is_empty() {
+            if h.events == 0 {
                 return Err(Error::BadRecording(format!(
                     "{}: expected at least a `Start` record after the header, found none \
                      (the process died before its first event was written)",
                     shown(&path)
                 )));
             }
-            check_origin(dir, &manifest, actor, &history, &path)?;
-            if history.truncated
+            check_origin(dir, &manifest, actor, h.first.as_ref(), &path)?;
+            if h.truncated
                 && let Some(status @ ExitStatus::Exited(_)) = actor.exit
             {
                 return Err(Error::BadRecording(format!(
@@ -166,9 +271,9 @@ impl Recording {
                 )));
             }
             // (An actor whose last image ran unrecorded exited without its LD.)
-            if !history.truncated
+            if !h.truncated
                 && actor.unrecorded.is_none()
-                && !matches!(history.records.last(), Some(Record::Exit { .. }))
+                && !matches!(h.last.as_ref(), Some(Record::Exit { .. }))
                 && let Some(status @ ExitStatus::Exited(_)) = actor.exit
             {
                 // Replay would wait at the end of this history for a kill that never comes.
@@ -178,23 +283,25 @@ impl Recording {
                      this file was cut or damaged after the record",
                     shown(&path),
                     actor.id,
-                    history.records.last().map_or("nothing", Record::kind),
-                    history.records.len()
+                    h.last.as_ref().map_or("nothing", Record::kind),
+                    h.events
                 )));
             }
-            if history.truncated {
+            if h.truncated {
                 warnings.push(format!(
                     "{}'s history ends inside a record (process killed while writing it); \
                      replaying up to its last whole record",
                     actor.id
                 ));
             }
-            histories.push(history);
+            histories.extend(history);
+            sketches.push(sketch);
         }
         Ok(Recording {
             dir: dir.to_path_buf(),
             manifest,
             histories,
+            sketches,
             warnings,
         })
     }
@@ -279,7 +386,12 @@ impl Recording {
 
     /// Total number of recorded events over all actors.
     pub fn event_count(&self) -> u64 {
-        self.histories.iter().map(|h| h.records.len() as u64).sum()
+        self.sketches.iter().map(|h| h.events).sum()
+    }
+
+    /// The sketch of `actor`'s history.
+    pub fn sketch(&self, actor: ActorId) -> Option<&Sketch> {
+        self.sketches.iter().find(|h| h.actor == actor)
     }
 
     /// Resolves a user's actor name: `p3`, or a program name that only one actor ran.

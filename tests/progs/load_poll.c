@@ -16,7 +16,8 @@
  */
 #include "common.h" /* the helpers every test program shares */
 
-#define MAXCLIENTS 64
+/* 255 clients and the server: 256 processes. */
+#define MAXCLIENTS 255
 #define MSG 16
 
 /* A client: MESSAGES messages "c<id> <n>" padded to 16 bytes, one write() each. */
@@ -60,9 +61,12 @@ int main(int argc, char **argv)
     static char buf[65536];
 
     if (clients < 1 || clients > MAXCLIENTS || messages < 1)
-        fail("usage: load_poll [CLIENTS (1..64) [MESSAGES [waitall]]]");
+        fail("usage: load_poll [CLIENTS (1..255) [MESSAGES [waitall]]]");
     program_start();
-    lfd = bind_any(&port, 1);
+    lfd = bind_any(&port, 0);
+    /* Every client may connect before the first accept. */
+    if (listen(lfd, SOMAXCONN) < 0)
+        die("listen");
     if (waitall && setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) < 0)
         die("setsockopt SO_RCVBUF");
     id = fork_clients(lfd, clients, pids);

@@ -126,7 +126,16 @@ pub fn replay_driven(
     options: ReplayOptions,
     driver: Option<Driver>,
 ) -> Result<ReplayOutcome, Error> {
-    let recording = Recording::open(&options.dir)?;
+    // Without a predicate, a stop point or a trace nothing reads the histories but the plans:
+    // they are read as streams and only their sketches kept (memory bounded whatever the
+    // length of the run).
+    let plain =
+        options.stop_if.is_empty() && options.stop_at.is_empty() && options.traces.is_empty();
+    let recording = if plain {
+        Recording::open_for_replay(&options.dir)?
+    } else {
+        Recording::open(&options.dir)?
+    };
     // A process that ran unmanaged in the record has no history to follow: its replay would
     // run free and its parent wait for it.
     if let Some(lost) = recording

@@ -91,6 +91,29 @@ pub struct Debugger {
     observing: Option<Vec<VarRef>>,
 }
 
+/// What the cut search keeps of `recording`: all of it when the replay has a predicate, a
+/// stop point or a trace (the prompt can only add more at a halt, which needs one of them);
+/// otherwise its manifest alone, so that a plain replay does not hold a second copy of every
+/// history (72 MB for a recording of 1,000,000 messages).
+fn kept_for_search(
+    recording: &Recording,
+    stop_if: &[String],
+    stop_at: &[StopPoint],
+    traces: &[(String, String)],
+) -> Recording {
+    if stop_if.is_empty() && stop_at.is_empty() && traces.is_empty() {
+        Recording {
+            dir: recording.dir.clone(),
+            manifest: recording.manifest.clone(),
+            histories: Vec::new(),
+            sketches: recording.sketches.clone(),
+            warnings: Vec::new(),
+        }
+    } else {
+        recording.clone()
+    }
+}
+
 impl Debugger {
     /// The debugger for `recording` with these options. `primary`: 1-based index into
     /// `stop_if` (default: the first conjunctive one).
@@ -114,7 +137,7 @@ impl Debugger {
             .map(|text| StopPoint::parse(text, recording))
             .collect::<Result<Vec<_>, _>>()?;
         let mut debugger = Debugger {
-            search: CutSearch::new(recording.clone()),
+            search: CutSearch::new(kept_for_search(recording, stop_if, &stop_at, traces)),
             stop_ifs: watches,
             stop_at,
             primary,

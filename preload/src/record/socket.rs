@@ -22,6 +22,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         let remote = unsafe { fds::format_addr(addr, len) };
         connected(fd, remote, r, err)
     };
+    let rec = stamped(rec);
     note_connect(fd, &rec);
     ld.emit(&rec);
     sys::set_errno(err);
@@ -114,9 +115,19 @@ pub unsafe fn accept(
     if r >= 0 {
         fds::set_accepted(r, flags);
     }
-    ld.emit(&accepted(fd, r, err));
+    ld.emit(&stamped(accepted(fd, r, err)));
     sys::set_errno(err);
     r
+}
+
+/// `rec` with the time its connect or accept returned (record only: a replay's own history
+/// leaves it out), so that the analysis can pair the connections of a reused address pair in
+/// the order they were made.
+fn stamped(mut rec: Record) -> Record {
+    if let Record::Connect { at, .. } | Record::Accept { at, .. } = &mut rec {
+        *at = Some(sys::monotonic_ns());
+    }
+    rec
 }
 
 /// The record of an accept on `fd` that returned `r`.
@@ -134,6 +145,7 @@ pub fn accepted(fd: c_int, r: c_int, err: c_int) -> Record {
             local,
             remote: fds::socket_addr(r, true),
             peer_pid,
+            at: None,
         }
     } else {
         Record::Fail {
@@ -157,6 +169,7 @@ pub fn connected(fd: c_int, remote: String, r: c_int, err: c_int) -> Record {
         err,
         local,
         remote,
+        at: None,
     }
 }
 

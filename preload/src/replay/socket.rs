@@ -88,6 +88,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         err,
         local,
         remote,
+        at: None,
     };
     finish_connect(ld, fd, &observed);
     match err {

@@ -9,7 +9,9 @@
 //!   A second `connect()` that completes a non-blocking one is a `ConnectAgain`, not a connect:
 //!   it makes no channel, and the fd stays the end of the first one's.
 //!   When several connects share the same address pair (port reuse), accepts and connects are
-//!   paired in order, each connect used once.
+//!   paired in the order of the times their calls returned (their `at`), each connect used
+//!   once: a reused pair's connections exist one after the other (before `at`, recordings
+//!   paired them in (actor, event) order, which is wrong when two clients reuse one port).
 //! * **Unix sockets** (`unix:` addresses, `Accept.peer_pid = Some(pid)`): the connector is the
 //!   actor whose `Start` record has that pid; the *k*-th accept on listening path `L` from that
 //!   actor matches its *k*-th successful connect whose `remote == L`.
@@ -17,8 +19,9 @@
 //! Accepts with no managed connector (peers outside the session) are simply not in the result.
 
 use ddbx_wire::history::{Addr, ConnectOutcome, Record, connect_outcome};
+pub use ddbx_wire::history::{ChannelFilter, makes_channels};
 use ddbx_wire::proto::AcceptPlan;
-use ddbx_wire::{ActorId, Errno, History};
+use ddbx_wire::{ActorId, History};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One end of a channel: an actor and the number of its connect or accept event (1-based).
@@ -52,6 +55,9 @@ fn connect_succeeded(records: &[Record], index: usize) -> bool {
     !matches!(connect_outcome(records, index), ConnectOutcome::Failed(_))
 }
 
+/// A connect, with the time it returned when the record has it.
+type Timed = (Option<u64>, Endpoint);
+
 /// Pairs the accepts and connects of a recording into channels.
 ///
 /// `histories` may come in any order; each history's `actor` names it. The result is sorted by
@@ -83,72 +89,13 @@ pub struct SparseHistory<'a> {
     pub records: Vec<(u64, &'a Record)>,
 }
 
-/// Whether channel matching reads this record: `Start` (a pid), `Connect`, `Accept`.
-pub fn makes_channels(record: &Record) -> bool {
-    matches!(
-        record,
-        Record::Start { .. } | Record::Connect { .. } | Record::Accept { .. }
-    )
-}
-
-/// Which records of a history, read in order, [`match_sparse`] needs: those that make
-/// channels ([`makes_channels`]), and for a non-blocking connect (`EINPROGRESS`) the later
-/// record of its fd that tells how it ended (a ready set, `SO_ERROR`, a second connect, a
-/// transfer).
-#[derive(Default)]
-pub struct ChannelFilter {
-    /// Connects under way, by fd.
-    pending: HashMap<i32, Record>,
-}
-
-impl ChannelFilter {
-    /// Whether `record` (the next of the history) is needed.
-    pub fn keep(&mut self, record: &Record) -> bool {
-        if makes_channels(record) {
-            match record {
-                Record::Connect {
-                    fd, err: Some(e), ..
-                } if *e == Errno::EINPROGRESS => {
-                    self.pending.insert(*fd, record.clone());
-                }
-                Record::Connect { fd, .. } | Record::Accept { new_fd: fd, .. } => {
-                    self.pending.remove(fd);
-                }
-                _ => {}
-            }
-            return true;
-        }
-        let fds: Vec<i32> = match record {
-            Record::Ready { fds, .. } => fds.iter().map(|f| f.fd).collect(),
-            Record::ConnectAgain { fd, .. }
-            | Record::SocketError { fd, .. }
-            | Record::Recv { fd, .. }
-            | Record::Send { fd, .. }
-            | Record::NoData { fd }
-            | Record::Fail { fd, .. } => vec![*fd],
-            _ => Vec::new(),
-        };
-        let mut kept = false;
-        for fd in fds {
-            if let Some(connect) = self.pending.get(&fd) {
-                kept = true;
-                let pair = [connect.clone(), record.clone()];
-                if connect_outcome(&pair, 0) != ConnectOutcome::Unknown {
-                    self.pending.remove(&fd);
-                }
-            }
-        }
-        kept
-    }
-}
-
 /// [`match_channels`] over the records it reads only.
 pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
     let mut ordered: Vec<&SparseHistory<'_>> = histories.iter().collect();
     ordered.sort_by_key(|h| h.actor);
 
     // Successful connects, in (actor, event) order, indexed two ways.
-    let mut tcp_connects: HashMap<(&Addr, &Addr), VecDeque<Endpoint>> = HashMap::new();
+    let mut tcp_connects: HashMap<(&Addr, &Addr), VecDeque<Timed>> = HashMap::new();
     let mut unix_connects: HashMap<(ActorId, &Addr), VecDeque<Endpoint>> = HashMap::new();
     let mut actors_by_pid: BTreeMap<i32, Vec<ActorId>> = BTreeMap::new();
     for h in &ordered {
@@ -161,7 +108,9 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
             };
             match record {
                 Record::Start { pid, .. } => actors_by_pid.entry(*pid).or_default().push(h.actor),
-                Record::Connect { local, remote, .. } if connect_succeeded(&records, i) => {
+                Record::Connect {
+                    local, remote, at, ..
+                } if connect_succeeded(&records, i) => {
                     if is_unix(remote) {
                         unix_connects
                             .entry((h.actor, remote))
@@ -171,7 +120,7 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
                         tcp_connects
                             .entry((local, remote))
                             .or_default()
-                            .push_back(here);
+                            .push_back((*at, here));
                     }
                 }
                 _ => {}
@@ -179,41 +128,42 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
         }
     }
 
+    // A reused address pair: its connections were made one after the other, so its connects
+    // and its accepts are paired in the order of the times they returned (`at`; recordings
+    // made before it have none and keep (actor, event) order).
+    for list in tcp_connects.values_mut().filter(|l| l.len() > 1) {
+        list.make_contiguous().sort();
+    }
     let mut pairs: Vec<(Endpoint, Endpoint)> = Vec::new();
-    for h in &ordered {
-        for &(event, record) in &h.records {
-            let Record::Accept {
-                local,
-                remote,
-                peer_pid,
-                ..
-            } = record
-            else {
-                continue;
-            };
-            let acceptor = Endpoint {
-                actor: h.actor,
-                event,
-            };
-            let connector = if is_unix(local) {
-                peer_pid
-                    .and_then(|pid| actors_by_pid.get(&pid))
-                    .and_then(|candidates| {
-                        candidates.iter().find_map(|actor| {
-                            unix_connects
-                                .get_mut(&(*actor, local))
-                                .and_then(VecDeque::pop_front)
-                        })
+    for (acceptor, record) in accepts_in_time_order(&ordered) {
+        let Record::Accept {
+            local,
+            remote,
+            peer_pid,
+            ..
+        } = record
+        else {
+            continue;
+        };
+        let connector = if is_unix(local) {
+            peer_pid
+                .and_then(|pid| actors_by_pid.get(&pid))
+                .and_then(|candidates| {
+                    candidates.iter().find_map(|actor| {
+                        unix_connects
+                            .get_mut(&(*actor, local))
+                            .and_then(VecDeque::pop_front)
                     })
-            } else {
-                // The connector's local address is our remote one, and the other way round.
-                tcp_connects
-                    .get_mut(&(remote, local))
-                    .and_then(VecDeque::pop_front)
-            };
-            if let Some(connector) = connector {
-                pairs.push((connector, acceptor));
-            }
+                })
+        } else {
+            // The connector's local address is our remote one, and the other way round.
+            tcp_connects
+                .get_mut(&(remote, local))
+                .and_then(VecDeque::pop_front)
+                .map(|(_, connector)| connector)
+        };
+        if let Some(connector) = connector {
+            pairs.push((connector, acceptor));
         }
     }
     pairs.sort();
@@ -226,6 +176,25 @@ pub fn match_sparse(histories: &[SparseHistory<'_>]) -> Vec<Channel> {
             acceptor,
         })
         .collect()
+}
+
+/// Every accept of `histories`, in the order their calls returned (`at`), else in (actor,
+/// event) order.
+fn accepts_in_time_order<'a>(histories: &[&SparseHistory<'a>]) -> Vec<(Endpoint, &'a Record)> {
+    let mut accepts: Vec<(Option<u64>, Endpoint, &Record)> = Vec::new();
+    for h in histories {
+        for &(event, record) in &h.records {
+            if let Record::Accept { at, .. } = record {
+                let acceptor = Endpoint {
+                    actor: h.actor,
+                    event,
+                };
+                accepts.push((*at, acceptor, record));
+            }
+        }
+    }
+    accepts.sort_by_key(|(at, acceptor, _)| (*at, *acceptor));
+    accepts.into_iter().map(|(_, e, r)| (e, r)).collect()
 }
 
 /// The channel whose connect or accept is event `event` of `actor`.
@@ -274,6 +243,7 @@ mod tests {
             err,
             local: local.into(),
             remote: remote.into(),
+            at: None,
         }
     }
 
@@ -284,6 +254,7 @@ mod tests {
             local: local.into(),
             remote: remote.into(),
             peer_pid,
+            at: None,
         }
     }
 
@@ -390,6 +361,41 @@ mod tests {
             (channels[1].connector, channels[1].acceptor),
             (ep(2, 3), ep(1, 3))
         );
+    }
+
+    /// `record` with the time its call returned.
+    fn at(mut record: Record, when: u64) -> Record {
+        if let Record::Connect { at, .. } | Record::Accept { at, .. } = &mut record {
+            *at = Some(when);
+        }
+        record
+    }
+
+    #[test]
+    fn a_port_two_clients_reused_pairs_in_the_order_of_time() {
+        // p3 used port 5001 first, then p2 got it again (conn_churn with 16 workers): (actor,
+        // event) order would give the server's first accept p2's connect, which p2 makes only
+        // after the server answered p2's earlier connections: a replay that waits for ever.
+        let pair = ("127.0.0.1:5001", "127.0.0.1:3000");
+        let server = history(
+            1,
+            vec![
+                start(100),
+                at(accept(pair.1, pair.0, None), 20),
+                at(accept(pair.1, pair.0, None), 40),
+            ],
+        );
+        let p2 = history(
+            2,
+            vec![start(101), at(connect(3, None, pair.0, pair.1), 30)],
+        );
+        let p3 = history(
+            3,
+            vec![start(102), at(connect(3, None, pair.0, pair.1), 10)],
+        );
+        let channels = match_channels(&[server, p2, p3]);
+        let pairs: Vec<_> = channels.iter().map(|c| (c.connector, c.acceptor)).collect();
+        assert_eq!(pairs, vec![(ep(2, 2), ep(1, 3)), (ep(3, 2), ep(1, 2))]);
     }
 
     #[test]

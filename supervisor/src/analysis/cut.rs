@@ -25,6 +25,7 @@ use ddbx_wire::counters::Counters;
 use ddbx_wire::pred::{self, EvalError, Expr, Value, VarRef};
 use ddbx_wire::{ActorId, History, Record};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// A predicate as the search looks for it: the whole expression, and, when it is conjunctive,
 /// its simple predicates, one per actor (`None`: a general predicate).
@@ -38,10 +39,14 @@ pub struct Goal<'a> {
 
 /// Predicates evaluated over a recording's saved values at consistent global states, as a
 /// replay reaches them.
+///
+/// The dependencies and the per-event variables are built at their first use: a replay with
+/// no predicate never builds them (they cost hundreds of bytes per recorded event: 270 MB for
+/// a recording of 1,000,000 messages, when a replay only needs its plans).
 pub struct CutSearch {
     recording: Recording,
-    deps: Deps,
-    vars: BTreeMap<ActorId, ActorVars>,
+    deps: OnceLock<Deps>,
+    vars: OnceLock<BTreeMap<ActorId, ActorVars>>,
 }
 
 /// A value an actor's variable takes from an event on: (event number, value).
@@ -106,17 +111,34 @@ struct Step {
 impl CutSearch {
     /// The search over a recording.
     pub fn new(recording: Recording) -> CutSearch {
-        let deps = Deps::from_recording(&recording);
-        let vars = recording
-            .histories
-            .iter()
-            .map(|h| (h.actor, ActorVars::new(h)))
-            .collect();
         CutSearch {
             recording,
-            deps,
-            vars,
+            deps: OnceLock::new(),
+            vars: OnceLock::new(),
         }
+    }
+
+    /// The recording's dependencies, built at the first call.
+    fn deps(&self) -> &Deps {
+        self.deps
+            .get_or_init(|| Deps::from_recording(&self.recording))
+    }
+
+    /// Every actor's variables, built at the first call.
+    fn vars(&self) -> &BTreeMap<ActorId, ActorVars> {
+        self.vars.get_or_init(|| {
+            self.recording
+                .histories
+                .iter()
+                .map(|h| (h.actor, ActorVars::new(h)))
+                .collect()
+        })
+    }
+
+    /// [`CutSearch::vars`], to change.
+    fn vars_mut(&mut self) -> &mut BTreeMap<ActorId, ActorVars> {
+        self.vars();
+        self.vars.get_mut().expect("vars() initialised it")
     }
 
     /// The recording.
@@ -127,7 +149,7 @@ impl CutSearch {
     /// Forgets the memory values observed so far (before [`observe`](CutSearch::observe)s
     /// give them all again).
     pub fn forget_observations(&mut self) {
-        for vars in self.vars.values_mut() {
+        for vars in self.vars.get_mut().into_iter().flat_map(|v| v.values_mut()) {
             vars.memory.clear();
         }
     }
@@ -135,7 +157,7 @@ impl CutSearch {
     /// Takes a global that the replay read in `actor`'s memory: `name` is `value` from its
     /// `after`-th event on (until a later observation of the same global).
     pub fn observe(&mut self, actor: ActorId, after: u64, name: &str, value: i64) {
-        if let Some(vars) = self.vars.get_mut(&actor) {
+        if let Some(vars) = self.vars_mut().get_mut(&actor) {
             let values = vars.memory.entry(name.to_string()).or_default();
             // After the values observed at or before `after`: the order of arrival among
             // observations of one event.
@@ -148,7 +170,7 @@ impl CutSearch {
         let actor = v.actor_id()?;
         // Not created (k = 0): no probe is set, and every counter is 0.
         let k = cut.get(&actor).copied().unwrap_or(0);
-        self.vars.get(&actor)?.get(&v.name, k).map(Value::Int)
+        self.vars().get(&actor)?.get(&v.name, k).map(Value::Int)
     }
 
     /// Whether `expr` holds in the global state `cut`.
@@ -166,29 +188,29 @@ impl CutSearch {
     fn simple_holds(&self, sp: &Expr, actor: ActorId, k: u64) -> bool {
         k > 0
             && self
-                .vars
+                .vars()
                 .get(&actor)
                 .is_some_and(|vars| pred::holds(sp, &mut |v| vars.get(&v.name, k).map(Value::Int)))
     }
 
     /// Where every replay starts: the root created.
     pub fn initial(&self) -> Cut {
-        close_online(&self.deps, &Cut::new())
+        close_online(self.deps(), &Cut::new())
     }
 
     /// The observation chain's step after `cut`: the actor whose next event, with whatever
     /// that event needs, adds the fewest events executes it; ties go to the actors in turn, in
     /// id order from `turn`.
     fn step(&self, cut: &Cut, turn: &mut usize) -> Option<Cut> {
-        let actors = self.deps.actors();
+        let actors = self.deps().actors();
         let total = |c: &Cut| c.values().sum::<u64>();
         let mut best: Option<Step> = None;
         for i in 0..actors.len() {
             let actor_index = (*turn + i) % actors.len();
             let a = actors[actor_index];
             let k = cut.get(&a).copied().unwrap_or(0);
-            if k < self.deps.event_count(a) {
-                let next = close_online_raised(&self.deps, cut, a, k + 1);
+            if k < self.deps().event_count(a) {
+                let next = close_online_raised(self.deps(), cut, a, k + 1);
                 let added = total(&next) - total(cut);
                 if best.as_ref().is_none_or(|b| added < b.added) {
                     best = Some(Step {
@@ -217,10 +239,10 @@ impl CutSearch {
                         .find(|(a, _)| *a == actor)
                         .is_none_or(|(_, sp)| self.simple_holds(sp, actor, k))
                 };
-                inf_online_from(&self.deps, floor, &actors, &holds)
+                inf_online_from(self.deps(), floor, &actors, &holds)
             }
             None => {
-                let mut cut = close_online(&self.deps, floor);
+                let mut cut = close_online(self.deps(), floor);
                 let mut turn = 0;
                 loop {
                     if self.holds(goal.expr, &cut) {
@@ -267,7 +289,7 @@ impl CutSearch {
     ) -> Option<Cut> {
         let mut best: Option<Cut> = None;
         for (a, sp) in parts {
-            let len = self.deps.event_count(*a);
+            let len = self.deps().event_count(*a);
             let at = current.get(a).copied().unwrap_or(0);
             let Some(falls) = (at + 1..=len).find(|&k| !self.simple_holds(sp, *a, k)) else {
                 continue;

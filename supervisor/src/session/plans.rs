@@ -2,22 +2,30 @@
 //! accepts come from, how its record ended when it was killed, its connects to peers outside
 //! the session, and the globals to observe.
 
-use crate::analysis::channels::{Channel, accepts_of, match_channels};
+use crate::analysis::channels::{Channel, SparseHistory, accepts_of, match_sparse};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::{ConnectOutcome, Origin, Record, connect_outcome};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest, SessionState};
 use ddbx_wire::pred::VarRef;
 use ddbx_wire::proto::ReplayPlan;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The plan of every recorded actor.
 pub(super) fn replay_plans(
     recording: &Recording,
     observe: &[VarRef],
 ) -> HashMap<ActorId, ReplayPlan> {
-    // Matched once for every plan.
-    let channels = match_channels(&recording.histories);
+    // Matched once for every plan, from the sketches (which hold what matching reads).
+    let sparse: Vec<SparseHistory<'_>> = recording
+        .sketches
+        .iter()
+        .map(|h| SparseHistory {
+            actor: h.actor,
+            records: h.kept.iter().map(|(e, r)| (*e, r)).collect(),
+        })
+        .collect();
+    let channels = match_sparse(&sparse);
     let mut plans: HashMap<ActorId, ReplayPlan> = recording
         .manifest
         .actors
@@ -26,19 +34,20 @@ pub(super) fn replay_plans(
         .collect();
     // Actors whose history ends without `Exit`: killed, by a signal or by ddbx's death.
     let killed: Vec<ActorId> = recording
-        .histories
+        .sketches
         .iter()
-        .filter(|h| !matches!(h.records.last(), Some(Record::Exit { .. })))
+        .filter(|h| !matches!(h.last, Some(Record::Exit { .. })))
         .map(|h| h.actor)
         .collect();
-    for (actor, owed) in super::owed::owed_bytes(recording, &killed) {
+    let (owed, children) = killed_tails(recording, &killed);
+    for (actor, owed) in owed {
         if let Some(plan) = plans.get_mut(&actor) {
             plan.owed = owed;
         }
     }
-    for actor in killed {
+    for (actor, children) in children {
         if let Some(plan) = plans.get_mut(&actor) {
-            plan.unlogged_children = unlogged_children(recording, actor);
+            plan.unlogged_children = children;
         }
     }
     plans
@@ -76,6 +85,34 @@ fn unlogged_children(recording: &Recording, parent: ActorId) -> Vec<u32> {
     missing
 }
 
+/// Per killed actor: the bytes it owes (by fd), and the children it did not log.
+type KilledTails = (
+    HashMap<ActorId, Vec<(i32, u64)>>,
+    HashMap<ActorId, Vec<u32>>,
+);
+
+/// What killed actors need of the whole histories (what they owe, the children they did not
+/// log): a recording opened with its sketches only (a replay without predicates) is loaded
+/// whole for it, which only recordings with a killed process need.
+fn killed_tails(recording: &Recording, killed: &[ActorId]) -> KilledTails {
+    let of = |whole: &Recording| {
+        let owed = super::owed::owed_bytes(whole, killed);
+        let children = killed
+            .iter()
+            .map(|a| (*a, unlogged_children(whole, *a)))
+            .collect();
+        (owed, children)
+    };
+    if killed.is_empty() || recording.histories.len() == recording.sketches.len() {
+        return of(recording);
+    }
+    match Recording::open(&recording.dir) {
+        Ok(whole) => of(&whole),
+        // It loaded as sketches a moment ago; a replay without what is owed still runs.
+        Err(_) => (HashMap::new(), HashMap::new()),
+    }
+}
+
 /// Where a recorded actor's history ends, and the signals other recorded actors sent it: what
 /// tells a kill the record has from one it does not (`GdState::unrecorded_kill`).
 pub(crate) struct RecordedEnd {
@@ -94,9 +131,7 @@ pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedE
         .actors
         .iter()
         .map(|info| {
-            let events = recording
-                .history(info.id)
-                .map_or(0, |h| h.records.len() as u64);
+            let events = recording.sketch(info.id).map_or(0, |h| h.events);
             let signalled_by = info.signalled_by.iter().map(|(_, sig)| *sig).collect();
             let children = recording
                 .manifest
@@ -151,9 +186,9 @@ fn plan_for(
 /// The signal that ended the recorded actor, when its replay must end the same way: its
 /// history ends without `Exit` and no recorded process sent that signal.
 fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
-    let history = recording.history(info.id);
+    let history = recording.sketch(info.id);
     let ended_by_exit = matches!(
-        history.and_then(|h| h.records.last()),
+        history.and_then(|h| h.last.as_ref()),
         Some(Record::Exit { .. })
     );
     let torn = history.is_some_and(|h| h.truncated);
@@ -178,25 +213,25 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
 /// An actor's connects that succeeded (or were under way and not seen refused later) but no
 /// recorded actor accepted: their peer was outside the session.
 fn external_connects(recording: &Recording, channels: &[Channel], actor: ActorId) -> Vec<u64> {
-    let Some(history) = recording.history(actor) else {
+    let Some(history) = recording.sketch(actor) else {
         return Vec::new();
     };
+    // The sketch keeps every connect and what tells how a non-blocking one ended.
+    let records: Vec<Record> = history.kept.iter().map(|(_, r)| r.clone()).collect();
+    let made: HashSet<u64> = channels
+        .iter()
+        .filter(|c| c.connector.actor == actor)
+        .map(|c| c.connector.event)
+        .collect();
     history
-        .records
+        .kept
         .iter()
         .enumerate()
-        .filter(|(i, r)| {
+        .filter(|(i, (_, r))| {
             matches!(r, Record::Connect { .. })
-                && !matches!(
-                    connect_outcome(&history.records, *i),
-                    ConnectOutcome::Failed(_)
-                )
+                && !matches!(connect_outcome(&records, *i), ConnectOutcome::Failed(_))
         })
-        .map(|(i, _)| i as u64 + 1)
-        .filter(|event| {
-            !channels
-                .iter()
-                .any(|c| c.connector.actor == actor && c.connector.event == *event)
-        })
+        .map(|(_, (event, _))| *event)
+        .filter(|event| !made.contains(event))
         .collect()
 }

@@ -278,6 +278,7 @@ mod tests {
             local: "127.0.0.1:80".into(),
             remote: remote.into(),
             peer_pid: None,
+            at: None,
         }
     }
 
@@ -301,6 +302,7 @@ mod tests {
                 err: None,
                 local: "127.0.0.1:5000".into(),
                 remote: "127.0.0.1:80".into(),
+                at: None,
             },
             send(3, "hi"),
             recv(3, "ok"),

@@ -9,6 +9,7 @@
 
 use super::{Call, Record};
 use crate::{Errno, Events};
+use std::collections::HashMap;
 
 /// What became of a non-blocking connect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +91,65 @@ pub fn connect_outcome(records: &[Record], index: usize) -> ConnectOutcome {
     ConnectOutcome::Unknown
 }
 
+/// Whether channel matching reads this record: `Start` (a pid), `Connect`, `Accept`.
+pub fn makes_channels(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::Start { .. } | Record::Connect { .. } | Record::Accept { .. }
+    )
+}
+
+/// Which records of a history, read in order, channel matching needs (`match_sparse` in `supervisor/src/analysis/channels.rs`): those that make
+/// channels ([`makes_channels`]), and for a non-blocking connect (`EINPROGRESS`) the later
+/// record of its fd that tells how it ended (a ready set, `SO_ERROR`, a second connect, a
+/// transfer).
+#[derive(Default)]
+pub struct ChannelFilter {
+    /// Connects under way, by fd.
+    pending: HashMap<i32, Record>,
+}
+
+impl ChannelFilter {
+    /// Whether `record` (the next of the history) is needed.
+    pub fn keep(&mut self, record: &Record) -> bool {
+        if makes_channels(record) {
+            match record {
+                Record::Connect {
+                    fd, err: Some(e), ..
+                } if *e == Errno::EINPROGRESS => {
+                    self.pending.insert(*fd, record.clone());
+                }
+                Record::Connect { fd, .. } | Record::Accept { new_fd: fd, .. } => {
+                    self.pending.remove(fd);
+                }
+                _ => {}
+            }
+            return true;
+        }
+        let fds: Vec<i32> = match record {
+            Record::Ready { fds, .. } => fds.iter().map(|f| f.fd).collect(),
+            Record::ConnectAgain { fd, .. }
+            | Record::SocketError { fd, .. }
+            | Record::Recv { fd, .. }
+            | Record::Send { fd, .. }
+            | Record::NoData { fd }
+            | Record::Fail { fd, .. } => vec![*fd],
+            _ => Vec::new(),
+        };
+        let mut kept = false;
+        for fd in fds {
+            if let Some(connect) = self.pending.get(&fd) {
+                kept = true;
+                let pair = [connect.clone(), record.clone()];
+                if connect_outcome(&pair, 0) != ConnectOutcome::Unknown {
+                    self.pending.remove(&fd);
+                }
+            }
+        }
+        kept
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +161,7 @@ mod tests {
             err,
             local: "127.0.0.1:5000".into(),
             remote: "127.0.0.1:80".into(),
+            at: None,
         }
     }
 

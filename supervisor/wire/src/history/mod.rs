@@ -30,7 +30,7 @@ mod record;
 mod tests;
 pub mod value;
 
-pub use connects::{ConnectOutcome, connect_outcome};
+pub use connects::{ChannelFilter, ConnectOutcome, connect_outcome, makes_channels};
 pub use data::Data;
 pub use reader::{Entry, Reader};
 pub use record::{Addr, Call, Origin, ReadyFd, Record, Shut, WaitCall, is_bystander};

@@ -130,6 +130,10 @@ pub enum Record {
         local: Addr,
         /// The address connected to.
         remote: Addr,
+        /// When the call returned (CLOCK_MONOTONIC, ns; record only): orders the connects of
+        /// one address pair when ports are reused (`supervisor/src/analysis/channels.rs`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<u64>,
     },
     /// An accept that returned a connection.
     Accept {
@@ -143,6 +147,10 @@ pub enum Record {
         remote: Addr,
         /// The connecting process (Unix sockets only, from SO_PEERCRED).
         peer_pid: Option<i32>,
+        /// When the call returned (CLOCK_MONOTONIC, ns; record only): orders the accepts of
+        /// one address pair when ports are reused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<u64>,
     },
     /// A receive on a stream socket that returned `n` bytes (`0`: end of stream).
     Recv {
@@ -326,19 +334,24 @@ impl Record {
                 argv.truncate(1);
             }
             Record::Exec { argv } => argv.truncate(1),
-            Record::Connect { local, remote, .. } => {
+            Record::Connect {
+                local, remote, at, ..
+            } => {
                 *local = blank_port(local);
                 *remote = blank_port(remote);
+                *at = None;
             }
             Record::Accept {
                 local,
                 remote,
                 peer_pid,
+                at,
                 ..
             } => {
                 *local = blank_port(local);
                 *remote = blank_port(remote);
                 *peer_pid = peer_pid.map(|_| 0);
+                *at = None;
             }
             _ => {}
         }

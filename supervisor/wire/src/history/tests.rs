@@ -21,6 +21,7 @@ fn sample() -> Vec<Record> {
             err: Some(Errno::ECONNREFUSED),
             local: "?".into(),
             remote: "127.0.0.1:80".into(),
+            at: None,
         },
         Record::Ready {
             call: WaitCall::Epoll,
@@ -103,6 +104,7 @@ fn run_details_are_blanked_for_comparison() {
         err: None,
         local: "127.0.0.1:40001".into(),
         remote: "[::1]:80".into(),
+        at: None,
     };
     assert_eq!(
         r.without_run_details(),
@@ -111,6 +113,7 @@ fn run_details_are_blanked_for_comparison() {
             err: None,
             local: "127.0.0.1:*".into(),
             remote: "[::1]:*".into(),
+            at: None,
         }
     );
 }
