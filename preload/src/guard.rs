@@ -38,6 +38,23 @@ impl Drop for Guard {
     }
 }
 
+/// Whether this thread is inside a hook now (for a signal handler: the signal came during a
+/// hooked call).
+pub fn inside() -> bool {
+    INSIDE.try_with(|inside| inside.get()).unwrap_or(true)
+}
+
+/// Leaves the guard held by the current hook for the time of `f` (replay runs a signal
+/// handler the record ran outside any hooked call: its calls are hooked as they were then).
+pub fn outside<R>(f: impl FnOnce() -> R) -> R {
+    let was = INSIDE
+        .try_with(|inside| inside.replace(false))
+        .unwrap_or(false);
+    let r = f();
+    let _ = INSIDE.try_with(|inside| inside.set(was));
+    r
+}
+
 /// This thread's kernel id, cached (reset after fork by [`forget_tid`]).
 pub fn tid() -> i32 {
     TID.try_with(|t| {

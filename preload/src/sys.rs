@@ -450,3 +450,33 @@ pub fn has_signal_handlers() -> bool {
         handler != libc::SIG_DFL && handler != libc::SIG_IGN
     })
 }
+
+/// Adds `set` (signals 1 to 64, bit `sig - 1`) to this thread's signal mask; the mask before.
+pub fn block_signals(set: u64) -> u64 {
+    let mut old: u64 = 0;
+    // SAFETY: rt_sigprocmask with 8-byte sets, which is the kernel's sigset size.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            &set as *const u64,
+            &mut old as *mut u64,
+            8usize,
+        )
+    };
+    old
+}
+
+/// Sets this thread's signal mask to `set` (as [`block_signals`] returned it).
+pub fn set_signal_mask(set: u64) {
+    // SAFETY: as in block_signals.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &set as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
+}

@@ -1,0 +1,310 @@
+//! Asynchronous signals: the program's handlers, kept behind the LD's own
+//! (`preload/src/hooks/signal.rs`), and what the LD's handler shares with the rest of the LD.
+//!
+//! Everything here is touched from a signal handler, so it is made of atomics only: no
+//! allocation, no lock, no `Ld`. Three tables:
+//!
+//! * the program's disposition of each signal (handler, flags, mask), which the kernel never
+//!   sees: it sees the LD's handler with the program's flags and mask;
+//! * record (and replay, for its own history): the signals whose handler ran, in order, with
+//!   whether the program was inside a hooked call then. A ring the LD empties into value lines
+//!   before the next event's line (`preload/src/ld/journal.rs`);
+//! * replay: the recorded deliveries of this image, in order (the gap and the signal), which
+//!   of them have been delivered, and the signals that really arrived and wait for their
+//!   recorded place (`preload/src/replay/signals.rs`).
+
+use ddbx_wire::history::value::Value;
+use libc::{c_int, siginfo_t};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize};
+
+/// Signals 1 to 64, indexed by number.
+pub const COUNT: usize = 65;
+
+/// The program's handler (`sa_sigaction`) for each signal the LD stands in for; 0: none (the
+/// kernel has the program's own disposition).
+static HANDLER: [AtomicUsize; COUNT] = [const { AtomicUsize::new(0) }; COUNT];
+/// The program's `sa_flags` for it.
+static FLAGS: [AtomicI32; COUNT] = [const { AtomicI32::new(0) }; COUNT];
+/// The program's `sa_mask` for it (signals 1 to 64, bit `sig - 1`).
+static MASK: [AtomicU64; COUNT] = [const { AtomicU64::new(0) }; COUNT];
+
+/// [`crate::ld::Ld::passthrough`] bit (after `hooks::passthrough`'s): a delivery outside any
+/// hooked call.
+pub const PASSTHROUGH_IN_COMPUTATION: u32 = 4;
+/// [`crate::ld::Ld::passthrough`] bit: deliveries the ring had no room for.
+pub const PASSTHROUGH_LOST: u32 = 8;
+
+/// What the LD's handler does: pass the signal on at once.
+pub const PASS: u8 = 0;
+/// Note where it came, then pass it on.
+pub const RECORD: u8 = 1;
+/// Keep it until its recorded place.
+pub const REPLAY: u8 = 2;
+static MODE: AtomicU8 = AtomicU8::new(PASS);
+
+/// The mode of the LD's handler.
+pub fn mode() -> u8 {
+    MODE.load(SeqCst)
+}
+
+/// Sets the mode of the LD's handler (when the LD joins its session).
+pub fn set_mode(mode: u8) {
+    MODE.store(mode, SeqCst);
+}
+
+/// Whether the LD orders deliveries of `sig`: asynchronous signals only. A fault (SIGSEGV,
+/// SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), an abort, a SIGPIPE (raised by the send that
+/// fails, which is itself recorded) and a profiler's tick come where the program is, in every
+/// run.
+pub fn ordered(sig: c_int) -> bool {
+    !matches!(
+        sig,
+        libc::SIGSEGV
+            | libc::SIGBUS
+            | libc::SIGFPE
+            | libc::SIGILL
+            | libc::SIGTRAP
+            | libc::SIGSYS
+            | libc::SIGABRT
+            | libc::SIGPIPE
+            | libc::SIGPROF
+            | libc::SIGVTALRM
+    ) && (1..COUNT as c_int).contains(&sig)
+}
+
+/// The program's disposition of one signal, as the LD keeps it.
+#[derive(Clone, Copy)]
+pub struct Disposition {
+    /// `sa_sigaction` (a function, never SIG_DFL or SIG_IGN here).
+    pub handler: usize,
+    /// `sa_flags`.
+    pub flags: c_int,
+    /// `sa_mask`, signals 1 to 64.
+    pub mask: u64,
+}
+
+/// Remembers the program's handler for `sig` (the kernel gets the LD's).
+pub fn keep(sig: c_int, d: Disposition) {
+    let i = sig as usize;
+    FLAGS[i].store(d.flags, SeqCst);
+    MASK[i].store(d.mask, SeqCst);
+    HANDLER[i].store(d.handler, SeqCst);
+}
+
+/// Forgets the program's handler for `sig` (it set SIG_DFL or SIG_IGN, or SA_RESETHAND did).
+pub fn drop_handler(sig: c_int) {
+    HANDLER[sig as usize].store(0, SeqCst);
+}
+
+/// The program's handler for `sig`, if the LD stands in for one.
+pub fn disposition(sig: c_int) -> Option<Disposition> {
+    let i = usize::try_from(sig).ok().filter(|i| *i < COUNT)?;
+    let handler = HANDLER[i].load(SeqCst);
+    (handler != 0).then(|| Disposition {
+        handler,
+        flags: FLAGS[i].load(SeqCst),
+        mask: MASK[i].load(SeqCst),
+    })
+}
+
+// ---- Deliveries that happened, for the history ----
+
+const NOTES: usize = 256;
+/// `sig << 1 | in_call`, 0: free.
+static NOTE: [AtomicU32; NOTES] = [const { AtomicU32::new(0) }; NOTES];
+static WRITTEN: AtomicUsize = AtomicUsize::new(0);
+static READ: AtomicUsize = AtomicUsize::new(0);
+/// Deliveries not noted because the ring was full (the history misses them).
+static LOST: AtomicU32 = AtomicU32::new(0);
+
+/// The program's handler for `sig` runs now; `in_call`: inside a hooked call.
+pub fn note(sig: c_int, in_call: bool) {
+    let at = WRITTEN.load(SeqCst);
+    if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
+        LOST.fetch_add(1, SeqCst);
+        return;
+    }
+    WRITTEN.store(at.wrapping_add(1), SeqCst);
+    NOTE[at % NOTES].store((sig as u32) << 1 | u32::from(in_call), SeqCst);
+}
+
+/// The next noted delivery (signal, in a call), oldest first.
+pub fn next_note() -> Option<(c_int, bool)> {
+    let at = READ.load(SeqCst);
+    if at == WRITTEN.load(SeqCst) {
+        return None;
+    }
+    let v = NOTE[at % NOTES].swap(0, SeqCst);
+    READ.store(at.wrapping_add(1), SeqCst);
+    (v != 0).then_some(((v >> 1) as c_int, v & 1 == 1))
+}
+
+/// Deliveries the ring had no room for, since the last call.
+pub fn take_lost() -> u32 {
+    LOST.swap(0, SeqCst)
+}
+
+// ---- Replay: the recorded deliveries and the real arrivals ----
+
+const PLAN: usize = 8192;
+/// Each recorded delivery: `gap << 8 | sig << 1 | in_call`, in history order.
+static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
+static PLAN_LEN: AtomicUsize = AtomicUsize::new(0);
+static PLAN_NEXT: AtomicUsize = AtomicUsize::new(0);
+/// Real arrivals not delivered yet, per signal.
+static PENDING: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+/// One delivery at a time: the LD's handler does not start one inside another.
+static BUSY: AtomicBool = AtomicBool::new(false);
+
+/// One recorded delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// After this many events.
+    pub gap: u64,
+    /// The signal.
+    pub sig: c_int,
+    /// Whether it came inside a hooked call.
+    pub in_call: bool,
+}
+
+/// Replaces the plan with `deliveries` (a new image's history; at most 8,192 are kept, the
+/// rest come when they come) and forgets every arrival (a forked child has none).
+pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
+    PLAN_LEN.store(0, SeqCst);
+    PLAN_NEXT.store(0, SeqCst);
+    let mut n = 0;
+    for p in deliveries.take(PLAN) {
+        PLANNED[n].store(
+            p.gap << 8 | (p.sig as u64) << 1 | u64::from(p.in_call),
+            SeqCst,
+        );
+        n += 1;
+    }
+    for p in &PENDING {
+        p.store(0, SeqCst);
+    }
+    PLAN_LEN.store(n, SeqCst);
+}
+
+/// The next recorded delivery not made yet.
+pub fn next_planned() -> Option<Planned> {
+    let i = PLAN_NEXT.load(SeqCst);
+    if i >= PLAN_LEN.load(SeqCst) {
+        return None;
+    }
+    let v = PLANNED[i].load(SeqCst);
+    Some(Planned {
+        gap: v >> 8,
+        sig: ((v >> 1) & 0x7f) as c_int,
+        in_call: v & 1 == 1,
+    })
+}
+
+/// Whether the plan was too long to keep and is used up: later arrivals are passed on at once
+/// (otherwise an arrival the record did not see waits for ever, as the record's never came).
+pub fn overflowed() -> bool {
+    let len = PLAN_LEN.load(SeqCst);
+    len == PLAN && PLAN_NEXT.load(SeqCst) >= len
+}
+
+/// The next recorded delivery is made.
+pub fn planned_done() {
+    PLAN_NEXT.fetch_add(1, SeqCst);
+}
+
+/// `sig` really arrived (`info` with it) and waits for its place.
+pub fn arrived(sig: c_int, info: *const siginfo_t) {
+    let i = sig as usize;
+    if !info.is_null() {
+        // SAFETY: the kernel's siginfo for this delivery; the slot is only written here and
+        // read by [`info_of`] when a delivery of this signal is made, both on the thread
+        // that handles the program's signals.
+        unsafe { (*INFO.0.get())[i] = MaybeUninit::new(*info) };
+        HAS_INFO[i].store(true, SeqCst);
+    }
+    PENDING[i].fetch_add(1, SeqCst);
+}
+
+/// Takes one real arrival of `sig`, if one is waiting.
+pub fn take_arrival(sig: c_int) -> bool {
+    PENDING[sig as usize]
+        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// The last siginfo that came with `sig` (zeroed but for the number if none did).
+pub fn info_of(sig: c_int) -> siginfo_t {
+    let i = sig as usize;
+    if HAS_INFO[i].load(SeqCst) {
+        // SAFETY: written by [`arrived`] before HAS_INFO was set.
+        return unsafe { (*INFO.0.get())[i].assume_init() };
+    }
+    // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
+    let mut info: siginfo_t = unsafe { std::mem::zeroed() };
+    info.si_signo = sig;
+    info
+}
+
+/// Enters the one delivery at a time; false when one is under way.
+pub fn enter_delivery() -> bool {
+    !BUSY.swap(true, SeqCst)
+}
+
+/// Leaves it.
+pub fn leave_delivery() {
+    BUSY.store(false, SeqCst);
+}
+
+struct Infos(UnsafeCell<[MaybeUninit<siginfo_t>; COUNT]>);
+// SAFETY: see [`arrived`]: one slot per signal, written and read on the thread that takes
+// the program's signals.
+unsafe impl Sync for Infos {}
+static INFO: Infos = Infos(UnsafeCell::new([const { MaybeUninit::uninit() }; COUNT]));
+static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT];
+
+/// Fills the plan from the values of a history just loaded, and takes the signal lines out
+/// of the values (clock reads never take them).
+pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool) {
+    let planned = values.iter().filter_map(|(gap, v)| match v {
+        Value::Signal { sig, in_call } => Some(Planned {
+            gap: *gap,
+            sig: *sig,
+            in_call: *in_call,
+        }),
+        _ => None,
+    });
+    if ordered {
+        set_plan(planned);
+    } else {
+        set_plan(std::iter::empty());
+    }
+    values.retain(|(_, v)| !matches!(v, Value::Signal { .. }));
+    set_mode(if ordered { REPLAY } else { PASS });
+}
+
+/// Runs the program's handler `d` for `sig` as the kernel would: with `d.mask` and `sig`
+/// itself (unless SA_NODEFER) blocked, as a one-shot handler with SA_RESETHAND.
+pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut libc::c_void) {
+    if d.flags & libc::SA_RESETHAND != 0 {
+        drop_handler(sig);
+    }
+    let mut block = d.mask;
+    if d.flags & libc::SA_NODEFER == 0 {
+        block |= 1 << (sig - 1);
+    }
+    let old = crate::sys::block_signals(block);
+    if d.flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the program registered this function as an SA_SIGINFO handler.
+        let f: extern "C" fn(c_int, *mut siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(d.handler) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: the program registered this function as a plain handler.
+        let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(d.handler) };
+        f(sig);
+    }
+    crate::sys::set_signal_mask(old);
+}
