@@ -113,33 +113,53 @@ pub fn disposition(sig: c_int) -> Option<Disposition> {
 // ---- Deliveries that happened, for the history ----
 
 const NOTES: usize = 256;
-/// `sig << 1 | in_call`, 0: free.
-static NOTE: [AtomicU32; NOTES] = [const { AtomicU32::new(0) }; NOTES];
+/// `ended << 32 | sig << 1 | in_call`, 0: free.
+static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
 static WRITTEN: AtomicUsize = AtomicUsize::new(0);
 static READ: AtomicUsize = AtomicUsize::new(0);
 /// Deliveries not noted because the ring was full (the history misses them).
 static LOST: AtomicU32 = AtomicU32::new(0);
 
-/// The program's handler for `sig` runs now; `in_call`: inside a hooked call.
-pub fn note(sig: c_int, in_call: bool) {
+/// The pid of the child whose end raised this SIGCHLD (0: another signal, or another cause).
+pub fn ended_child(sig: c_int, info: *const siginfo_t) -> i32 {
+    if sig != libc::SIGCHLD || info.is_null() {
+        return 0;
+    }
+    // SAFETY: the kernel's siginfo for a SIGCHLD (or one the LD kept from it).
+    let (code, pid) = unsafe { ((*info).si_code, (*info).si_pid()) };
+    match code {
+        libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED => pid,
+        _ => 0,
+    }
+}
+
+/// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `ended`: see
+/// [`ended_child`].
+pub fn note(sig: c_int, in_call: bool, ended: i32) {
     let at = WRITTEN.load(SeqCst);
     if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
         LOST.fetch_add(1, SeqCst);
         return;
     }
     WRITTEN.store(at.wrapping_add(1), SeqCst);
-    NOTE[at % NOTES].store((sig as u32) << 1 | u32::from(in_call), SeqCst);
+    let v = (ended as u32 as u64) << 32 | (sig as u64) << 1 | u64::from(in_call);
+    NOTE[at % NOTES].store(v, SeqCst);
 }
 
-/// The next noted delivery (signal, in a call), oldest first.
-pub fn next_note() -> Option<(c_int, bool)> {
+/// The next noted delivery (signal, in a call, the child whose end raised it), oldest first.
+pub fn next_note() -> Option<(c_int, bool, Option<i32>)> {
     let at = READ.load(SeqCst);
     if at == WRITTEN.load(SeqCst) {
         return None;
     }
     let v = NOTE[at % NOTES].swap(0, SeqCst);
     READ.store(at.wrapping_add(1), SeqCst);
-    (v != 0).then_some(((v >> 1) as c_int, v & 1 == 1))
+    let ended = (v >> 32) as u32 as i32;
+    (v != 0).then_some((
+        ((v >> 1) & 0x7f) as c_int,
+        v & 1 == 1,
+        (ended != 0).then_some(ended),
+    ))
 }
 
 /// Deliveries the ring had no room for, since the last call.
@@ -210,6 +230,12 @@ pub fn overflowed() -> bool {
     len == PLAN && PLAN_NEXT.load(SeqCst) >= len
 }
 
+/// Whether a recorded delivery comes before event `events + 1` (a halting replay's actor then
+/// needs what raised it).
+pub fn due(events: u64) -> bool {
+    mode() == REPLAY && next_planned().is_some_and(|p| p.gap <= events)
+}
+
 /// The next recorded delivery is made.
 pub fn planned_done() {
     PLAN_NEXT.fetch_add(1, SeqCst);
@@ -269,7 +295,7 @@ static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT]
 /// of the values (clock reads never take them).
 pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool) {
     let planned = values.iter().filter_map(|(gap, v)| match v {
-        Value::Signal { sig, in_call } => Some(Planned {
+        Value::Signal { sig, in_call, .. } => Some(Planned {
             gap: *gap,
             sig: *sig,
             in_call: *in_call,

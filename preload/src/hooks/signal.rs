@@ -142,7 +142,8 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
     if let Some(d) = signals::disposition(sig) {
         match signals::mode() {
             signals::RECORD => {
-                signals::note(sig, crate::guard::inside());
+                let ended = signals::ended_child(sig, info);
+                signals::note(sig, crate::guard::inside(), ended);
                 signals::call_handler(sig, d, info, ctx);
             }
             signals::REPLAY if !signals::overflowed() => {

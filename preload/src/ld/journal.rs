@@ -98,8 +98,12 @@ impl Ld {
         if NOTING.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        while let Some((sig, in_call)) = crate::signals::next_note() {
-            self.log_value(&Value::Signal { sig, in_call });
+        while let Some((sig, in_call, ended)) = crate::signals::next_note() {
+            self.log_value(&Value::Signal {
+                sig,
+                in_call,
+                ended,
+            });
             if !in_call && self.mode == ddbx_wire::proto::Mode::Record {
                 self.passthrough(
                     crate::signals::PASSTHROUGH_IN_COMPUTATION,

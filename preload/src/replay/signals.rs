@@ -55,12 +55,12 @@ fn deliver_due(at_gate: bool, ctx: *mut libc::c_void) -> Due {
             break Due::Waiting(p);
         }
         signals::planned_done();
-        signals::note(p.sig, p.in_call);
+        let mut info = signals::info_of(p.sig);
+        signals::note(p.sig, p.in_call, signals::ended_child(p.sig, &info));
         let Some(d) = signals::disposition(p.sig) else {
             // The program has let go of its handler since the signal arrived.
             continue;
         };
-        let mut info = signals::info_of(p.sig);
         let info: *mut libc::siginfo_t = &mut info;
         let run = || signals::call_handler(p.sig, d, info, ctx);
         match (at_gate, p.in_call) {

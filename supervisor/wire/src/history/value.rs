@@ -17,6 +17,7 @@
 //! ~r3fa2…              random bytes (getrandom, getentropy, a read of /dev/urandom), hex
 //! ~g17                 signal 17 (SIGCHLD) ran the program's handler during a hooked call
 //! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
+//! ~g17@8275            a SIGCHLD that the end of process 8275 (the record's pid) raised
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -60,6 +61,9 @@ pub enum Value {
         /// Whether it came during a hooked call (`~g`: a blocking call it interrupted, or the
         /// LD's own work) rather than in the program's computation (`~G`).
         in_call: bool,
+        /// A SIGCHLD raised by the end of a child: its pid (in the record's run), so that the
+        /// analysis knows the delivery needs that process's last event.
+        ended: Option<i32>,
     },
 }
 
@@ -159,9 +163,18 @@ impl Deltas {
                 ValueKey::Signal => Ok(()),
             }
         };
-        if let Value::Signal { sig, in_call } = value {
+        if let Value::Signal {
+            sig,
+            in_call,
+            ended,
+        } = value
+        {
             let tag = if *in_call { 'g' } else { 'G' };
-            return write!(out, "~{tag}{sig}");
+            write!(out, "~{tag}{sig}")?;
+            if let Some(pid) = ended {
+                write!(out, "@{pid}")?;
+            }
+            return Ok(());
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -265,7 +278,11 @@ impl Deltas {
                 (ValueKey::Clock(clock), &rest[end..])
             }
             Some(tag @ (b'g' | b'G')) => {
-                let sig: i32 = rest[1..].parse().map_err(|_| bad())?;
+                let (sig, ended) = match rest[1..].split_once('@') {
+                    Some((sig, pid)) => (sig, Some(pid.parse::<i32>().map_err(|_| bad())?)),
+                    None => (&rest[1..], None),
+                };
+                let sig: i32 = sig.parse().map_err(|_| bad())?;
                 if !(1..=64).contains(&sig) {
                     return Err(format!(
                         "expected a signal number from 1 to 64, found `~{rest}`"
@@ -274,6 +291,7 @@ impl Deltas {
                 return Ok(Value::Signal {
                     sig,
                     in_call: *tag == b'g',
+                    ended,
                 });
             }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
@@ -382,10 +400,17 @@ mod tests {
             Value::Signal {
                 sig: 17,
                 in_call: true,
+                ended: None,
             },
             Value::Signal {
                 sig: 10,
                 in_call: false,
+                ended: None,
+            },
+            Value::Signal {
+                sig: 17,
+                in_call: false,
+                ended: Some(8275),
             },
             Value::Clock {
                 clock: i32::MAX,
@@ -401,6 +426,7 @@ mod tests {
         assert_eq!(lines[7], "~r3fa200ff");
         assert_eq!(lines[9], "~g17");
         assert_eq!(lines[10], "~G10");
+        assert_eq!(lines[11], "~G17@8275");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -420,6 +446,7 @@ mod tests {
         let mut r = Deltas::default();
         for bad in [
             "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
+            "~g17@", "~g17@x",
         ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
