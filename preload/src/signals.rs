@@ -292,10 +292,13 @@ static INFO: Infos = Infos(UnsafeCell::new([const { MaybeUninit::uninit() }; COU
 static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT];
 
 /// Fills the plan from the values of a history just loaded, and takes the signal lines out
-/// of the values (clock reads never take them).
-pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool) {
+/// of the values (clock reads never take them). `done`: the events the actor executed before
+/// this image (an exec'd image's history goes on from its earlier images'): their deliveries,
+/// and those just before the `Exec` (the earlier image wrote them with it), are not this
+/// image's.
+pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
     let planned = values.iter().filter_map(|(gap, v)| match v {
-        Value::Signal { sig, in_call, .. } => Some(Planned {
+        Value::Signal { sig, in_call, .. } if *gap > done || done == 0 => Some(Planned {
             gap: *gap,
             sig: *sig,
             in_call: *in_call,

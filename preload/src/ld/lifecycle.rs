@@ -359,7 +359,7 @@ impl Ld {
         }
         let mut history = history;
         let ordered = plan.signals && self.trace.is_none();
-        crate::signals::load_plan(&mut history.values, ordered);
+        crate::signals::load_plan(&mut history.values, ordered, self.events());
         let done = (self.events() as usize).min(history.records.len());
         for r in &history.records[..done] {
             self.counters.count(r);
