@@ -7,6 +7,7 @@
 //! entry points too: they live in `process.rs`.
 
 pub mod io;
+pub mod nohang;
 pub mod probe;
 pub mod process;
 pub mod signal;

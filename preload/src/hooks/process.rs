@@ -118,7 +118,7 @@ hook! {
     fn fork() -> pid_t {
         let _ = active();
         // SAFETY: no arguments.
-        unsafe { real::fork() }
+        super::nohang::forked(unsafe { real::fork() })
     }
 }
 
@@ -128,7 +128,7 @@ hook! {
     fn vfork() -> pid_t {
         let _ = active();
         // SAFETY: no arguments.
-        unsafe { real::fork() }
+        super::nohang::forked(unsafe { real::fork() })
     }
 }
 
@@ -144,7 +144,7 @@ hook! {
         } else {
             atfork_parent();
         }
-        pid
+        super::nohang::forked(pid)
     }
 }
 
@@ -447,7 +447,9 @@ hook! {
         let status = status_word(status, &mut own);
         // SAFETY: `status` is the program's int (waitpid's contract) or ours, in the real call
         // and after it.
-        unsafe { waited(real::waitpid(pid, status, options), status, options) }
+        // SAFETY: as above.
+        let r = super::nohang::wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
+        unsafe { waited(r, status, options) }
     }
 }
 
@@ -470,7 +472,9 @@ hook! {
         let status = status_word(status, &mut own);
         // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
         // (wait3's contract).
-        unsafe { waited(real::wait3(status, options, usage), status, options) }
+        // SAFETY: as above (wait3 is wait4 of any child).
+        let r = super::nohang::wait(-1, options, |p, o| unsafe { real::wait4(p, status, o, usage) });
+        unsafe { waited(r, status, options) }
     }
 }
 
@@ -482,7 +486,9 @@ hook! {
         let status = status_word(status, &mut own);
         // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
         // (wait4's contract).
-        unsafe { waited(real::wait4(pid, status, options, usage), status, options) }
+        // SAFETY: as above.
+        let r = super::nohang::wait(pid, options, |p, o| unsafe { real::wait4(p, status, o, usage) });
+        unsafe { waited(r, status, options) }
     }
 }
 

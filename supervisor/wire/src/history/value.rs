@@ -18,6 +18,7 @@
 //! ~g17                 signal 17 (SIGCHLD) ran the program's handler during a hooked call
 //! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
 //! ~g17@8275            a SIGCHLD that the end of process 8275 (the record's pid) raised
+//! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -65,6 +66,12 @@ pub enum Value {
         /// analysis knows the delivery needs that process's last event.
         ended: Option<i32>,
     },
+    /// A wait with `WNOHANG` returned this child of the image (its number, as in `Fork`), or
+    /// nothing yet (0).
+    Reaped {
+        /// The child's number, 0 for none.
+        child: u32,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -80,6 +87,8 @@ pub enum ValueKey {
     Random,
     /// A signal's delivery.
     Signal,
+    /// A non-blocking wait's outcome.
+    Reaped,
 }
 
 impl Value {
@@ -91,6 +100,7 @@ impl Value {
             Value::Time { .. } => ValueKey::Time,
             Value::Random { .. } => ValueKey::Random,
             Value::Signal { .. } => ValueKey::Signal,
+            Value::Reaped { .. } => ValueKey::Reaped,
         }
     }
 
@@ -102,6 +112,7 @@ impl Value {
             Value::Time { s } => *s,
             Value::Random { .. } => 0,
             Value::Signal { sig, .. } => i64::from(*sig),
+            Value::Reaped { child } => i64::from(*child),
         }
     }
 
@@ -111,6 +122,9 @@ impl Value {
         match key {
             ValueKey::Clock(clock) => Value::Clock { clock, ns: n },
             ValueKey::TimeOfDay => Value::TimeOfDay { us: n },
+            ValueKey::Reaped => Value::Reaped {
+                child: u32::try_from(n).unwrap_or(0),
+            },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
     }
@@ -160,7 +174,7 @@ impl Deltas {
                 ValueKey::TimeOfDay => out.write_str("~u"),
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
-                ValueKey::Signal => Ok(()),
+                ValueKey::Signal | ValueKey::Reaped => Ok(()),
             }
         };
         if let Value::Signal {
@@ -175,6 +189,9 @@ impl Deltas {
                 write!(out, "@{pid}")?;
             }
             return Ok(());
+        }
+        if let Value::Reaped { child } = value {
+            return write!(out, "~w{child}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -221,7 +238,7 @@ impl Deltas {
             }
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
-            ValueKey::Random | ValueKey::Signal => return None,
+            ValueKey::Random | ValueKey::Signal | ValueKey::Reaped => return None,
         }
         let n = value.number();
         let slot = slot(key);
@@ -294,6 +311,10 @@ impl Deltas {
                     ended,
                 });
             }
+            Some(b'w') => {
+                let child: u32 = rest[1..].parse().map_err(|_| bad())?;
+                return Ok(Value::Reaped { child });
+            }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             _ => return Err(bad()),
@@ -356,6 +377,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Time => "time".into(),
         ValueKey::Random => "random".into(),
         ValueKey::Signal => "signal".into(),
+        ValueKey::Reaped => "non-blocking wait".into(),
     }
 }
 
@@ -412,6 +434,8 @@ mod tests {
                 in_call: false,
                 ended: Some(8275),
             },
+            Value::Reaped { child: 3 },
+            Value::Reaped { child: 0 },
             Value::Clock {
                 clock: i32::MAX,
                 ns: i64::MIN,
@@ -427,6 +451,7 @@ mod tests {
         assert_eq!(lines[9], "~g17");
         assert_eq!(lines[10], "~G10");
         assert_eq!(lines[11], "~G17@8275");
+        assert_eq!(lines[12], "~w3");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -436,7 +461,10 @@ mod tests {
             let mut buf = [0u8; 64];
             match fast.write_number(&mut buf, v) {
                 Some(n) => assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), l),
-                None => assert!(matches!(v, Value::Random { .. } | Value::Signal { .. })),
+                None => assert!(matches!(
+                    v,
+                    Value::Random { .. } | Value::Signal { .. } | Value::Reaped { .. }
+                )),
             }
         }
     }
@@ -446,7 +474,7 @@ mod tests {
         let mut r = Deltas::default();
         for bad in [
             "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
-            "~g17@", "~g17@x",
+            "~g17@", "~g17@x", "~w", "~wx",
         ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
