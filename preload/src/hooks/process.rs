@@ -449,6 +449,7 @@ hook! {
         // and after it.
         // SAFETY: as above.
         let r = super::nohang::wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
+        // SAFETY: `status` is the word the wait just filled.
         unsafe { waited(r, status, options) }
     }
 }
@@ -474,6 +475,7 @@ hook! {
         // (wait3's contract).
         // SAFETY: as above (wait3 is wait4 of any child).
         let r = super::nohang::wait(-1, options, |p, o| unsafe { real::wait4(p, status, o, usage) });
+        // SAFETY: `status` is the word the wait just filled.
         unsafe { waited(r, status, options) }
     }
 }
@@ -488,6 +490,7 @@ hook! {
         // (wait4's contract).
         // SAFETY: as above.
         let r = super::nohang::wait(pid, options, |p, o| unsafe { real::wait4(p, status, o, usage) });
+        // SAFETY: `status` is the word the wait just filled.
         unsafe { waited(r, status, options) }
     }
 }
