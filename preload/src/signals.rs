@@ -113,48 +113,87 @@ pub fn disposition(sig: c_int) -> Option<Disposition> {
 // ---- Deliveries that happened, for the history ----
 
 const NOTES: usize = 256;
-/// `ended << 32 | sig << 1 | in_call`, 0: free.
+/// `ended << 32 | sig << 1 | in_call` (`ended`: a child number), 0: free.
 static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
 static WRITTEN: AtomicUsize = AtomicUsize::new(0);
 static READ: AtomicUsize = AtomicUsize::new(0);
 /// Deliveries not noted because the ring was full (the history misses them).
 static LOST: AtomicU32 = AtomicU32::new(0);
 
-/// The pid of the child whose end raised this SIGCHLD (0: another signal, or another cause).
-pub fn ended_child(sig: c_int, info: *const siginfo_t) -> i32 {
+/// The number (as in `Fork`) of the child of this image whose end raised this SIGCHLD (0:
+/// another signal, another cause, or a child this image did not fork).
+pub fn ended_child(sig: c_int, info: *const siginfo_t) -> u32 {
     if sig != libc::SIGCHLD || info.is_null() {
         return 0;
     }
     // SAFETY: the kernel's siginfo for a SIGCHLD (or one the LD kept from it).
     let (code, pid) = unsafe { ((*info).si_code, (*info).si_pid()) };
     match code {
-        libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED => pid,
+        libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED => kid_index(pid),
         _ => 0,
     }
 }
 
+// ---- This image's children, by number (what `~g17@N` and `~wN` name) ----
+
+const KIDS: usize = 4096;
+/// `pid << 32 | number`, in fork order.
+static KID: [AtomicU64; KIDS] = [const { AtomicU64::new(0) }; KIDS];
+static KIDS_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// A fork of this image returned `pid`, its child number `index`.
+pub fn add_kid(pid: c_int, index: u32) {
+    let n = KIDS_LEN.load(SeqCst);
+    if n < KIDS {
+        KID[n].store((pid as u32 as u64) << 32 | u64::from(index), SeqCst);
+        KIDS_LEN.store(n + 1, SeqCst);
+    }
+}
+
+/// Forgets the children (a forked child has none of its own yet).
+pub fn clear_kids() {
+    KIDS_LEN.store(0, SeqCst);
+}
+
+/// The number of the child with `pid` (0: not a child of this image).
+pub fn kid_index(pid: c_int) -> u32 {
+    (0..KIDS_LEN.load(SeqCst).min(KIDS))
+        .map(|i| KID[i].load(SeqCst))
+        .rev()
+        .find(|v| (v >> 32) as u32 as c_int == pid)
+        .map_or(0, |v| v as u32)
+}
+
+/// The pid of child number `index` (`None`: not a child of this image).
+pub fn kid_pid(index: u32) -> Option<c_int> {
+    (0..KIDS_LEN.load(SeqCst).min(KIDS))
+        .map(|i| KID[i].load(SeqCst))
+        .find(|v| *v as u32 == index)
+        .map(|v| (v >> 32) as u32 as c_int)
+}
+
 /// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `ended`: see
 /// [`ended_child`].
-pub fn note(sig: c_int, in_call: bool, ended: i32) {
+pub fn note(sig: c_int, in_call: bool, ended: u32) {
     let at = WRITTEN.load(SeqCst);
     if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
         LOST.fetch_add(1, SeqCst);
         return;
     }
     WRITTEN.store(at.wrapping_add(1), SeqCst);
-    let v = (ended as u32 as u64) << 32 | (sig as u64) << 1 | u64::from(in_call);
+    let v = u64::from(ended) << 32 | (sig as u64) << 1 | u64::from(in_call);
     NOTE[at % NOTES].store(v, SeqCst);
 }
 
 /// The next noted delivery (signal, in a call, the child whose end raised it), oldest first.
-pub fn next_note() -> Option<(c_int, bool, Option<i32>)> {
+pub fn next_note() -> Option<(c_int, bool, Option<u32>)> {
     let at = READ.load(SeqCst);
     if at == WRITTEN.load(SeqCst) {
         return None;
     }
     let v = NOTE[at % NOTES].swap(0, SeqCst);
     READ.store(at.wrapping_add(1), SeqCst);
-    let ended = (v >> 32) as u32 as i32;
+    let ended = (v >> 32) as u32;
     (v != 0).then_some((
         ((v >> 1) & 0x7f) as c_int,
         v & 1 == 1,
@@ -172,6 +211,8 @@ pub fn take_lost() -> u32 {
 const PLAN: usize = 8192;
 /// Each recorded delivery: `gap << 8 | sig << 1 | in_call`, in history order.
 static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
+/// The child number of each planned SIGCHLD's ended child (0: unknown).
+static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
 static PLAN_LEN: AtomicUsize = AtomicUsize::new(0);
 static PLAN_NEXT: AtomicUsize = AtomicUsize::new(0);
 /// Real arrivals not delivered yet, per signal.
@@ -188,6 +229,8 @@ pub struct Planned {
     pub sig: c_int,
     /// Whether it came inside a hooked call.
     pub in_call: bool,
+    /// For a SIGCHLD: the number of the child whose end raised it (0: unknown).
+    pub kid: u32,
 }
 
 /// Replaces the plan with `deliveries` (a new image's history; at most 8,192 are kept, the
@@ -201,6 +244,7 @@ pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
             p.gap << 8 | (p.sig as u64) << 1 | u64::from(p.in_call),
             SeqCst,
         );
+        PLANNED_KID[n].store(p.kid, SeqCst);
         n += 1;
     }
     for p in &PENDING {
@@ -220,6 +264,7 @@ pub fn next_planned() -> Option<Planned> {
         gap: v >> 8,
         sig: ((v >> 1) & 0x7f) as c_int,
         in_call: v & 1 == 1,
+        kid: PLANNED_KID[i].load(SeqCst),
     })
 }
 
@@ -234,6 +279,23 @@ pub fn overflowed() -> bool {
 /// needs what raised it).
 pub fn due(events: u64) -> bool {
     mode() == REPLAY && next_planned().is_some_and(|p| p.gap <= events)
+}
+
+/// Whether a recorded delivery after the next one, due too (after at most `events` events), is
+/// of a signal that has arrived and waits: then the next one's signal came earlier and was
+/// merged into an earlier arrival (standard signals do not queue), or comes later; either way
+/// it goes first.
+pub fn later_arrived(events: u64) -> bool {
+    let len = PLAN_LEN.load(SeqCst);
+    let next = PLAN_NEXT.load(SeqCst);
+    let Some(first) = next_planned() else {
+        return false;
+    };
+    (next + 1..len)
+        .map(|i| PLANNED[i].load(SeqCst))
+        .take_while(|v| v >> 8 <= events)
+        .map(|v| ((v >> 1) & 0x7f) as usize)
+        .any(|sig| sig != first.sig as usize && PENDING[sig].load(SeqCst) > 0)
 }
 
 /// The next recorded delivery is made.
@@ -298,10 +360,15 @@ static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT]
 /// image's.
 pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
     let planned = values.iter().filter_map(|(gap, v)| match v {
-        Value::Signal { sig, in_call, .. } if *gap > done || done == 0 => Some(Planned {
+        Value::Signal {
+            sig,
+            in_call,
+            ended,
+        } if *gap > done || done == 0 => Some(Planned {
             gap: *gap,
             sig: *sig,
             in_call: *in_call,
+            kid: ended.unwrap_or(0),
         }),
         _ => None,
     });

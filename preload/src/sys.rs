@@ -451,6 +451,25 @@ pub fn has_signal_handlers() -> bool {
     })
 }
 
+/// Whether child `pid` has ended (a zombie not reaped yet, or already reaped: no such child).
+pub fn child_ended(pid: c_int) -> bool {
+    // SAFETY: a siginfo of our own; waitid with WNOWAIT reaps nothing.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the raw call bypasses the program's (hooked) waitid.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_waitid,
+            libc::P_PID,
+            pid,
+            &mut info as *mut libc::siginfo_t,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    // SAFETY: filled by the kernel (or still zeroed).
+    r < 0 || unsafe { info.si_pid() } == pid
+}
+
 /// Adds `set` (signals 1 to 64, bit `sig - 1`) to this thread's signal mask; the mask before.
 pub fn block_signals(set: u64) -> u64 {
     let mut old: u64 = 0;

@@ -20,8 +20,7 @@ pub fn forked(pid: pid_t) -> pid_t {
         && let Some(ld) = crate::ld::running()
         && ld.fork_index > 0
     {
-        let index = ld.fork_index;
-        ld.kids.push((pid, index));
+        crate::signals::add_kid(pid, ld.fork_index);
     }
     pid
 }
@@ -40,7 +39,7 @@ pub fn wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pi
             let r = call(pid, options);
             let child = match r {
                 0 => Some(0),
-                pid if pid > 0 => ld.kids.iter().find(|(p, _)| *p == pid).map(|(_, i)| *i),
+                pid if pid > 0 => Some(crate::signals::kid_index(pid)).filter(|i| *i > 0),
                 _ => None,
             };
             if let Some(child) = child {
@@ -60,9 +59,9 @@ pub fn wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pi
             if child == 0 {
                 return 0;
             }
-            match ld.kids.iter().find(|(_, i)| *i == child) {
+            match crate::signals::kid_pid(child) {
                 // The recorded child, however long it takes to end.
-                Some(&(kid, _)) => call(kid, options & !libc::WNOHANG),
+                Some(kid) => call(kid, options & !libc::WNOHANG),
                 None => call(pid, options),
             }
         }

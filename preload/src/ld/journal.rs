@@ -34,6 +34,10 @@ impl Ld {
         if self.history_fd < 0 {
             return;
         }
+        // A signal's line before the values its handler read.
+        if !matches!(value, Value::Signal { .. }) {
+            self.note_signals();
+        }
         let saved = self.values.deltas;
         let log = &mut self.values;
         // The hot path: a clock read, formatted by hand.

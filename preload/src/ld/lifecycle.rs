@@ -53,7 +53,6 @@ pub fn start() -> Option<Joined> {
         mode: Mode::Record,
         pid: sys::getpid(),
         fork_index: 0,
-        kids: Vec::new(),
         replay: None,
         halt: None,
         in_wait: false,
@@ -465,7 +464,7 @@ impl Ld {
         // The parent's unwritten values are the parent's; the child's history is new.
         self.values.len = 0;
         while crate::signals::next_note().is_some() {}
-        self.kids.clear();
+        crate::signals::clear_kids();
         self.values.deltas = ddbx_wire::history::value::Deltas::new();
         self.counters = Default::default();
         self.probes.clear();

@@ -229,9 +229,6 @@ pub struct Ld {
     pub pid: c_int,
     /// The child number of the fork under way (claimed before it, used after it).
     pub fork_index: u32,
-    /// This image's forked children: pid and child number (what a non-blocking wait's value
-    /// line names).
-    pub kids: Vec<(c_int, u32)>,
     /// Replay state (replay mode only).
     pub replay: Option<ReplayState>,
     /// Halting replay state (`None`: not halting).

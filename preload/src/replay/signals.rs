@@ -40,6 +40,12 @@ enum Due {
 /// the record's order. `at_gate`: from the entry of an event (else from the LD's handler or
 /// the end of an event, inside the hook).
 fn deliver_due(at_gate: bool, ctx: *mut libc::c_void) -> Due {
+    deliver_due_forcing(at_gate, ctx, 0)
+}
+
+/// [`deliver_due`], delivering the next due delivery of signal `force` even if it has not
+/// arrived.
+fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int) -> Due {
     if !signals::enter_delivery() {
         return Due::Nothing;
     }
@@ -51,7 +57,17 @@ fn deliver_due(at_gate: bool, ctx: *mut libc::c_void) -> Due {
         if p.gap > events {
             break Due::Nothing;
         }
-        if !signals::take_arrival(p.sig) {
+        if !at_gate && !p.in_call && guard::inside() {
+            // The record ran it in the program's computation, so its calls were hooked: it
+            // runs as soon as the program is back from the hook it is in.
+            guard::defer();
+            break Due::Nothing;
+        }
+        if !signals::take_arrival(p.sig)
+            && p.sig != force
+            && !child_ended(&p)
+            && !signals::later_arrived(events)
+        {
             break Due::Waiting(p);
         }
         signals::planned_done();
@@ -76,9 +92,30 @@ fn deliver_due(at_gate: bool, ctx: *mut libc::c_void) -> Due {
     due
 }
 
+/// A SIGCHLD need not arrive: several children's ends may come as one arrival (the kernel
+/// keeps one pending SIGCHLD). It is due once the child whose end raised it in the record has
+/// ended (not reaped: that is the handler's), or at once when the record did not know the
+/// child; what its handler can observe, the waits, is replayed on its own
+/// (`preload/src/hooks/nohang.rs`).
+fn child_ended(p: &Planned) -> bool {
+    if p.sig != libc::SIGCHLD {
+        return false;
+    }
+    match signals::kid_pid(p.kid) {
+        Some(pid) if p.kid > 0 => sys::child_ended(pid),
+        _ => true,
+    }
+}
+
 /// From the LD's handler, just after an arrival: delivers what is due.
 pub fn arrival(ctx: *mut libc::c_void) {
+    guard::on_leave(left_hook);
     deliver_due(false, ctx);
+}
+
+/// The program is back from a hook during which a delivery was due.
+extern "C" fn left_hook() {
+    deliver_due(false, std::ptr::null_mut());
 }
 
 /// At the entry of an event: runs every delivery the record made before it, waiting for each
@@ -103,19 +140,40 @@ pub fn after_event(ld: &mut Ld) {
     if signals::mode() != signals::REPLAY {
         return;
     }
+    guard::on_leave(left_hook);
     settle(ld, false, |p, events| p.in_call && p.gap < events);
 }
 
+/// How long a due delivery waits for its signal at most (ms). Standard signals coalesce: two
+/// SIGIOs raised while the program had them blocked arrive once, where the record, blocking
+/// them at other moments, saw two. The handler runs at its place either way; the wait only
+/// keeps it after what raised the signal, which the handler's own replayed calls wait for
+/// anyway.
+const MAX_WAIT_MS: u64 = 500;
+
 /// Delivers what is due, waiting for the arrivals that `must` come now.
 fn settle(ld: &mut Ld, at_gate: bool, must: impl Fn(&Planned, u64) -> bool) {
+    let mut waited_ms = 0;
+    let mut force = 0;
     loop {
-        match deliver_due(at_gate, std::ptr::null_mut()) {
+        match deliver_due_forcing(at_gate, std::ptr::null_mut(), force) {
             Due::Nothing => return,
-            Due::Waiting(p) if must(&p, ld.events()) => wait_for(ld, p.sig),
+            Due::Waiting(p) if must(&p, ld.events()) => {
+                if waited_ms >= MAX_WAIT_MS {
+                    force = p.sig;
+                    waited_ms = 0;
+                    continue;
+                }
+                wait_for(ld, p.sig);
+                waited_ms += WAIT_MS;
+            }
             Due::Waiting(_) => return,
         }
     }
 }
+
+/// One wait of [`wait_for`], in ms.
+const WAIT_MS: u64 = 20;
 
 /// Waits a little for `sig` to arrive (unblocked for the wait, as the record had it unblocked
 /// where it came), or for a message from the GD, which is handled.
@@ -124,7 +182,7 @@ fn wait_for(ld: &mut Ld, sig: libc::c_int) {
         let old = sys::block_signals(0);
         sys::set_signal_mask(old & !(1u64 << (sig - 1)));
         // Not for ever: the arrival may come between the check and the wait.
-        let r = ld.poll_gd(20);
+        let r = ld.poll_gd(WAIT_MS as libc::c_int);
         sys::set_signal_mask(old);
         if r <= 0 {
             return;

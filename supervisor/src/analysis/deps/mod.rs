@@ -65,8 +65,9 @@
 //!       stream).
 //!     * `out`-only entries need nothing.
 //!   * **signals**: a SIGCHLD that the end of a recorded child raised (a value line
-//!     `~g17@PID`, PID being the child's `Start` pid) ran the handler before the actor's next
-//!     event, which needs that child's last event (its exit, or where it was killed).
+//!     `~g17@N`, N being the child's number, as in its parent's `Fork`) ran the handler
+//!     before the actor's next event, which needs that child's last event (its exit, or where
+//!     it was killed).
 //!
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
 
@@ -178,24 +179,27 @@ impl Deps {
 
     /// A SIGCHLD raised by a recorded child's end: the receiver's next event needs the child's
     /// last event.
-    fn add_signal_needs(&mut self, histories: &[History]) {
+    fn add_signal_needs(&mut self, histories: &[History], origins: &HashMap<ActorId, Origin>) {
         use ddbx_wire::history::value::Value;
-        let by_pid: HashMap<i32, ActorId> = histories
+        let by_number: HashMap<(ActorId, u32), ActorId> = origins
             .iter()
-            .filter_map(|h| match h.records.first() {
-                Some(Record::Start { pid, .. }) => Some((*pid, h.actor)),
+            .filter_map(|(child, o)| match o {
+                Origin::Fork { parent, index } | Origin::Spawn { parent, index } => {
+                    Some(((*parent, *index), *child))
+                }
                 _ => None,
             })
             .collect();
         for h in histories {
             for (gap, v) in &h.values {
                 let Value::Signal {
-                    ended: Some(pid), ..
+                    ended: Some(number),
+                    ..
                 } = v
                 else {
                     continue;
                 };
-                let Some(&child) = by_pid.get(pid) else {
+                let Some(&child) = by_number.get(&(h.actor, *number)) else {
                     continue;
                 };
                 let end = self.event_count(child);

@@ -17,7 +17,7 @@
 //! ~r3fa2…              random bytes (getrandom, getentropy, a read of /dev/urandom), hex
 //! ~g17                 signal 17 (SIGCHLD) ran the program's handler during a hooked call
 //! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
-//! ~g17@8275            a SIGCHLD that the end of process 8275 (the record's pid) raised
+//! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ```
 //!
@@ -62,9 +62,9 @@ pub enum Value {
         /// Whether it came during a hooked call (`~g`: a blocking call it interrupted, or the
         /// LD's own work) rather than in the program's computation (`~G`).
         in_call: bool,
-        /// A SIGCHLD raised by the end of a child: its pid (in the record's run), so that the
-        /// analysis knows the delivery needs that process's last event.
-        ended: Option<i32>,
+        /// A SIGCHLD raised by the end of a child the image forked: its number (as in
+        /// `Fork`), so that the analysis knows the delivery needs that child's last event.
+        ended: Option<u32>,
     },
     /// A wait with `WNOHANG` returned this child of the image (its number, as in `Fork`), or
     /// nothing yet (0).
@@ -296,7 +296,7 @@ impl Deltas {
             }
             Some(tag @ (b'g' | b'G')) => {
                 let (sig, ended) = match rest[1..].split_once('@') {
-                    Some((sig, pid)) => (sig, Some(pid.parse::<i32>().map_err(|_| bad())?)),
+                    Some((sig, kid)) => (sig, Some(kid.parse::<u32>().map_err(|_| bad())?)),
                     None => (&rest[1..], None),
                 };
                 let sig: i32 = sig.parse().map_err(|_| bad())?;
@@ -432,7 +432,7 @@ mod tests {
             Value::Signal {
                 sig: 17,
                 in_call: false,
-                ended: Some(8275),
+                ended: Some(3),
             },
             Value::Reaped { child: 3 },
             Value::Reaped { child: 0 },
@@ -450,7 +450,7 @@ mod tests {
         assert_eq!(lines[7], "~r3fa200ff");
         assert_eq!(lines[9], "~g17");
         assert_eq!(lines[10], "~G10");
-        assert_eq!(lines[11], "~G17@8275");
+        assert_eq!(lines[11], "~G17@3");
         assert_eq!(lines[12], "~w3");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
