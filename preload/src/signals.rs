@@ -113,7 +113,8 @@ pub fn disposition(sig: c_int) -> Option<Disposition> {
 // ---- Deliveries that happened, for the history ----
 
 const NOTES: usize = 256;
-/// `ended << 32 | sig << 1 | in_call` (`ended`: a child number), 0: free.
+/// A signal: `ended << 32 | sig << 1 | in_call` (`ended`: a child number); a non-blocking
+/// wait's outcome: `WAIT_NOTE | child`. 0: free.
 static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
 static WRITTEN: AtomicUsize = AtomicUsize::new(0);
 static READ: AtomicUsize = AtomicUsize::new(0);
@@ -175,26 +176,51 @@ pub fn kid_pid(index: u32) -> Option<c_int> {
 /// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `ended`: see
 /// [`ended_child`].
 pub fn note(sig: c_int, in_call: bool, ended: u32) {
+    push_note(u64::from(ended) << 32 | (sig as u64) << 1 | u64::from(in_call));
+}
+
+fn push_note(v: u64) {
     let at = WRITTEN.load(SeqCst);
     if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
         LOST.fetch_add(1, SeqCst);
         return;
     }
     WRITTEN.store(at.wrapping_add(1), SeqCst);
-    let v = u64::from(ended) << 32 | (sig as u64) << 1 | u64::from(in_call);
     NOTE[at % NOTES].store(v, SeqCst);
 }
 
-/// The next noted delivery (signal, in a call, the child whose end raised it), oldest first.
-pub fn next_note() -> Option<(c_int, bool, Option<u32>)> {
+const WAIT_NOTE: u64 = 1 << 63;
+
+/// A non-blocking wait of the program returned child number `child` (0: none): noted in the
+/// same ring as the deliveries, so that the lines keep their order.
+pub fn note_reaped(child: u32) {
+    push_note(WAIT_NOTE | u64::from(child));
+}
+
+/// What a note says.
+pub enum Note {
+    /// A delivery: signal, in a call, the child whose end raised it.
+    Signal(c_int, bool, Option<u32>),
+    /// A non-blocking wait's outcome.
+    Reaped(u32),
+}
+
+/// The next note, oldest first.
+pub fn next_note() -> Option<Note> {
     let at = READ.load(SeqCst);
     if at == WRITTEN.load(SeqCst) {
         return None;
     }
     let v = NOTE[at % NOTES].swap(0, SeqCst);
     READ.store(at.wrapping_add(1), SeqCst);
+    if v == 0 {
+        return None;
+    }
+    if v & WAIT_NOTE != 0 {
+        return Some(Note::Reaped(v as u32));
+    }
     let ended = (v >> 32) as u32;
-    (v != 0).then_some((
+    Some(Note::Signal(
         ((v >> 1) & 0x7f) as c_int,
         v & 1 == 1,
         (ended != 0).then_some(ended),
@@ -215,6 +241,35 @@ static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
 static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
 static PLAN_LEN: AtomicUsize = AtomicUsize::new(0);
 static PLAN_NEXT: AtomicUsize = AtomicUsize::new(0);
+/// Each recorded non-blocking wait: `gap << 32 | child`, in history order.
+static WAITS: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
+static WAITS_LEN: AtomicUsize = AtomicUsize::new(0);
+static WAITS_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// The recorded outcome of the program's next non-blocking wait, after `events` events (a
+/// child number, 0: none), if the record made one there; the waits of earlier gaps are
+/// dropped.
+pub fn take_planned_wait(events: u64) -> Option<u32> {
+    loop {
+        let i = WAITS_NEXT.load(SeqCst);
+        if i >= WAITS_LEN.load(SeqCst) {
+            return None;
+        }
+        let v = WAITS[i].load(SeqCst);
+        let gap = v >> 32;
+        if gap > events {
+            return None;
+        }
+        if WAITS_NEXT
+            .compare_exchange(i, i + 1, SeqCst, SeqCst)
+            .is_ok()
+            && gap == events
+        {
+            return Some(v as u32);
+        }
+    }
+}
+
 /// Real arrivals not delivered yet, per signal.
 static PENDING: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
 /// One delivery at a time: the LD's handler does not start one inside another.
@@ -377,8 +432,31 @@ pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
     } else {
         set_plan(std::iter::empty());
     }
-    values.retain(|(_, v)| !matches!(v, Value::Signal { .. }));
+    WAITS_LEN.store(0, SeqCst);
+    WAITS_NEXT.store(0, SeqCst);
+    let mut n = 0;
+    if ordered {
+        for (gap, v) in values.iter() {
+            if let Value::Reaped { child } = v
+                && (*gap > done || done == 0)
+                && n < PLAN
+            {
+                WAITS[n].store(gap << 32 | u64::from(*child), SeqCst);
+                n += 1;
+            }
+        }
+    }
+    WAITS_LEN.store(n, SeqCst);
+    values.retain(|(_, v)| !matches!(v, Value::Signal { .. } | Value::Reaped { .. }));
     set_mode(if ordered { REPLAY } else { PASS });
+}
+
+/// How many of the program's handlers the LD is running (nested).
+static IN_HANDLER: AtomicU32 = AtomicU32::new(0);
+
+/// Whether the LD is running one of the program's signal handlers now.
+pub fn in_program_handler() -> bool {
+    IN_HANDLER.load(SeqCst) > 0
 }
 
 /// Runs the program's handler `d` for `sig` as the kernel would: with `d.mask` and `sig`
@@ -392,6 +470,7 @@ pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut 
         block |= 1 << (sig - 1);
     }
     let old = crate::sys::block_signals(block);
+    IN_HANDLER.fetch_add(1, SeqCst);
     if d.flags & libc::SA_SIGINFO != 0 {
         // SAFETY: the program registered this function as an SA_SIGINFO handler.
         let f: extern "C" fn(c_int, *mut siginfo_t, *mut libc::c_void) =
@@ -402,5 +481,6 @@ pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut 
         let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(d.handler) };
         f(sig);
     }
+    IN_HANDLER.fetch_sub(1, SeqCst);
     crate::sys::set_signal_mask(old);
 }

@@ -14,7 +14,11 @@
  *            looked at after every poll and every message;
  *   restart  the same with SA_RESTART, installed with signal(3);
  *   pipe     the handler writes a byte to a self-pipe that the poll watches beside the
- *            connection (what nginx, postgres and gunicorn do).
+ *            connection (what nginx, postgres and gunicorn do);
+ *   reap     three timer children, and the handler reaps whatever has ended with a
+ *            waitpid(-1, WNOHANG) loop (nginx's master, postgres's postmaster, gunicorn's
+ *            arbiter); the line ends with which child each run of the handler reaped, e.g.
+ *            "reaped t2 t1 | t3 | c" (c: the client), which differs natively too.
  *
  * After the N messages the parent waits for the signal if it has not come (pause(2) for the
  * flags, the pipe's poll for the pipe), reaps the timer, says "bye", reaps the client (whose
@@ -25,8 +29,41 @@
 #include "common.h"
 #include <signal.h>
 
-static volatile sig_atomic_t got, runs;
+static volatile sig_atomic_t got, runs, reaping, timers_left, client_left;
 static int self_pipe[2] = {-1, -1};
+static pid_t timer_pids[3], client_pid;
+static char reaped[256];
+
+/* Appends s to `reaped` (async-signal-safe). */
+static void note_reaped(const char *s)
+{
+    size_t n = strlen(reaped);
+
+    if (n + strlen(s) + 1 < sizeof reaped)
+        memcpy(reaped + n, s, strlen(s) + 1);
+}
+
+static void reap_all(void)
+{
+    pid_t p;
+    int i;
+
+    if (runs > 1)
+        note_reaped(" |");
+    while ((p = waitpid(-1, NULL, WNOHANG)) > 0) {
+        if (p == client_pid) {
+            note_reaped(" c");
+            client_left = 0;
+        }
+        for (i = 0; i < 3; i++)
+            if (p == timer_pids[i]) {
+                char t[4] = {' ', 't', (char)('1' + i), 0};
+
+                note_reaped(t);
+                timers_left--;
+            }
+    }
+}
 
 static void on_chld(int sig)
 {
@@ -35,6 +72,8 @@ static void on_chld(int sig)
     (void)sig;
     got = 1;
     runs++;
+    if (reaping)
+        reap_all();
     if (self_pipe[1] >= 0 && write(self_pipe[1], "s", 1) < 0 && errno != EAGAIN)
         _exit(3);
     errno = e;
@@ -60,13 +99,16 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "flag";
     int n = argc > 2 ? atoi(argv[2]) : 20;
-    int lfd, port, conn, k = -1, msgs = 0, eintr = 0, i;
-    pid_t cpid, tpid;
+    int lfd, port, conn, k = -1, msgs = 0, eintr = 0, i, t, timers;
+    pid_t cpid, tpid = -1;
+    sigset_t chld, old;
     char buf[4];
 
     program_start();
     if (n < 2 || n > 1000)
-        fail("usage: sig_order flag|restart|pipe [N]");
+        fail("usage: sig_order flag|restart|pipe|reap [N]");
+    reaping = strcmp(mode, "reap") == 0;
+    timers = reaping ? 3 : 1;
     if (strcmp(mode, "pipe") == 0) {
         if (pipe2(self_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
             die("pipe2");
@@ -84,19 +126,34 @@ int main(int argc, char **argv)
             die("sigaction");
     }
     lfd = bind_any(&port, 1);
+    /* The handler must not see a child before its pid is known. */
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
     cpid = fork_or_die();
     if (cpid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
         close_or_die(lfd);
         client(port, n);
     }
+    client_pid = cpid;
+    client_left = 1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     conn = accept_one(lfd);
-    tpid = fork_or_die();
-    if (tpid == 0) {
-        jitter_init();
-        for (i = 0; i < n / 2; i++)
-            jitter();
-        _exit(0);
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    for (t = 0; t < timers; t++) {
+        tpid = fork_or_die();
+        if (tpid == 0) {
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            jitter_init();
+            for (i = 0; i < n / 2; i++)
+                jitter();
+            _exit(0);
+        }
+        timer_pids[t] = tpid;
     }
+    timers_left = timers;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     while (msgs < n) {
         struct pollfd p[2] = {{conn, POLLIN, 0}, {self_pipe[0], POLLIN, 0}};
         int r = poll(p, self_pipe[0] >= 0 ? 2 : 1, -1);
@@ -129,10 +186,24 @@ int main(int argc, char **argv)
                 k = msgs;
         }
     }
-    wait_ok(tpid);
+    if (!reaping) {
+        wait_ok(tpid);
+        write_all(conn, "bye", 3);
+        wait_ok(cpid);
+        printf("signal after %d of %d messages, %d interrupted polls, %d handler runs\n", k,
+               n, eintr, (int)runs);
+        return 0;
+    }
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    while (timers_left > 0)
+        sigsuspend(&old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     write_all(conn, "bye", 3);
-    wait_ok(cpid);
-    printf("signal after %d of %d messages, %d interrupted polls, %d handler runs\n", k, n,
-           eintr, (int)runs);
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    while (client_left)
+        sigsuspend(&old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    printf("signal after %d of %d messages, %d interrupted polls, reaped%s\n", k, n, eintr,
+           reaped);
     return 0;
 }

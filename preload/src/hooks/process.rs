@@ -384,7 +384,7 @@ hook! {
 
 /// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
 /// actor's next event needs (its children's exits, for its own exit) is under way.
-fn before_wait(options: c_int) {
+pub(super) fn before_wait(options: c_int) {
     if options & libc::WNOHANG != 0 {
         return;
     }
@@ -421,7 +421,7 @@ fn ended(s: c_int) -> Option<ExitStatus> {
 
 /// The status word a wait fills: the program's, or ours when it passed null (a child's end is
 /// needed either way).
-fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
+pub(super) fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
     if status.is_null() { own } else { status }
 }
 
@@ -429,7 +429,7 @@ fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
 ///
 /// # Safety
 /// `status` must be the status word the wait just filled.
-unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+pub(super) unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
     if r > 0 {
         let err = sys::errno();
         // SAFETY: as the caller promises.
@@ -440,21 +440,6 @@ unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
 }
 
 hook! {
-    /// waitpid(2).
-    fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
-        before_wait(options);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int (waitpid's contract) or ours, in the real call
-        // and after it.
-        // SAFETY: as above.
-        let r = super::nohang::wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
-        // SAFETY: `status` is the word the wait just filled.
-        unsafe { waited(r, status, options) }
-    }
-}
-
-hook! {
     /// wait(2).
     fn wait(status: *mut c_int) -> pid_t {
         before_wait(0);
@@ -462,36 +447,6 @@ hook! {
         let status = status_word(status, &mut own);
         // SAFETY: `status` is the program's int (wait's contract) or ours.
         unsafe { waited(real::wait(status), status, 0) }
-    }
-}
-
-hook! {
-    /// wait3(2).
-    fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
-        before_wait(options);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
-        // (wait3's contract).
-        // SAFETY: as above (wait3 is wait4 of any child).
-        let r = super::nohang::wait(-1, options, |p, o| unsafe { real::wait4(p, status, o, usage) });
-        // SAFETY: `status` is the word the wait just filled.
-        unsafe { waited(r, status, options) }
-    }
-}
-
-hook! {
-    /// wait4(2).
-    fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
-        before_wait(options);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
-        // (wait4's contract).
-        // SAFETY: as above.
-        let r = super::nohang::wait(pid, options, |p, o| unsafe { real::wait4(p, status, o, usage) });
-        // SAFETY: `status` is the word the wait just filled.
-        unsafe { waited(r, status, options) }
     }
 }
 

@@ -35,7 +35,7 @@ impl Ld {
             return;
         }
         // A signal's line before the values its handler read.
-        if !matches!(value, Value::Signal { .. }) {
+        if !matches!(value, Value::Signal { .. } | Value::Reaped { .. }) {
             self.note_signals();
         }
         let saved = self.values.deltas;
@@ -102,7 +102,14 @@ impl Ld {
         if NOTING.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        while let Some((sig, in_call, ended)) = crate::signals::next_note() {
+        while let Some(note) = crate::signals::next_note() {
+            let (sig, in_call, ended) = match note {
+                crate::signals::Note::Signal(sig, in_call, ended) => (sig, in_call, ended),
+                crate::signals::Note::Reaped(child) => {
+                    self.log_value(&Value::Reaped { child });
+                    continue;
+                }
+            };
             self.log_value(&Value::Signal {
                 sig,
                 in_call,

@@ -81,14 +81,6 @@ pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
     value
 }
 
-/// The recorded outcome of the next non-blocking wait of this gap (a child number, 0: none).
-pub fn take_reaped(ld: &mut Ld) -> Option<u32> {
-    match take(ld, |v| matches!(v, Value::Reaped { .. }))? {
-        Value::Reaped { child } => Some(child),
-        _ => None,
-    }
-}
-
 /// The recorded random bytes of this gap whose length `fits`, if any.
 pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>> {
     match take(
