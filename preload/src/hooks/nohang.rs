@@ -8,9 +8,11 @@
 //! A wait the record did not log (more waits in replay than in the record, a child this image
 //! did not fork) is made as asked.
 
+use super::active;
 use super::values::values_ld;
 use crate::guard::Guard;
-use crate::{real, signals};
+use crate::{real, record, replay, signals, sys};
+use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
@@ -85,17 +87,17 @@ pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int)
         return unsafe { real::waitpid(pid, status, options) };
     }
     if guard.is_some() {
-        super::process::before_wait(options);
+        before_wait(options);
     }
     let mut own = 0;
-    let status = super::process::status_word(status, &mut own);
+    let status = status_word(status, &mut own);
     // SAFETY: `status` is the program's int (waitpid's contract) or ours.
     let r = wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
     if guard.is_none() {
         return r;
     }
     // SAFETY: `status` is the word the wait just filled.
-    unsafe { super::process::waited(r, status, options) }
+    unsafe { waited(r, status, options) }
 }
 
 /// wait4(2).
@@ -115,10 +117,10 @@ pub unsafe extern "C" fn wait4(
         return unsafe { real::wait4(pid, status, options, usage) };
     }
     if guard.is_some() {
-        super::process::before_wait(options);
+        before_wait(options);
     }
     let mut own = 0;
-    let status = super::process::status_word(status, &mut own);
+    let status = status_word(status, &mut own);
     // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
     let r = wait(pid, options, |p, o| unsafe {
         real::wait4(p, status, o, usage)
@@ -127,7 +129,7 @@ pub unsafe extern "C" fn wait4(
         return r;
     }
     // SAFETY: `status` is the word the wait just filled.
-    unsafe { super::process::waited(r, status, options) }
+    unsafe { waited(r, status, options) }
 }
 
 /// wait3(2): wait4 of any child.
@@ -142,4 +144,61 @@ pub unsafe extern "C" fn wait3(
 ) -> pid_t {
     // SAFETY: the caller's arguments.
     unsafe { wait4(-1, status, options, usage) }
+}
+
+/// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
+/// actor's next event needs (its children's exits, for its own exit) is under way.
+pub(super) fn before_wait(options: c_int) {
+    if options & libc::WNOHANG != 0 {
+        return;
+    }
+    if let Some(ld) = active()
+        && ld.mode == Mode::Replay
+    {
+        replay::process::before_wait(ld);
+    }
+}
+
+/// After a wait that returned `child`, which ended with `status` (`None`: it did not
+/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
+pub(super) fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
+    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
+        return;
+    }
+    if let Some(status) = status
+        && let Some(ld) = active()
+    {
+        record::process::reaped(ld, child, Some(status));
+    }
+}
+
+/// How a child ended, from the status word of a wait (`None`: stopped or continued).
+fn ended(s: c_int) -> Option<ExitStatus> {
+    if libc::WIFEXITED(s) {
+        Some(ExitStatus::Exited(libc::WEXITSTATUS(s)))
+    } else if libc::WIFSIGNALED(s) {
+        Some(ExitStatus::Signaled(libc::WTERMSIG(s)))
+    } else {
+        None
+    }
+}
+
+/// The status word a wait fills: the program's, or ours when it passed null (a child's end is
+/// needed either way).
+pub(super) fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
+    if status.is_null() { own } else { status }
+}
+
+/// The end of a wait that returned `r` (a child's pid when > 0), keeping errno.
+///
+/// # Safety
+/// `status` must be the status word the wait just filled.
+pub(super) unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+    if r > 0 {
+        let err = sys::errno();
+        // SAFETY: as the caller promises.
+        after_wait(options, r, ended(unsafe { *status }));
+        sys::set_errno(err);
+    }
+    r
 }

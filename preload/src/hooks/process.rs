@@ -8,6 +8,7 @@
 
 #![allow(non_snake_case)]
 
+use super::nohang::{after_wait, before_wait, status_word, waited};
 use super::{active, hook};
 use crate::guard::Guard;
 use crate::ld::exec::{CStringArray, exec_environment};
@@ -380,63 +381,6 @@ hook! {
         // SAFETY: no pointer arguments.
         unsafe { real::_Exit(status) }
     }
-}
-
-/// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
-/// actor's next event needs (its children's exits, for its own exit) is under way.
-pub(super) fn before_wait(options: c_int) {
-    if options & libc::WNOHANG != 0 {
-        return;
-    }
-    if let Some(ld) = active()
-        && ld.mode == Mode::Replay
-    {
-        replay::process::before_wait(ld);
-    }
-}
-
-/// After a wait that returned `child`, which ended with `status` (`None`: it did not
-/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
-fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
-    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
-        return;
-    }
-    if let Some(status) = status
-        && let Some(ld) = active()
-    {
-        record::process::reaped(ld, child, Some(status));
-    }
-}
-
-/// How a child ended, from the status word of a wait (`None`: stopped or continued).
-fn ended(s: c_int) -> Option<ExitStatus> {
-    if libc::WIFEXITED(s) {
-        Some(ExitStatus::Exited(libc::WEXITSTATUS(s)))
-    } else if libc::WIFSIGNALED(s) {
-        Some(ExitStatus::Signaled(libc::WTERMSIG(s)))
-    } else {
-        None
-    }
-}
-
-/// The status word a wait fills: the program's, or ours when it passed null (a child's end is
-/// needed either way).
-pub(super) fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
-    if status.is_null() { own } else { status }
-}
-
-/// The end of a wait that returned `r` (a child's pid when > 0), keeping errno.
-///
-/// # Safety
-/// `status` must be the status word the wait just filled.
-pub(super) unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
-    if r > 0 {
-        let err = sys::errno();
-        // SAFETY: as the caller promises.
-        after_wait(options, r, ended(unsafe { *status }));
-        sys::set_errno(err);
-    }
-    r
 }
 
 hook! {

@@ -236,14 +236,7 @@ impl Ld {
                     unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
                 });
                 self.start_tracing(replay.as_deref(), replay_history.as_ref());
-                // A record notes where signals come (not under optimal tracing, which has no
-                // value lines); a replay orders them when its history says where they came.
-                let record_signals = mode == Mode::Record && self.trace.is_none();
-                crate::signals::set_mode(if record_signals {
-                    crate::signals::RECORD
-                } else {
-                    crate::signals::PASS
-                });
+                self.start_signals();
                 if let Some(path) = history_out {
                     self.open_histories(path, files.history);
                 }
@@ -259,6 +252,17 @@ impl Ld {
             }
             _ => None,
         }
+    }
+
+    /// A record notes where signals come (not under optimal tracing, which has no value
+    /// lines); a replay orders them when its history says where they came (`load_replay`).
+    fn start_signals(&self) {
+        let record_signals = self.mode == Mode::Record && self.trace.is_none();
+        crate::signals::set_mode(if record_signals {
+            crate::signals::RECORD
+        } else {
+            crate::signals::PASS
+        });
     }
 
     /// The descriptors that came with the `Welcome` (the first ones received on this
