@@ -247,8 +247,9 @@ static WAITS_LEN: AtomicUsize = AtomicUsize::new(0);
 static WAITS_NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// The recorded outcome of the program's next non-blocking wait, after `events` events (a
-/// child number, 0: none), if the record made one there; the waits of earlier gaps are
-/// dropped.
+/// child number, 0: none), if the record made one there or one event earlier (a handler the
+/// record ran during a call, whose line came before that call's event, runs at the end of the
+/// call in replay, after the event); older waits are dropped.
 pub fn take_planned_wait(events: u64) -> Option<u32> {
     loop {
         let i = WAITS_NEXT.load(SeqCst);
@@ -263,7 +264,7 @@ pub fn take_planned_wait(events: u64) -> Option<u32> {
         if WAITS_NEXT
             .compare_exchange(i, i + 1, SeqCst, SeqCst)
             .is_ok()
-            && gap == events
+            && gap + 1 >= events
         {
             return Some(v as u32);
         }
