@@ -6,6 +6,7 @@
 //! works before our constructor, in signal handlers and in TLS destructors.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
@@ -35,7 +36,48 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         let _ = INSIDE.try_with(|inside| inside.set(false));
+        if DEFERRED.swap(false, Ordering::SeqCst) {
+            let f = ON_LEAVE.load(Ordering::SeqCst);
+            if f != 0 {
+                // SAFETY: set by [`on_leave`] to a plain `extern "C" fn()`.
+                let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+                f();
+            }
+        }
     }
+}
+
+/// Something (a signal handler the record ran outside any hooked call) waits for this thread
+/// to leave the hook it is in.
+static DEFERRED: AtomicBool = AtomicBool::new(false);
+/// What runs then.
+static ON_LEAVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Asks for `on_leave`'s function to run when the current hook returns to the program.
+pub fn defer() {
+    DEFERRED.store(true, Ordering::SeqCst);
+}
+
+/// Sets the function that [`defer`] runs.
+pub fn on_leave(f: extern "C" fn()) {
+    ON_LEAVE.store(f as *const () as usize, Ordering::SeqCst);
+}
+
+/// Whether this thread is inside a hook now (for a signal handler: the signal came during a
+/// hooked call).
+pub fn inside() -> bool {
+    INSIDE.try_with(|inside| inside.get()).unwrap_or(true)
+}
+
+/// Leaves the guard held by the current hook for the time of `f` (replay runs a signal
+/// handler the record ran outside any hooked call: its calls are hooked as they were then).
+pub fn outside<R>(f: impl FnOnce() -> R) -> R {
+    let was = INSIDE
+        .try_with(|inside| inside.replace(false))
+        .unwrap_or(false);
+    let r = f();
+    let _ = INSIDE.try_with(|inside| inside.set(was));
+    r
 }
 
 /// This thread's kernel id, cached (reset after fork by [`forget_tid`]).

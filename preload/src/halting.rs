@@ -113,6 +113,8 @@ pub fn gate(ld: &mut Ld) {
         ld.next_record(),
         Some(Record::Connect { err: Some(e), .. }) if *e == ddbx_wire::Errno::EINPROGRESS
     );
+    // A signal the record delivered before this event: what raised it (a child's end).
+    let waits = waits || crate::signals::due(ld.events());
     if waits {
         let msg = LdToGd::Need {
             actor: ld.actor,

@@ -32,6 +32,7 @@ mod readiness;
 mod real;
 mod record;
 mod replay;
+mod signals;
 mod symbols;
 mod sys;
 mod trace;

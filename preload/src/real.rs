@@ -88,7 +88,6 @@ reals! {
     fn _exit(status: c_int) -> ();
     fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t;
     fn wait(status: *mut c_int) -> pid_t;
-    fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t;
     fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t;
     fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int;
     fn _Exit(status: c_int) -> ();
@@ -137,6 +136,7 @@ reals! {
     fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
     fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int;
     fn kill(pid: pid_t, sig: c_int) -> c_int;
+    fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
     fn fileno(stream: *mut libc::FILE) -> c_int;
     fn fileno_unlocked(stream: *mut libc::FILE) -> c_int;

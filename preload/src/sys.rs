@@ -468,3 +468,52 @@ pub fn monotonic_ns() -> u64 {
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
 }
+
+/// Whether child `pid` has ended (a zombie not reaped yet, or already reaped: no such child).
+pub fn child_ended(pid: c_int) -> bool {
+    // SAFETY: a siginfo of our own; waitid with WNOWAIT reaps nothing.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the raw call bypasses the program's (hooked) waitid.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_waitid,
+            libc::P_PID,
+            pid,
+            &mut info as *mut libc::siginfo_t,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    // SAFETY: filled by the kernel (or still zeroed).
+    r < 0 || unsafe { info.si_pid() } == pid
+}
+
+/// Adds `set` (signals 1 to 64, bit `sig - 1`) to this thread's signal mask; the mask before.
+pub fn block_signals(set: u64) -> u64 {
+    let mut old: u64 = 0;
+    // SAFETY: rt_sigprocmask with 8-byte sets, which is the kernel's sigset size.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            &set as *const u64,
+            &mut old as *mut u64,
+            8usize,
+        )
+    };
+    old
+}
+
+/// Sets this thread's signal mask to `set` (as [`block_signals`] returned it).
+pub fn set_signal_mask(set: u64) {
+    // SAFETY: as in block_signals.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &set as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
+}

@@ -304,6 +304,14 @@ fn values_after(history: &History, n: u64) -> Option<String> {
                         .sum();
                     format!("{bytes} bytes")
                 }
+                ValueKey::Reaped => {
+                    let kids: Vec<String> = of.iter().map(|v| v.number().to_string()).collect();
+                    return format!("non-blocking waits: {}", kids.join(", "));
+                }
+                ValueKey::Signal => {
+                    let sigs: Vec<String> = of.iter().map(|v| v.number().to_string()).collect();
+                    return format!("signal {}", sigs.join(", "));
+                }
                 _ if of.len() == 1 => return format!("{} ×1", key_name(*k)),
                 _ => {
                     let (first, last) = (of[0].number(), of[of.len() - 1].number());

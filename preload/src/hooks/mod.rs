@@ -7,6 +7,7 @@
 //! entry points too: they live in `process.rs`.
 
 pub mod io;
+pub mod nohang;
 pub mod probe;
 pub mod process;
 pub mod signal;
@@ -44,6 +45,7 @@ pub mod passthrough {
     pub const PIPE: u32 = 1;
     /// Datagram and other non-stream sockets.
     pub const OTHER_SOCKET: u32 = 2;
+    // 4 and 8: signals (`crate::signals::PASSTHROUGH_IN_COMPUTATION`, `PASSTHROUGH_LOST`).
 }
 
 use crate::fds;

@@ -8,6 +8,7 @@
 
 #![allow(non_snake_case)]
 
+use super::nohang::{after_wait, before_wait, status_word, waited};
 use super::{active, hook};
 use crate::guard::Guard;
 use crate::ld::exec::{CStringArray, exec_environment};
@@ -118,7 +119,7 @@ hook! {
     fn fork() -> pid_t {
         let _ = active();
         // SAFETY: no arguments.
-        unsafe { real::fork() }
+        super::nohang::forked(unsafe { real::fork() })
     }
 }
 
@@ -128,7 +129,7 @@ hook! {
     fn vfork() -> pid_t {
         let _ = active();
         // SAFETY: no arguments.
-        unsafe { real::fork() }
+        super::nohang::forked(unsafe { real::fork() })
     }
 }
 
@@ -144,7 +145,7 @@ hook! {
         } else {
             atfork_parent();
         }
-        pid
+        super::nohang::forked(pid)
     }
 }
 
@@ -382,75 +383,6 @@ hook! {
     }
 }
 
-/// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
-/// actor's next event needs (its children's exits, for its own exit) is under way.
-fn before_wait(options: c_int) {
-    if options & libc::WNOHANG != 0 {
-        return;
-    }
-    if let Some(ld) = active()
-        && ld.mode == Mode::Replay
-    {
-        replay::process::before_wait(ld);
-    }
-}
-
-/// After a wait that returned `child`, which ended with `status` (`None`: it did not
-/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
-fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
-    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
-        return;
-    }
-    if let Some(status) = status
-        && let Some(ld) = active()
-    {
-        record::process::reaped(ld, child, Some(status));
-    }
-}
-
-/// How a child ended, from the status word of a wait (`None`: stopped or continued).
-fn ended(s: c_int) -> Option<ExitStatus> {
-    if libc::WIFEXITED(s) {
-        Some(ExitStatus::Exited(libc::WEXITSTATUS(s)))
-    } else if libc::WIFSIGNALED(s) {
-        Some(ExitStatus::Signaled(libc::WTERMSIG(s)))
-    } else {
-        None
-    }
-}
-
-/// The status word a wait fills: the program's, or ours when it passed null (a child's end is
-/// needed either way).
-fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
-    if status.is_null() { own } else { status }
-}
-
-/// The end of a wait that returned `r` (a child's pid when > 0), keeping errno.
-///
-/// # Safety
-/// `status` must be the status word the wait just filled.
-unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
-    if r > 0 {
-        let err = sys::errno();
-        // SAFETY: as the caller promises.
-        after_wait(options, r, ended(unsafe { *status }));
-        sys::set_errno(err);
-    }
-    r
-}
-
-hook! {
-    /// waitpid(2).
-    fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
-        before_wait(options);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int (waitpid's contract) or ours, in the real call
-        // and after it.
-        unsafe { waited(real::waitpid(pid, status, options), status, options) }
-    }
-}
-
 hook! {
     /// wait(2).
     fn wait(status: *mut c_int) -> pid_t {
@@ -459,30 +391,6 @@ hook! {
         let status = status_word(status, &mut own);
         // SAFETY: `status` is the program's int (wait's contract) or ours.
         unsafe { waited(real::wait(status), status, 0) }
-    }
-}
-
-hook! {
-    /// wait3(2).
-    fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
-        before_wait(options);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
-        // (wait3's contract).
-        unsafe { waited(real::wait3(status, options, usage), status, options) }
-    }
-}
-
-hook! {
-    /// wait4(2).
-    fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
-        before_wait(options);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's
-        // (wait4's contract).
-        unsafe { waited(real::wait4(pid, status, options, usage), status, options) }
     }
 }
 

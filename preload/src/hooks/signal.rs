@@ -1,4 +1,8 @@
-//! Signals one recorded process sends another: kill(2).
+//! Signals: kill(2) between recorded processes, and the program's signal handlers, which run
+//! behind the LD's own so that record notes where each asynchronous signal came and replay
+//! runs the handler there (`preload/src/signals.rs`, `preload/src/replay/signals.rs`).
+//!
+//! kill(2):
 //!
 //! A process killed by a signal has no `Exit` record; replay otherwise ends it where its
 //! history ends. When the signal came from another recorded process (socat's handler ending
@@ -8,7 +12,7 @@
 //! such a process wait for its killer.
 
 use super::{active, hook};
-use crate::{real, record, sys};
+use crate::{real, record, signals, sys};
 use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
@@ -26,4 +30,128 @@ hook! {
         // SAFETY: no pointer arguments.
         unsafe { real::kill(pid, sig) }
     }
+}
+
+/// The first 64 signals of `set` (bit `sig - 1`): glibc's sigset_t begins with them.
+fn mask_bits(set: &libc::sigset_t) -> u64 {
+    // SAFETY: a sigset_t is at least 8 bytes of plain data.
+    unsafe { *(set as *const libc::sigset_t).cast::<u64>() }
+}
+
+/// sigaction(2): the program's handler of an asynchronous signal goes behind the LD's own
+/// ([`on_signal`]), with the program's flags and mask; what the program reads back is its own.
+///
+/// Not a `hook!`: a handler set from inside a hook (by a signal handler that interrupted one)
+/// must go behind the LD's too, and nothing here touches the LD's state (atomics only).
+///
+/// # Safety
+/// Called by the program in place of libc's, with arguments valid for it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    if !signals::ordered(sig) {
+        // SAFETY: the program's arguments.
+        return unsafe { real::sigaction(sig, act, old) };
+    }
+    let before = signals::disposition(sig);
+    let r = if act.is_null() {
+        // SAFETY: the program's arguments.
+        unsafe { real::sigaction(sig, act, old) }
+    } else {
+        // SAFETY: the program's pointer to a valid sigaction.
+        let mut ours = unsafe { *act };
+        let handler = ours.sa_sigaction;
+        if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+            // SAFETY: the program's arguments.
+            let r = unsafe { real::sigaction(sig, act, old) };
+            if r == 0 {
+                signals::drop_handler(sig);
+            }
+            r
+        } else {
+            signals::keep(
+                sig,
+                signals::Disposition {
+                    handler,
+                    flags: ours.sa_flags,
+                    mask: mask_bits(&ours.sa_mask),
+                },
+            );
+            ours.sa_sigaction = on_signal as *const () as usize;
+            ours.sa_flags |= libc::SA_SIGINFO;
+            // SAFETY: our copy of the program's sigaction; the program's `old`.
+            let r = unsafe { real::sigaction(sig, &ours, old) };
+            if r != 0 {
+                match before {
+                    Some(d) => signals::keep(sig, d),
+                    None => signals::drop_handler(sig),
+                }
+            }
+            r
+        }
+    };
+    if r == 0 && !old.is_null() {
+        // SAFETY: the program's `old`, just filled by the kernel.
+        let old = unsafe { &mut *old };
+        if old.sa_sigaction == on_signal as *const () as usize
+            && let Some(d) = before
+        {
+            old.sa_sigaction = d.handler;
+            old.sa_flags = d.flags;
+        }
+    }
+    r
+}
+
+/// signal(3): glibc's BSD semantics (SA_RESTART, the signal blocked in its handler), through
+/// [`sigaction`] (glibc's own `signal` would not come back through the exported symbol).
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: plain data; zeroes are an empty mask and no flags.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: a valid set in our local.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        if (1..65).contains(&sig) {
+            libc::sigaddset(&mut act.sa_mask, sig);
+        }
+    }
+    // SAFETY: our locals.
+    if unsafe { sigaction(sig, &act, &mut old) } < 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
+}
+
+/// The LD's handler of every asynchronous signal the program handles. Record: notes where it
+/// came (in a hooked call or not) and runs the program's handler. Replay: keeps the arrival
+/// for the place the record gave it (`preload/src/replay/signals.rs`). Async-signal-safe:
+/// atomics, raw system calls, no allocation, no lock.
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let saved = sys::errno();
+    if let Some(d) = signals::disposition(sig) {
+        match signals::mode() {
+            signals::RECORD => {
+                let ended = signals::ended_child(sig, info);
+                signals::note(sig, crate::guard::inside(), ended);
+                signals::call_handler(sig, d, info, ctx);
+            }
+            signals::REPLAY if !signals::overflowed() => {
+                signals::arrived(sig, info);
+                crate::replay::signals::arrival(ctx);
+            }
+            _ => signals::call_handler(sig, d, info, ctx),
+        }
+    }
+    sys::set_errno(saved);
 }

@@ -34,6 +34,10 @@ impl Ld {
         if self.history_fd < 0 {
             return;
         }
+        // A signal's line before the values its handler read.
+        if !matches!(value, Value::Signal { .. } | Value::Reaped { .. }) {
+            self.note_signals();
+        }
         let saved = self.values.deltas;
         let log = &mut self.values;
         // The hot path: a clock read, formatted by hand.
@@ -79,6 +83,7 @@ impl Ld {
 
     /// Writes the value lines not written yet (before an event's line, an exec, the exit).
     pub fn flush_values(&mut self) {
+        self.note_signals();
         if self.values.len == 0 {
             return;
         }
@@ -88,6 +93,44 @@ impl Ld {
             sys::set_errno(e);
         }
         self.values.len = 0;
+    }
+
+    /// Turns the signal deliveries noted since the last event into value lines (a record's
+    /// deliveries, or those a replay made). One delivery outside any hooked call is reported
+    /// once: replay runs its handler in the same gap, not at the same instruction.
+    fn note_signals(&mut self) {
+        if NOTING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        while let Some(note) = crate::signals::next_note() {
+            let (sig, in_call, ended) = match note {
+                crate::signals::Note::Signal(sig, in_call, ended) => (sig, in_call, ended),
+                crate::signals::Note::Reaped(child) => {
+                    self.log_value(&Value::Reaped { child });
+                    continue;
+                }
+            };
+            self.log_value(&Value::Signal {
+                sig,
+                in_call,
+                ended,
+            });
+            if !in_call && self.mode == ddbx_wire::proto::Mode::Record {
+                self.passthrough(
+                    crate::signals::PASSTHROUGH_IN_COMPUTATION,
+                    "signals that came during the program's computation (outside any hooked \
+                     call): replay runs their handler between the same two events, not at the \
+                     same instruction",
+                );
+            }
+        }
+        if crate::signals::take_lost() > 0 && self.mode == ddbx_wire::proto::Mode::Record {
+            self.passthrough(
+                crate::signals::PASSTHROUGH_LOST,
+                "signals: more than 256 deliveries between two events (some are not recorded)",
+            );
+        }
+        NOTING.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Optimal tracing: an event happened whose outcome is `decision`.
@@ -158,6 +201,9 @@ impl Ld {
         }
     }
 }
+
+/// Set while [`Ld::note_signals`] runs (writing a value may flush, which notes again).
+static NOTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Opens (appending) the history at `path` for `actor`, writing its header if the file is new;
 /// -1 if it cannot be opened. `optimal`: the header says the history is optimally traced.

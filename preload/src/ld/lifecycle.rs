@@ -236,6 +236,7 @@ impl Ld {
                     unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) }
                 });
                 self.start_tracing(replay.as_deref(), replay_history.as_ref());
+                self.start_signals();
                 if let Some(path) = history_out {
                     self.open_histories(path, files.history);
                 }
@@ -251,6 +252,17 @@ impl Ld {
             }
             _ => None,
         }
+    }
+
+    /// A record notes where signals come (not under optimal tracing, which has no value
+    /// lines); a replay orders them when its history says where they came (`load_replay`).
+    fn start_signals(&self) {
+        let record_signals = self.mode == Mode::Record && self.trace.is_none();
+        crate::signals::set_mode(if record_signals {
+            crate::signals::RECORD
+        } else {
+            crate::signals::PASS
+        });
     }
 
     /// The descriptors that came with the `Welcome` (the first ones received on this
@@ -349,6 +361,9 @@ impl Ld {
         if let Some(halt) = self.halt.as_mut() {
             halt.bystander = ddbx_wire::history::is_bystander(&history.records);
         }
+        let mut history = history;
+        let ordered = plan.signals && self.trace.is_none();
+        crate::signals::load_plan(&mut history.values, ordered, self.events());
         let done = (self.events() as usize).min(history.records.len());
         for r in &history.records[..done] {
             self.counters.count(r);
@@ -453,6 +468,8 @@ impl Ld {
         self.passthrough_seen = 0;
         // The parent's unwritten values are the parent's; the child's history is new.
         self.values.len = 0;
+        while crate::signals::next_note().is_some() {}
+        crate::signals::clear_kids();
         self.values.deltas = ddbx_wire::history::value::Deltas::new();
         self.counters = Default::default();
         self.probes.clear();

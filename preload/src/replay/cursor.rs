@@ -20,6 +20,7 @@ pub fn gate(ld: &mut Ld) {
     }
     observe_memory(ld);
     halting::gate(ld);
+    super::signals::at_gate(ld);
 }
 
 /// The next record, which must satisfy `fits`; otherwise the replay diverged here (`found`
@@ -40,6 +41,7 @@ pub fn follow_exactly(ld: &mut Ld, expected: &Record) {
 /// The event has happened as recorded; `observed` goes to the replay's history.
 pub fn advance(ld: &mut Ld, observed: &Record) {
     ld.emit(observed);
+    super::signals::after_event(ld);
     // A halting replay may hold the actor here first: a held actor is not at its end.
     halting::after_event(ld);
     if ld.mode == Mode::Replay && ld.next_record().is_none() {

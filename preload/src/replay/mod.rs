@@ -14,6 +14,7 @@ pub mod io;
 pub mod probe;
 pub mod process;
 pub mod ready;
+pub mod signals;
 pub mod socket;
 pub mod values;
 

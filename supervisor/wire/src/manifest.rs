@@ -123,6 +123,11 @@ pub struct Manifest {
     /// replays do not expect them).
     #[serde(default)]
     pub closes: bool,
+    /// Whether the histories say where each asynchronous signal ran the program's handler
+    /// (signal value lines, [`crate::history::value::Value::Signal`]); a replay of a recording
+    /// made before lets signals come when they come.
+    #[serde(default)]
+    pub signals: bool,
 }
 
 /// A manifest that cannot be used.
@@ -306,6 +311,7 @@ mod tests {
             problem: None,
             env_left_out: vec!["TOKEN".into()],
             closes: true,
+            signals: true,
         };
         m.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap(), m);
@@ -343,6 +349,7 @@ mod tests {
             problem: None,
             env_left_out: vec![],
             closes: true,
+            signals: true,
         };
         m.store(&dir).unwrap();
         Manifest::append_actor(&dir, &actor(1)).unwrap();

@@ -288,6 +288,10 @@ pub struct ReplayPlan {
     /// (see [`crate::manifest::Manifest::closes`]).
     #[serde(default)]
     pub closes: bool,
+    /// Whether the history says where each signal ran the program's handler (see
+    /// [`crate::manifest::Manifest::signals`]): replay runs it there.
+    #[serde(default)]
+    pub signals: bool,
     /// A killed actor: bytes its peers' histories received from it that its own history never
     /// sent (it was killed between a send and its record), by fd: at the end of its history
     /// the LD lets the program's sends on that fd through, up to that many bytes.

@@ -112,6 +112,7 @@ impl Deps {
         let origin_of = |a: ActorId| origins.get(&a).copied().unwrap_or(Origin::Root);
 
         deps.add_creation_needs(&by_actor, &origin_of);
+        deps.add_signal_needs(histories, origins);
         let ends = deps.add_connection_needs(&by_actor, channels);
         let mut walk = BindingWalk {
             ends: &ends,

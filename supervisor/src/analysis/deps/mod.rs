@@ -64,6 +64,10 @@
 //!       point), or the direction's last `Send` when every sent byte was consumed (end of
 //!       stream).
 //!     * `out`-only entries need nothing.
+//!   * **signals**: a SIGCHLD that the end of a recorded child raised (a value line
+//!     `~g17@N`, N being the child's number, as in its parent's `Fork`) ran the handler
+//!     before the actor's next event, which needs that child's last event (its exit, or where
+//!     it was killed).
 //!
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
 
@@ -171,6 +175,39 @@ impl Deps {
     pub fn from_histories(histories: &[History]) -> Deps {
         let channels = match_channels(histories);
         Deps::build(&start_origins(histories), histories, &channels)
+    }
+
+    /// A SIGCHLD raised by a recorded child's end: the receiver's next event needs the child's
+    /// last event.
+    fn add_signal_needs(&mut self, histories: &[History], origins: &HashMap<ActorId, Origin>) {
+        use ddbx_wire::history::value::Value;
+        let by_number: HashMap<(ActorId, u32), ActorId> = origins
+            .iter()
+            .filter_map(|(child, o)| match o {
+                Origin::Fork { parent, index } | Origin::Spawn { parent, index } => {
+                    Some(((*parent, *index), *child))
+                }
+                _ => None,
+            })
+            .collect();
+        for h in histories {
+            for (gap, v) in &h.values {
+                let Value::Signal {
+                    ended: Some(number),
+                    ..
+                } = v
+                else {
+                    continue;
+                };
+                let Some(&child) = by_number.get(&(h.actor, *number)) else {
+                    continue;
+                };
+                let end = self.event_count(child);
+                if end > 0 && *gap < h.records.len() as u64 {
+                    self.add_need((h.actor, gap + 1), (child, end));
+                }
+            }
+        }
     }
 
     /// A wait that reaped a child: the parent's next event needs the child's last one.

@@ -15,7 +15,14 @@
 //! ~u=1764154321123456  gettimeofday, microseconds since the epoch (then `~u+…`)
 //! ~s=1764154321        time(), seconds (then `~s+…`)
 //! ~r3fa2…              random bytes (getrandom, getentropy, a read of /dev/urandom), hex
+//! ~g17                 signal 17 (SIGCHLD) ran the program's handler during a hooked call
+//! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
+//! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
+//! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ```
+//!
+//! A signal line is where an asynchronous signal was delivered: replay runs the program's
+//! handler in the same gap (`preload/src/replay/signals.rs`).
 //!
 //! A delta is relative to the last value of the same key *in the file* (an exec'd image keeps
 //! appending to its actor's history); a writer that does not know that value (a new image)
@@ -48,6 +55,23 @@ pub enum Value {
         /// The bytes the program got.
         bytes: Vec<u8>,
     },
+    /// An asynchronous signal ran the program's handler here.
+    Signal {
+        /// The signal number.
+        sig: i32,
+        /// Whether it came during a hooked call (`~g`: a blocking call it interrupted, or the
+        /// LD's own work) rather than in the program's computation (`~G`).
+        in_call: bool,
+        /// A SIGCHLD raised by the end of a child the image forked: its number (as in
+        /// `Fork`), so that the analysis knows the delivery needs that child's last event.
+        ended: Option<u32>,
+    },
+    /// A wait with `WNOHANG` returned this child of the image (its number, as in `Fork`), or
+    /// nothing yet (0).
+    Reaped {
+        /// The child's number, 0 for none.
+        child: u32,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -61,6 +85,10 @@ pub enum ValueKey {
     Time,
     /// Randomness.
     Random,
+    /// A signal's delivery.
+    Signal,
+    /// A non-blocking wait's outcome.
+    Reaped,
 }
 
 impl Value {
@@ -71,25 +99,33 @@ impl Value {
             Value::TimeOfDay { .. } => ValueKey::TimeOfDay,
             Value::Time { .. } => ValueKey::Time,
             Value::Random { .. } => ValueKey::Random,
+            Value::Signal { .. } => ValueKey::Signal,
+            Value::Reaped { .. } => ValueKey::Reaped,
         }
     }
 
-    /// The numeric value (0 for random bytes).
+    /// The numeric value (0 for random bytes, the number for a signal).
     pub fn number(&self) -> i64 {
         match self {
             Value::Clock { ns, .. } => *ns,
             Value::TimeOfDay { us } => *us,
             Value::Time { s } => *s,
             Value::Random { .. } => 0,
+            Value::Signal { sig, .. } => i64::from(*sig),
+            Value::Reaped { child } => i64::from(*child),
         }
     }
 
-    /// A value of key `key` with number `n` (not for [`ValueKey::Random`]).
+    /// A value of key `key` with number `n` (not for [`ValueKey::Random`] or
+    /// [`ValueKey::Signal`]).
     pub fn numeric(key: ValueKey, n: i64) -> Value {
         match key {
             ValueKey::Clock(clock) => Value::Clock { clock, ns: n },
             ValueKey::TimeOfDay => Value::TimeOfDay { us: n },
-            ValueKey::Time | ValueKey::Random => Value::Time { s: n },
+            ValueKey::Reaped => Value::Reaped {
+                child: u32::try_from(n).unwrap_or(0),
+            },
+            ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
     }
 }
@@ -138,8 +174,25 @@ impl Deltas {
                 ValueKey::TimeOfDay => out.write_str("~u"),
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
+                ValueKey::Signal | ValueKey::Reaped => Ok(()),
             }
         };
+        if let Value::Signal {
+            sig,
+            in_call,
+            ended,
+        } = value
+        {
+            let tag = if *in_call { 'g' } else { 'G' };
+            write!(out, "~{tag}{sig}")?;
+            if let Some(pid) = ended {
+                write!(out, "@{pid}")?;
+            }
+            return Ok(());
+        }
+        if let Value::Reaped { child } = value {
+            return write!(out, "~w{child}");
+        }
         tag(out)?;
         if let Value::Random { bytes } = value {
             for b in bytes {
@@ -185,7 +238,7 @@ impl Deltas {
             }
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
-            ValueKey::Random => return None,
+            ValueKey::Random | ValueKey::Signal | ValueKey::Reaped => return None,
         }
         let n = value.number();
         let slot = slot(key);
@@ -240,6 +293,27 @@ impl Deltas {
                     .ok_or_else(bad)?;
                 let clock: i32 = rest[1..end].parse().map_err(|_| bad())?;
                 (ValueKey::Clock(clock), &rest[end..])
+            }
+            Some(tag @ (b'g' | b'G')) => {
+                let (sig, ended) = match rest[1..].split_once('@') {
+                    Some((sig, kid)) => (sig, Some(kid.parse::<u32>().map_err(|_| bad())?)),
+                    None => (&rest[1..], None),
+                };
+                let sig: i32 = sig.parse().map_err(|_| bad())?;
+                if !(1..=64).contains(&sig) {
+                    return Err(format!(
+                        "expected a signal number from 1 to 64, found `~{rest}`"
+                    ));
+                }
+                return Ok(Value::Signal {
+                    sig,
+                    in_call: *tag == b'g',
+                    ended,
+                });
+            }
+            Some(b'w') => {
+                let child: u32 = rest[1..].parse().map_err(|_| bad())?;
+                return Ok(Value::Reaped { child });
             }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
@@ -302,6 +376,8 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::TimeOfDay => "gettimeofday".into(),
         ValueKey::Time => "time".into(),
         ValueKey::Random => "random".into(),
+        ValueKey::Signal => "signal".into(),
+        ValueKey::Reaped => "non-blocking wait".into(),
     }
 }
 
@@ -343,6 +419,23 @@ mod tests {
                 bytes: vec![0x3f, 0xa2, 0, 255],
             },
             Value::Clock { clock: -6, ns: 12 },
+            Value::Signal {
+                sig: 17,
+                in_call: true,
+                ended: None,
+            },
+            Value::Signal {
+                sig: 10,
+                in_call: false,
+                ended: None,
+            },
+            Value::Signal {
+                sig: 17,
+                in_call: false,
+                ended: Some(3),
+            },
+            Value::Reaped { child: 3 },
+            Value::Reaped { child: 0 },
             Value::Clock {
                 clock: i32::MAX,
                 ns: i64::MIN,
@@ -355,6 +448,10 @@ mod tests {
         assert_eq!(lines[3], "~c0-12");
         assert_eq!(lines[6], "~s+1");
         assert_eq!(lines[7], "~r3fa200ff");
+        assert_eq!(lines[9], "~g17");
+        assert_eq!(lines[10], "~G10");
+        assert_eq!(lines[11], "~G17@3");
+        assert_eq!(lines[12], "~w3");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -364,7 +461,10 @@ mod tests {
             let mut buf = [0u8; 64];
             match fast.write_number(&mut buf, v) {
                 Some(n) => assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), l),
-                None => assert!(matches!(v, Value::Random { .. })),
+                None => assert!(matches!(
+                    v,
+                    Value::Random { .. } | Value::Signal { .. } | Value::Reaped { .. }
+                )),
             }
         }
     }
@@ -372,7 +472,10 @@ mod tests {
     #[test]
     fn bad_lines_say_what_was_expected() {
         let mut r = Deltas::default();
-        for bad in ["~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u"] {
+        for bad in [
+            "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
+            "~g17@", "~g17@x", "~w", "~wx",
+        ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
         }

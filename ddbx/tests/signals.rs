@@ -1,0 +1,193 @@
+//! Asynchronous signals in replay (issue #10, class 5): where a signal ran the program's
+//! handler among its events is recorded (a value line, `~g17`: during a hooked call, `~G17`:
+//! in computation), and replay runs the handler there, whenever the signal really arrives;
+//! the call it interrupted fails with EINTR again, or goes on (SA_RESTART) as recorded.
+//!
+//! Modes: natively the place differs; record; replay with the same output and histories; a
+//! halting replay at the interrupted call stops at `ddbx inf`'s cut; a recording made before
+//! signals were recorded replays as before.
+
+use ddbx_tests::{Ddbx, TempDir, cut_of, histories, parse_json, path_str, progs};
+use ddbx_wire::Record;
+use std::path::Path;
+
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
+
+/// The value lines of `actor`'s history that record signal deliveries, with the number of
+/// events before each.
+fn deliveries(rec: &Path, actor: &str) -> Vec<(usize, String)> {
+    let text = std::fs::read_to_string(rec.join(format!("history/{actor}.ron"))).unwrap();
+    let mut events = 0;
+    let mut found = Vec::new();
+    for line in text.lines().skip(1) {
+        if line.starts_with("~g") || line.starts_with("~G") || line.starts_with("~w") {
+            found.push((events, line.to_string()));
+        } else if !line.starts_with('~') {
+            events += 1;
+        }
+    }
+    found
+}
+
+/// `sig_order MODE`: the timer's SIGCHLD lands among the client's messages at another place
+/// in every native run; each replay prints the record's place, five times out of five.
+fn sigchld_among_receives(mode: &str) {
+    let program = progs().join("sig_order");
+    let (tmp, recorded) = DDBX.race(&program, &[mode], 3);
+    let rec = tmp.join("rec");
+    let noted = deliveries(&rec, "p1");
+    if mode == "reap" {
+        // Each of the four children's ends (or several at once), and the outcome of every
+        // non-blocking wait of the handler (`~wN`: child N; `~w0`: none yet).
+        assert!(noted.iter().any(|(_, l)| l.starts_with("~w")), "{noted:?}");
+    } else {
+        // The timer's SIGCHLD and the client's (during the last waitpid), both inside a
+        // hooked call: a poll, a receive, or the wait.
+        assert_eq!(noted.len(), 2, "{mode}: {noted:?}");
+        // (`~g`: during a hooked call, `~G`: in computation, which happens too.)
+        let sigchld_of = |l: &str| l.replacen("~G", "~g", 1);
+        assert_eq!(
+            sigchld_of(&noted[0].1),
+            "~g17@2",
+            "the timer's end: {noted:?}"
+        );
+        assert_eq!(
+            sigchld_of(&noted[1].1),
+            "~g17@1",
+            "the client's end: {noted:?}"
+        );
+    }
+    // Each replay's own history has the deliveries, in the record's order, where the
+    // record's has them; a line of a delivery during a hooked call may come one event later
+    // (the record writes it with the next event's line even when the signal came after the
+    // real call returned; replay delivers it before the call returns, and writes it after).
+    for i in 1..=3 {
+        let replayed = deliveries(&tmp.join(&format!("replay{i}")), "p1");
+        let lines = |d: &[(usize, String)]| d.iter().map(|(_, l)| l.clone()).collect::<Vec<_>>();
+        assert_eq!(lines(&replayed), lines(&noted), "replay {i}");
+        for ((at, line), (was, _)) in replayed.iter().zip(&noted) {
+            let late_ok = line.starts_with("~g") || line.starts_with("~w");
+            assert!(
+                at == was || (late_ok && *at == was + 1),
+                "replay {i}: {line} after {at} events, recorded after {was}: {replayed:?}"
+            );
+        }
+    }
+    // Two more replays: five in all, with race's three.
+    let more = tmp.join("more").join("rec");
+    std::fs::create_dir_all(more.parent().unwrap()).unwrap();
+    std::fs::rename(&rec, &more).unwrap();
+    DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
+}
+
+#[test]
+fn a_sigchld_that_sets_a_flag_and_interrupts_a_poll_replays_where_it_came() {
+    sigchld_among_receives("flag");
+}
+
+#[test]
+fn a_sigchld_under_sa_restart_replays_where_it_came() {
+    sigchld_among_receives("restart");
+}
+
+#[test]
+fn a_sigchld_that_writes_a_self_pipe_replays_where_it_came() {
+    sigchld_among_receives("pipe");
+}
+
+#[test]
+fn a_sigchld_handler_that_reaps_with_wnohang_reaps_what_the_record_reaped() {
+    sigchld_among_receives("reap");
+}
+
+/// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
+fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
+    for attempt in 1..=10 {
+        let rec = tmp.join(&format!("rec{attempt}"));
+        let out = DDBX
+            .record(&rec, &progs().join("sig_order"), &["flag"])
+            .env("DDBX_JITTER", "3")
+            .success();
+        if out.stdout.contains(" 1 interrupted polls") {
+            return rec;
+        }
+    }
+    panic!("sig_order flag: 10 records without an interrupted poll");
+}
+
+#[test]
+fn a_halt_at_the_interrupted_poll_stops_at_inf_and_the_handler_ran_before_it() {
+    let tmp = TempDir::new("signals-halt");
+    let rec = record_with_eintr(&tmp);
+    let h = histories(&rec);
+    let eintr = h["p1"]
+        .iter()
+        .position(|r| matches!(r, Record::Fail { err, .. } if err.0 == libc::EINTR))
+        .unwrap_or_else(|| panic!("no EINTR in {:#?}", h["p1"]));
+    // The delivery's line (`~g17@2`: the end of child 2, the timer) comes right before the
+    // EINTR it caused.
+    assert!(
+        deliveries(&rec, "p1").contains(&(eintr, "~g17@2".to_string())),
+        "{:?}",
+        deliveries(&rec, "p1")
+    );
+    for stop in [eintr + 1, eintr + 2] {
+        let stop = format!("p1:{stop}");
+        let inf = DDBX.json(["inf", path_str(&rec), "--stop-at", &stop, "--json"]);
+        let messages = tmp.join(&format!("halt-{}.json", stop.replace(':', "-")));
+        let out = DDBX
+            .run([
+                "replay",
+                path_str(&rec),
+                "--stop-at",
+                &stop,
+                "--json",
+                "--messages",
+                path_str(&messages),
+            ])
+            .output();
+        let text = std::fs::read_to_string(&messages).unwrap_or_default();
+        let v = parse_json(&text, "ddbx replay --json");
+        assert_eq!(v["outcome"], "halted", "{v}\nstderr:\n{}", out.stderr);
+        assert_eq!(cut_of(&v["cut"]), cut_of(&inf["cut"]), "{v}\ninf: {inf}");
+    }
+}
+
+#[test]
+fn a_recording_made_before_signals_were_recorded_still_replays() {
+    let tmp = TempDir::new("signals-old");
+    let rec = tmp.join("rec");
+    let recorded = DDBX
+        .record(&rec, &progs().join("sig_order"), &["pipe"])
+        .env("DDBX_JITTER", "3")
+        .success();
+    // What an older ddbx wrote: no `signals` in the manifest, no signal lines.
+    let manifest = rec.join("manifest.ron");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains("signals: true"), "{text}");
+    let older: String = text
+        .lines()
+        .filter(|l| l.trim() != "signals: true," && l.trim() != "signals: true")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&manifest, older).unwrap();
+    for entry in std::fs::read_dir(rec.join("history")).unwrap() {
+        let path = entry.unwrap().path();
+        let kept: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("~g") && !l.starts_with("~G") && !l.starts_with("~w"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&path, kept).unwrap();
+    }
+    // Signals come when they come: the program still runs to its end (the self-pipe makes
+    // its output independent of where).
+    let replayed = DDBX.run(["replay", path_str(&rec)]).output();
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert!(
+        replayed.stdout.starts_with("signal after "),
+        "{}",
+        recorded.stdout
+    );
+}

@@ -1,0 +1,204 @@
+//! Non-blocking waits (`WNOHANG`): which child, if any, a wait returned depends on when each
+//! child ended, and a SIGCHLD handler's `waitpid(-1, WNOHANG)` loop decides from it (nginx's
+//! master, postgres's postmaster, gunicorn's arbiter). Record logs the outcome as a value line
+//! (`~w3`: child number 3; `~w0`: none yet); replay waits for exactly that child (blocking)
+//! or returns 0 without asking the kernel, so the handler reaps what the record's reaped.
+//! Children are named by their number (as in `Fork`), which this image learns at each fork.
+//!
+//! A wait the record did not log (more waits in replay than in the record, a child this image
+//! did not fork) is made as asked.
+
+use super::active;
+use super::values::values_ld;
+use crate::guard::Guard;
+use crate::{real, record, replay, signals, sys};
+use ddbx_wire::manifest::ExitStatus;
+use ddbx_wire::proto::Mode;
+use libc::{c_int, pid_t};
+
+/// After a fork returned `pid` in this image: remembers the child's number. Returns `pid`.
+pub fn forked(pid: pid_t) -> pid_t {
+    if pid > 0
+        && let Some(ld) = crate::ld::running()
+        && ld.fork_index > 0
+    {
+        crate::signals::add_kid(pid, ld.fork_index);
+    }
+    pid
+}
+
+/// A wait for `pid` (as waitpid takes it) with `options`; `call(pid, options)` makes the real
+/// one. Async-signal-safe (a SIGCHLD handler that interrupted a hook waits from inside it):
+/// the outcome is noted in the LD's signal-safe ring and replay takes it from an atomic plan
+/// (`preload/src/signals.rs`).
+pub fn wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pid_t) -> pid_t {
+    if options & libc::WNOHANG == 0
+        || !values_ld().is_some_and(|ld| ld.mode == Mode::Record || ld.mode == Mode::Replay)
+    {
+        return call(pid, options);
+    }
+    match signals::mode() {
+        signals::RECORD => {
+            let r = call(pid, options);
+            let child = match r {
+                0 => Some(0),
+                p if p > 0 => Some(signals::kid_index(p)).filter(|i| *i > 0),
+                _ => None,
+            };
+            if let Some(child) = child {
+                signals::note_reaped(child);
+            }
+            r
+        }
+        signals::REPLAY => {
+            let events = crate::ld::running().map_or(0, |ld| ld.events());
+            let Some(child) = signals::take_planned_wait(events) else {
+                return call(pid, options);
+            };
+            signals::note_reaped(child);
+            if child == 0 {
+                return 0;
+            }
+            match signals::kid_pid(child) {
+                // The recorded child, however long it takes to end.
+                Some(kid) => call(kid, options & !libc::WNOHANG),
+                None => call(pid, options),
+            }
+        }
+        _ => call(pid, options),
+    }
+}
+
+/// Whether a wait made inside the guard is the program's (its signal handler, run inside a
+/// hook it interrupted), not the LD's own.
+fn programs(inside: bool) -> bool {
+    !inside || signals::in_program_handler()
+}
+
+/// waitpid(2).
+///
+/// # Safety
+/// Called by the program in place of libc's, with arguments valid for it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+    let guard = Guard::enter();
+    if !programs(guard.is_none()) {
+        // SAFETY: the caller's arguments.
+        return unsafe { real::waitpid(pid, status, options) };
+    }
+    if guard.is_some() {
+        before_wait(options);
+    }
+    let mut own = 0;
+    let status = status_word(status, &mut own);
+    // SAFETY: `status` is the program's int (waitpid's contract) or ours.
+    let r = wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
+    if guard.is_none() {
+        return r;
+    }
+    // SAFETY: `status` is the word the wait just filled.
+    unsafe { waited(r, status, options) }
+}
+
+/// wait4(2).
+///
+/// # Safety
+/// Called by the program in place of libc's, with arguments valid for it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn wait4(
+    pid: pid_t,
+    status: *mut c_int,
+    options: c_int,
+    usage: *mut libc::rusage,
+) -> pid_t {
+    let guard = Guard::enter();
+    if !programs(guard.is_none()) {
+        // SAFETY: the caller's arguments.
+        return unsafe { real::wait4(pid, status, options, usage) };
+    }
+    if guard.is_some() {
+        before_wait(options);
+    }
+    let mut own = 0;
+    let status = status_word(status, &mut own);
+    // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
+    let r = wait(pid, options, |p, o| unsafe {
+        real::wait4(p, status, o, usage)
+    });
+    if guard.is_none() {
+        return r;
+    }
+    // SAFETY: `status` is the word the wait just filled.
+    unsafe { waited(r, status, options) }
+}
+
+/// wait3(2): wait4 of any child.
+///
+/// # Safety
+/// Called by the program in place of libc's, with arguments valid for it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn wait3(
+    status: *mut c_int,
+    options: c_int,
+    usage: *mut libc::rusage,
+) -> pid_t {
+    // SAFETY: the caller's arguments.
+    unsafe { wait4(-1, status, options, usage) }
+}
+
+/// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
+/// actor's next event needs (its children's exits, for its own exit) is under way.
+pub(super) fn before_wait(options: c_int) {
+    if options & libc::WNOHANG != 0 {
+        return;
+    }
+    if let Some(ld) = active()
+        && ld.mode == Mode::Replay
+    {
+        replay::process::before_wait(ld);
+    }
+}
+
+/// After a wait that returned `child`, which ended with `status` (`None`: it did not
+/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
+pub(super) fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
+    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
+        return;
+    }
+    if let Some(status) = status
+        && let Some(ld) = active()
+    {
+        record::process::reaped(ld, child, Some(status));
+    }
+}
+
+/// How a child ended, from the status word of a wait (`None`: stopped or continued).
+fn ended(s: c_int) -> Option<ExitStatus> {
+    if libc::WIFEXITED(s) {
+        Some(ExitStatus::Exited(libc::WEXITSTATUS(s)))
+    } else if libc::WIFSIGNALED(s) {
+        Some(ExitStatus::Signaled(libc::WTERMSIG(s)))
+    } else {
+        None
+    }
+}
+
+/// The status word a wait fills: the program's, or ours when it passed null (a child's end is
+/// needed either way).
+pub(super) fn status_word(status: *mut c_int, own: &mut c_int) -> *mut c_int {
+    if status.is_null() { own } else { status }
+}
+
+/// The end of a wait that returned `r` (a child's pid when > 0), keeping errno.
+///
+/// # Safety
+/// `status` must be the status word the wait just filled.
+pub(super) unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
+    if r > 0 {
+        let err = sys::errno();
+        // SAFETY: as the caller promises.
+        after_wait(options, r, ended(unsafe { *status }));
+        sys::set_errno(err);
+    }
+    r
+}

@@ -1,0 +1,197 @@
+//! Replay of asynchronous signals: the program's handler runs where the record ran it.
+//!
+//! The record noted each delivery as a value line in the gap between two events, saying
+//! whether it came inside a hooked call (a blocking call it interrupted, the LD's own work) or
+//! in the program's computation (`ddbx_wire::history::value`). In replay the kernel calls the
+//! LD's handler when the signal really arrives; it keeps the arrival (`preload/src/signals.rs`)
+//! and the program's handler runs at the recorded place:
+//!
+//! * **at once**, when the arrival comes where the record's delivery is due (the actor has
+//!   executed as many events as the record had), whatever the program is doing then: blocked
+//!   in a call ddbx passes through (a read of its self-pipe, `sigsuspend`, `pause`), in its
+//!   computation, or in a replayed call;
+//! * otherwise **at the entry of the next event** once it is due ([`at_gate`]): an arrival
+//!   that came too early waits for it, and an event whose gap has a delivery waits for the
+//!   signal to arrive. The call that follows comes out as recorded: the EINTR the record's
+//!   interrupted call returned, or its result where SA_RESTART restarted it.
+//!
+//! A signal that arrives where the record had no delivery of it is kept for ever (a timer that
+//! fired in the replay but not in the record must not decide). A handler the record ran
+//! outside any hooked call runs at the gate with the guard left, so that its calls are
+//! replayed as they were recorded; one the record ran inside a hooked call runs inside the
+//! guard, its calls unrecorded, as they were.
+
+use crate::guard;
+use crate::halting;
+use crate::ld::{self, Ld};
+use crate::signals::{self, Planned};
+use crate::sys;
+use ddbx_wire::history::Record;
+
+/// What [`deliver_due`] stopped at.
+enum Due {
+    /// Nothing is due now.
+    Nothing,
+    /// This delivery is due but its signal has not arrived.
+    Waiting(Planned),
+}
+
+/// Runs the handlers of the recorded deliveries that are due and whose signal has arrived, in
+/// the record's order. `at_gate`: from the entry of an event (else from the LD's handler or
+/// the end of an event, inside the hook).
+fn deliver_due(at_gate: bool, ctx: *mut libc::c_void) -> Due {
+    deliver_due_forcing(at_gate, ctx, 0)
+}
+
+/// [`deliver_due`], delivering the next due delivery of signal `force` even if it has not
+/// arrived.
+fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int) -> Due {
+    if !signals::enter_delivery() {
+        return Due::Nothing;
+    }
+    let due = loop {
+        let Some(p) = signals::next_planned() else {
+            break Due::Nothing;
+        };
+        let events = ld::running().map_or(0, |ld| ld.events());
+        if p.gap > events {
+            break Due::Nothing;
+        }
+        if !at_gate && !p.in_call && guard::inside() {
+            // The record ran it in the program's computation, so its calls were hooked: it
+            // runs as soon as the program is back from the hook it is in.
+            guard::defer();
+            break Due::Nothing;
+        }
+        if !signals::take_arrival(p.sig)
+            && p.sig != force
+            && !child_ended(&p)
+            && !signals::later_arrived(events)
+        {
+            break Due::Waiting(p);
+        }
+        signals::planned_done();
+        let mut info = signals::info_of(p.sig);
+        signals::note(p.sig, p.in_call, p.kid);
+        let Some(d) = signals::disposition(p.sig) else {
+            // The program has let go of its handler since the signal arrived.
+            continue;
+        };
+        let info: *mut libc::siginfo_t = &mut info;
+        let run = || signals::call_handler(p.sig, d, info, ctx);
+        match (at_gate, p.in_call) {
+            (true, false) => guard::outside(run),
+            (false, true) => {
+                let _inside = guard::Guard::enter();
+                run()
+            }
+            _ => run(),
+        }
+    };
+    signals::leave_delivery();
+    due
+}
+
+/// A SIGCHLD need not arrive: several children's ends may come as one arrival (the kernel
+/// keeps one pending SIGCHLD). It is due once the child whose end raised it in the record has
+/// ended (not reaped: that is the handler's), or at once when the record did not know the
+/// child; what its handler can observe, the waits, is replayed on its own
+/// (`preload/src/hooks/nohang.rs`).
+fn child_ended(p: &Planned) -> bool {
+    if p.sig != libc::SIGCHLD {
+        return false;
+    }
+    match signals::kid_pid(p.kid) {
+        Some(pid) if p.kid > 0 => sys::child_ended(pid),
+        _ => true,
+    }
+}
+
+/// From the LD's handler, just after an arrival: delivers what is due.
+pub fn arrival(ctx: *mut libc::c_void) {
+    guard::on_leave(left_hook);
+    deliver_due(false, ctx);
+}
+
+/// The program is back from a hook during which a delivery was due.
+extern "C" fn left_hook() {
+    deliver_due(false, std::ptr::null_mut());
+}
+
+/// At the entry of an event: runs every delivery the record made before it, waiting for each
+/// signal to arrive (while answering the GD). A delivery the record made inside a hooked call
+/// is not waited for here unless the event is the EINTR it caused: the record's signal may
+/// have come during the call, even after its real call returned (the line is written before
+/// the event's), so [`after_event`] waits for it at the end of the event instead.
+pub fn at_gate(ld: &mut Ld) {
+    if signals::mode() != signals::REPLAY {
+        return;
+    }
+    let eintr = matches!(
+        ld.next_record(),
+        Some(Record::Fail { err, .. }) if err.0 == libc::EINTR
+    );
+    settle(ld, true, |p, events| !p.in_call || p.gap < events || eintr);
+}
+
+/// At the end of an event, before the hook returns to the program: a delivery the record made
+/// inside this event's call has come by now.
+pub fn after_event(ld: &mut Ld) {
+    if signals::mode() != signals::REPLAY {
+        return;
+    }
+    guard::on_leave(left_hook);
+    settle(ld, false, |p, events| p.in_call && p.gap < events);
+}
+
+/// How long a due delivery waits for its signal at most (ms). Standard signals coalesce: two
+/// SIGIOs raised while the program had them blocked arrive once, where the record, blocking
+/// them at other moments, saw two. The handler runs at its place either way; the wait only
+/// keeps it after what raised the signal, which the handler's own replayed calls wait for
+/// anyway.
+const MAX_WAIT_MS: u64 = 500;
+
+/// Delivers what is due, waiting for the arrivals that `must` come now.
+fn settle(ld: &mut Ld, at_gate: bool, must: impl Fn(&Planned, u64) -> bool) {
+    let mut waited_ms = 0;
+    let mut force = 0;
+    loop {
+        match deliver_due_forcing(at_gate, std::ptr::null_mut(), force) {
+            Due::Nothing => return,
+            Due::Waiting(p) if must(&p, ld.events()) => {
+                if waited_ms >= MAX_WAIT_MS {
+                    force = p.sig;
+                    waited_ms = 0;
+                    continue;
+                }
+                wait_for(ld, p.sig);
+                waited_ms += WAIT_MS;
+            }
+            Due::Waiting(_) => return,
+        }
+    }
+}
+
+/// One wait of [`wait_for`], in ms.
+const WAIT_MS: u64 = 20;
+
+/// Waits a little for `sig` to arrive (unblocked for the wait, as the record had it unblocked
+/// where it came), or for a message from the GD, which is handled.
+fn wait_for(ld: &mut Ld, sig: libc::c_int) {
+    if !ld.gd_message_buffered() {
+        let old = sys::block_signals(0);
+        sys::set_signal_mask(old & !(1u64 << (sig - 1)));
+        // Not for ever: the arrival may come between the check and the wait.
+        let r = ld.poll_gd(WAIT_MS as libc::c_int);
+        sys::set_signal_mask(old);
+        if r <= 0 {
+            return;
+        }
+    }
+    match ld.receive() {
+        Some(msg) => {
+            halting::control(ld, msg);
+        }
+        None => sys::exit_group(ddbx_wire::exit::DIVERGED),
+    }
+}

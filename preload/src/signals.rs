@@ -1,0 +1,487 @@
+//! Asynchronous signals: the program's handlers, kept behind the LD's own
+//! (`preload/src/hooks/signal.rs`), and what the LD's handler shares with the rest of the LD.
+//!
+//! Everything here is touched from a signal handler, so it is made of atomics only: no
+//! allocation, no lock, no `Ld`. Three tables:
+//!
+//! * the program's disposition of each signal (handler, flags, mask), which the kernel never
+//!   sees: it sees the LD's handler with the program's flags and mask;
+//! * record (and replay, for its own history): the signals whose handler ran, in order, with
+//!   whether the program was inside a hooked call then. A ring the LD empties into value lines
+//!   before the next event's line (`preload/src/ld/journal.rs`);
+//! * replay: the recorded deliveries of this image, in order (the gap and the signal), which
+//!   of them have been delivered, and the signals that really arrived and wait for their
+//!   recorded place (`preload/src/replay/signals.rs`).
+
+use ddbx_wire::history::value::Value;
+use libc::{c_int, siginfo_t};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize};
+
+/// Signals 1 to 64, indexed by number.
+pub const COUNT: usize = 65;
+
+/// The program's handler (`sa_sigaction`) for each signal the LD stands in for; 0: none (the
+/// kernel has the program's own disposition).
+static HANDLER: [AtomicUsize; COUNT] = [const { AtomicUsize::new(0) }; COUNT];
+/// The program's `sa_flags` for it.
+static FLAGS: [AtomicI32; COUNT] = [const { AtomicI32::new(0) }; COUNT];
+/// The program's `sa_mask` for it (signals 1 to 64, bit `sig - 1`).
+static MASK: [AtomicU64; COUNT] = [const { AtomicU64::new(0) }; COUNT];
+
+/// [`crate::ld::Ld::passthrough`] bit (after `hooks::passthrough`'s): a delivery outside any
+/// hooked call.
+pub const PASSTHROUGH_IN_COMPUTATION: u32 = 4;
+/// [`crate::ld::Ld::passthrough`] bit: deliveries the ring had no room for.
+pub const PASSTHROUGH_LOST: u32 = 8;
+
+/// What the LD's handler does: pass the signal on at once.
+pub const PASS: u8 = 0;
+/// Note where it came, then pass it on.
+pub const RECORD: u8 = 1;
+/// Keep it until its recorded place.
+pub const REPLAY: u8 = 2;
+static MODE: AtomicU8 = AtomicU8::new(PASS);
+
+/// The mode of the LD's handler.
+pub fn mode() -> u8 {
+    MODE.load(SeqCst)
+}
+
+/// Sets the mode of the LD's handler (when the LD joins its session).
+pub fn set_mode(mode: u8) {
+    MODE.store(mode, SeqCst);
+}
+
+/// Whether the LD orders deliveries of `sig`: asynchronous signals only. A fault (SIGSEGV,
+/// SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), an abort, a SIGPIPE (raised by the send that
+/// fails, which is itself recorded) and a profiler's tick come where the program is, in every
+/// run.
+pub fn ordered(sig: c_int) -> bool {
+    !matches!(
+        sig,
+        libc::SIGSEGV
+            | libc::SIGBUS
+            | libc::SIGFPE
+            | libc::SIGILL
+            | libc::SIGTRAP
+            | libc::SIGSYS
+            | libc::SIGABRT
+            | libc::SIGPIPE
+            | libc::SIGPROF
+            | libc::SIGVTALRM
+    ) && (1..COUNT as c_int).contains(&sig)
+}
+
+/// The program's disposition of one signal, as the LD keeps it.
+#[derive(Clone, Copy)]
+pub struct Disposition {
+    /// `sa_sigaction` (a function, never SIG_DFL or SIG_IGN here).
+    pub handler: usize,
+    /// `sa_flags`.
+    pub flags: c_int,
+    /// `sa_mask`, signals 1 to 64.
+    pub mask: u64,
+}
+
+/// Remembers the program's handler for `sig` (the kernel gets the LD's).
+pub fn keep(sig: c_int, d: Disposition) {
+    let i = sig as usize;
+    FLAGS[i].store(d.flags, SeqCst);
+    MASK[i].store(d.mask, SeqCst);
+    HANDLER[i].store(d.handler, SeqCst);
+}
+
+/// Forgets the program's handler for `sig` (it set SIG_DFL or SIG_IGN, or SA_RESETHAND did).
+pub fn drop_handler(sig: c_int) {
+    HANDLER[sig as usize].store(0, SeqCst);
+}
+
+/// The program's handler for `sig`, if the LD stands in for one.
+pub fn disposition(sig: c_int) -> Option<Disposition> {
+    let i = usize::try_from(sig).ok().filter(|i| *i < COUNT)?;
+    let handler = HANDLER[i].load(SeqCst);
+    (handler != 0).then(|| Disposition {
+        handler,
+        flags: FLAGS[i].load(SeqCst),
+        mask: MASK[i].load(SeqCst),
+    })
+}
+
+// ---- Deliveries that happened, for the history ----
+
+const NOTES: usize = 256;
+/// A signal: `ended << 32 | sig << 1 | in_call` (`ended`: a child number); a non-blocking
+/// wait's outcome: `WAIT_NOTE | child`. 0: free.
+static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
+static WRITTEN: AtomicUsize = AtomicUsize::new(0);
+static READ: AtomicUsize = AtomicUsize::new(0);
+/// Deliveries not noted because the ring was full (the history misses them).
+static LOST: AtomicU32 = AtomicU32::new(0);
+
+/// The number (as in `Fork`) of the child of this image whose end raised this SIGCHLD (0:
+/// another signal, another cause, or a child this image did not fork).
+pub fn ended_child(sig: c_int, info: *const siginfo_t) -> u32 {
+    if sig != libc::SIGCHLD || info.is_null() {
+        return 0;
+    }
+    // SAFETY: the kernel's siginfo for a SIGCHLD (or one the LD kept from it).
+    let (code, pid) = unsafe { ((*info).si_code, (*info).si_pid()) };
+    match code {
+        libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED => kid_index(pid),
+        _ => 0,
+    }
+}
+
+// ---- This image's children, by number (what `~g17@N` and `~wN` name) ----
+
+const KIDS: usize = 4096;
+/// `pid << 32 | number`, in fork order.
+static KID: [AtomicU64; KIDS] = [const { AtomicU64::new(0) }; KIDS];
+static KIDS_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// A fork of this image returned `pid`, its child number `index`.
+pub fn add_kid(pid: c_int, index: u32) {
+    let n = KIDS_LEN.load(SeqCst);
+    if n < KIDS {
+        KID[n].store((pid as u32 as u64) << 32 | u64::from(index), SeqCst);
+        KIDS_LEN.store(n + 1, SeqCst);
+    }
+}
+
+/// Forgets the children (a forked child has none of its own yet).
+pub fn clear_kids() {
+    KIDS_LEN.store(0, SeqCst);
+}
+
+/// The number of the child with `pid` (0: not a child of this image).
+pub fn kid_index(pid: c_int) -> u32 {
+    (0..KIDS_LEN.load(SeqCst).min(KIDS))
+        .map(|i| KID[i].load(SeqCst))
+        .rev()
+        .find(|v| (v >> 32) as u32 as c_int == pid)
+        .map_or(0, |v| v as u32)
+}
+
+/// The pid of child number `index` (`None`: not a child of this image).
+pub fn kid_pid(index: u32) -> Option<c_int> {
+    (0..KIDS_LEN.load(SeqCst).min(KIDS))
+        .map(|i| KID[i].load(SeqCst))
+        .find(|v| *v as u32 == index)
+        .map(|v| (v >> 32) as u32 as c_int)
+}
+
+/// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `ended`: see
+/// [`ended_child`].
+pub fn note(sig: c_int, in_call: bool, ended: u32) {
+    push_note(u64::from(ended) << 32 | (sig as u64) << 1 | u64::from(in_call));
+}
+
+fn push_note(v: u64) {
+    let at = WRITTEN.load(SeqCst);
+    if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
+        LOST.fetch_add(1, SeqCst);
+        return;
+    }
+    WRITTEN.store(at.wrapping_add(1), SeqCst);
+    NOTE[at % NOTES].store(v, SeqCst);
+}
+
+const WAIT_NOTE: u64 = 1 << 63;
+
+/// A non-blocking wait of the program returned child number `child` (0: none): noted in the
+/// same ring as the deliveries, so that the lines keep their order.
+pub fn note_reaped(child: u32) {
+    push_note(WAIT_NOTE | u64::from(child));
+}
+
+/// What a note says.
+pub enum Note {
+    /// A delivery: signal, in a call, the child whose end raised it.
+    Signal(c_int, bool, Option<u32>),
+    /// A non-blocking wait's outcome.
+    Reaped(u32),
+}
+
+/// The next note, oldest first.
+pub fn next_note() -> Option<Note> {
+    let at = READ.load(SeqCst);
+    if at == WRITTEN.load(SeqCst) {
+        return None;
+    }
+    let v = NOTE[at % NOTES].swap(0, SeqCst);
+    READ.store(at.wrapping_add(1), SeqCst);
+    if v == 0 {
+        return None;
+    }
+    if v & WAIT_NOTE != 0 {
+        return Some(Note::Reaped(v as u32));
+    }
+    let ended = (v >> 32) as u32;
+    Some(Note::Signal(
+        ((v >> 1) & 0x7f) as c_int,
+        v & 1 == 1,
+        (ended != 0).then_some(ended),
+    ))
+}
+
+/// Deliveries the ring had no room for, since the last call.
+pub fn take_lost() -> u32 {
+    LOST.swap(0, SeqCst)
+}
+
+// ---- Replay: the recorded deliveries and the real arrivals ----
+
+const PLAN: usize = 8192;
+/// Each recorded delivery: `gap << 8 | sig << 1 | in_call`, in history order.
+static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
+/// The child number of each planned SIGCHLD's ended child (0: unknown).
+static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
+static PLAN_LEN: AtomicUsize = AtomicUsize::new(0);
+static PLAN_NEXT: AtomicUsize = AtomicUsize::new(0);
+/// Each recorded non-blocking wait: `gap << 32 | child`, in history order.
+static WAITS: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
+static WAITS_LEN: AtomicUsize = AtomicUsize::new(0);
+static WAITS_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// The recorded outcome of the program's next non-blocking wait, after `events` events (a
+/// child number, 0: none), if the record made one there or one event earlier (a handler the
+/// record ran during a call, whose line came before that call's event, runs at the end of the
+/// call in replay, after the event); older waits are dropped.
+pub fn take_planned_wait(events: u64) -> Option<u32> {
+    loop {
+        let i = WAITS_NEXT.load(SeqCst);
+        if i >= WAITS_LEN.load(SeqCst) {
+            return None;
+        }
+        let v = WAITS[i].load(SeqCst);
+        let gap = v >> 32;
+        if gap > events {
+            return None;
+        }
+        if WAITS_NEXT
+            .compare_exchange(i, i + 1, SeqCst, SeqCst)
+            .is_ok()
+            && gap + 1 >= events
+        {
+            return Some(v as u32);
+        }
+    }
+}
+
+/// Real arrivals not delivered yet, per signal.
+static PENDING: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+/// One delivery at a time: the LD's handler does not start one inside another.
+static BUSY: AtomicBool = AtomicBool::new(false);
+
+/// One recorded delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// After this many events.
+    pub gap: u64,
+    /// The signal.
+    pub sig: c_int,
+    /// Whether it came inside a hooked call.
+    pub in_call: bool,
+    /// For a SIGCHLD: the number of the child whose end raised it (0: unknown).
+    pub kid: u32,
+}
+
+/// Replaces the plan with `deliveries` (a new image's history; at most 8,192 are kept, the
+/// rest come when they come) and forgets every arrival (a forked child has none).
+pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
+    PLAN_LEN.store(0, SeqCst);
+    PLAN_NEXT.store(0, SeqCst);
+    let mut n = 0;
+    for p in deliveries.take(PLAN) {
+        PLANNED[n].store(
+            p.gap << 8 | (p.sig as u64) << 1 | u64::from(p.in_call),
+            SeqCst,
+        );
+        PLANNED_KID[n].store(p.kid, SeqCst);
+        n += 1;
+    }
+    for p in &PENDING {
+        p.store(0, SeqCst);
+    }
+    PLAN_LEN.store(n, SeqCst);
+}
+
+/// The next recorded delivery not made yet.
+pub fn next_planned() -> Option<Planned> {
+    let i = PLAN_NEXT.load(SeqCst);
+    if i >= PLAN_LEN.load(SeqCst) {
+        return None;
+    }
+    let v = PLANNED[i].load(SeqCst);
+    Some(Planned {
+        gap: v >> 8,
+        sig: ((v >> 1) & 0x7f) as c_int,
+        in_call: v & 1 == 1,
+        kid: PLANNED_KID[i].load(SeqCst),
+    })
+}
+
+/// Whether the plan was too long to keep and is used up: later arrivals are passed on at once
+/// (otherwise an arrival the record did not see waits for ever, as the record's never came).
+pub fn overflowed() -> bool {
+    let len = PLAN_LEN.load(SeqCst);
+    len == PLAN && PLAN_NEXT.load(SeqCst) >= len
+}
+
+/// Whether a recorded delivery comes before event `events + 1` (a halting replay's actor then
+/// needs what raised it).
+pub fn due(events: u64) -> bool {
+    mode() == REPLAY && next_planned().is_some_and(|p| p.gap <= events)
+}
+
+/// Whether a recorded delivery after the next one, due too (after at most `events` events), is
+/// of a signal that has arrived and waits: then the next one's signal came earlier and was
+/// merged into an earlier arrival (standard signals do not queue), or comes later; either way
+/// it goes first.
+pub fn later_arrived(events: u64) -> bool {
+    let len = PLAN_LEN.load(SeqCst);
+    let next = PLAN_NEXT.load(SeqCst);
+    let Some(first) = next_planned() else {
+        return false;
+    };
+    (next + 1..len)
+        .map(|i| PLANNED[i].load(SeqCst))
+        .take_while(|v| v >> 8 <= events)
+        .map(|v| ((v >> 1) & 0x7f) as usize)
+        .any(|sig| sig != first.sig as usize && PENDING[sig].load(SeqCst) > 0)
+}
+
+/// The next recorded delivery is made.
+pub fn planned_done() {
+    PLAN_NEXT.fetch_add(1, SeqCst);
+}
+
+/// `sig` really arrived (`info` with it) and waits for its place.
+pub fn arrived(sig: c_int, info: *const siginfo_t) {
+    let i = sig as usize;
+    if !info.is_null() {
+        // SAFETY: the kernel's siginfo for this delivery; the slot is only written here and
+        // read by [`info_of`] when a delivery of this signal is made, both on the thread
+        // that handles the program's signals.
+        unsafe { (*INFO.0.get())[i] = MaybeUninit::new(*info) };
+        HAS_INFO[i].store(true, SeqCst);
+    }
+    PENDING[i].fetch_add(1, SeqCst);
+}
+
+/// Takes one real arrival of `sig`, if one is waiting.
+pub fn take_arrival(sig: c_int) -> bool {
+    PENDING[sig as usize]
+        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// The last siginfo that came with `sig` (zeroed but for the number if none did).
+pub fn info_of(sig: c_int) -> siginfo_t {
+    let i = sig as usize;
+    if HAS_INFO[i].load(SeqCst) {
+        // SAFETY: written by [`arrived`] before HAS_INFO was set.
+        return unsafe { (*INFO.0.get())[i].assume_init() };
+    }
+    // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
+    let mut info: siginfo_t = unsafe { std::mem::zeroed() };
+    info.si_signo = sig;
+    info
+}
+
+/// Enters the one delivery at a time; false when one is under way.
+pub fn enter_delivery() -> bool {
+    !BUSY.swap(true, SeqCst)
+}
+
+/// Leaves it.
+pub fn leave_delivery() {
+    BUSY.store(false, SeqCst);
+}
+
+struct Infos(UnsafeCell<[MaybeUninit<siginfo_t>; COUNT]>);
+// SAFETY: see [`arrived`]: one slot per signal, written and read on the thread that takes
+// the program's signals.
+unsafe impl Sync for Infos {}
+static INFO: Infos = Infos(UnsafeCell::new([const { MaybeUninit::uninit() }; COUNT]));
+static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT];
+
+/// Fills the plan from the values of a history just loaded, and takes the signal lines out
+/// of the values (clock reads never take them). `done`: the events the actor executed before
+/// this image (an exec'd image's history goes on from its earlier images'): their deliveries,
+/// and those just before the `Exec` (the earlier image wrote them with it), are not this
+/// image's.
+pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
+    let planned = values.iter().filter_map(|(gap, v)| match v {
+        Value::Signal {
+            sig,
+            in_call,
+            ended,
+        } if *gap > done || done == 0 => Some(Planned {
+            gap: *gap,
+            sig: *sig,
+            in_call: *in_call,
+            kid: ended.unwrap_or(0),
+        }),
+        _ => None,
+    });
+    if ordered {
+        set_plan(planned);
+    } else {
+        set_plan(std::iter::empty());
+    }
+    WAITS_LEN.store(0, SeqCst);
+    WAITS_NEXT.store(0, SeqCst);
+    let mut n = 0;
+    if ordered {
+        for (gap, v) in values.iter() {
+            if let Value::Reaped { child } = v
+                && (*gap > done || done == 0)
+                && n < PLAN
+            {
+                WAITS[n].store(gap << 32 | u64::from(*child), SeqCst);
+                n += 1;
+            }
+        }
+    }
+    WAITS_LEN.store(n, SeqCst);
+    values.retain(|(_, v)| !matches!(v, Value::Signal { .. } | Value::Reaped { .. }));
+    set_mode(if ordered { REPLAY } else { PASS });
+}
+
+/// How many of the program's handlers the LD is running (nested).
+static IN_HANDLER: AtomicU32 = AtomicU32::new(0);
+
+/// Whether the LD is running one of the program's signal handlers now.
+pub fn in_program_handler() -> bool {
+    IN_HANDLER.load(SeqCst) > 0
+}
+
+/// Runs the program's handler `d` for `sig` as the kernel would: with `d.mask` and `sig`
+/// itself (unless SA_NODEFER) blocked, as a one-shot handler with SA_RESETHAND.
+pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut libc::c_void) {
+    if d.flags & libc::SA_RESETHAND != 0 {
+        drop_handler(sig);
+    }
+    let mut block = d.mask;
+    if d.flags & libc::SA_NODEFER == 0 {
+        block |= 1 << (sig - 1);
+    }
+    let old = crate::sys::block_signals(block);
+    IN_HANDLER.fetch_add(1, SeqCst);
+    if d.flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the program registered this function as an SA_SIGINFO handler.
+        let f: extern "C" fn(c_int, *mut siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(d.handler) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: the program registered this function as a plain handler.
+        let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(d.handler) };
+        f(sig);
+    }
+    IN_HANDLER.fetch_sub(1, SeqCst);
+    crate::sys::set_signal_mask(old);
+}
