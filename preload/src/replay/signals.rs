@@ -111,6 +111,28 @@ fn child_ended(p: &Planned) -> bool {
 pub fn arrival(ctx: *mut libc::c_void) {
     guard::on_leave(left_hook);
     deliver_due(false, ctx);
+    deliver_past_the_end(ctx);
+}
+
+/// After the history's last event nothing is left to order a signal against: an arrival that
+/// no delivery of the record waits for runs the program's handler at once. (A `timeout` that
+/// the script's `kill` stops after its last event forwards the signal to its child and ends
+/// by it: its record died before the delivery's line was written, and kept for ever the
+/// signal would leave the replay waiting for a process that never ends.)
+fn deliver_past_the_end(ctx: *mut libc::c_void) {
+    let at_end = ld::running().is_some_and(|ld| ld.next_record().is_none());
+    if !at_end || signals::next_planned().is_some() || !signals::enter_delivery() {
+        return;
+    }
+    for sig in 1..65 {
+        while signals::take_arrival(sig) {
+            if let Some(d) = signals::disposition(sig) {
+                let mut info = signals::info_of(sig);
+                signals::call_handler(sig, d, &mut info, ctx);
+            }
+        }
+    }
+    signals::leave_delivery();
 }
 
 /// The program is back from a hook during which a delivery was due.
@@ -142,6 +164,7 @@ pub fn after_event(ld: &mut Ld) {
     }
     guard::on_leave(left_hook);
     settle(ld, false, |p, events| p.in_call && p.gap < events);
+    deliver_past_the_end(std::ptr::null_mut());
 }
 
 /// How long a due delivery waits for its signal at most (ms). Standard signals coalesce: two
