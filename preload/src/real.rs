@@ -137,6 +137,8 @@ reals! {
     fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int;
     fn kill(pid: pid_t, sig: c_int) -> c_int;
     fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
+    fn sigsuspend(mask: *const sigset_t) -> c_int;
+    fn pause() -> c_int;
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
     fn fileno(stream: *mut libc::FILE) -> c_int;
     fn fileno_unlocked(stream: *mut libc::FILE) -> c_int;

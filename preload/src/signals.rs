@@ -354,6 +354,11 @@ pub fn later_arrived(events: u64) -> bool {
         .any(|sig| sig != first.sig as usize && PENDING[sig].load(SeqCst) > 0)
 }
 
+/// How many recorded deliveries have been made.
+pub fn planned_made() -> usize {
+    PLAN_NEXT.load(SeqCst)
+}
+
 /// The next recorded delivery is made.
 pub fn planned_done() {
     PLAN_NEXT.fetch_add(1, SeqCst);

@@ -1,5 +1,5 @@
-//! Non-blocking waits (`WNOHANG`): which child, if any, a wait returned depends on when each
-//! child ended, and a SIGCHLD handler's `waitpid(-1, WNOHANG)` loop decides from it (nginx's
+//! Non-blocking waits (`WNOHANG`), and blocking waits for any child: which child, if any, a
+//! wait returned depends on when each child ended, and a SIGCHLD handler's `waitpid(-1, WNOHANG)` loop decides from it (nginx's
 //! master, postgres's postmaster, gunicorn's arbiter). Record logs the outcome as a value line
 //! (`~w3`: child number 3; `~w0`: none yet); replay waits for exactly that child (blocking)
 //! or returns 0 without asking the kernel, so the handler reaps what the record's reaped.
@@ -32,7 +32,13 @@ pub fn forked(pid: pid_t) -> pid_t {
 /// the outcome is noted in the LD's signal-safe ring and replay takes it from an atomic plan
 /// (`preload/src/signals.rs`).
 pub fn wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pid_t) -> pid_t {
-    if options & libc::WNOHANG == 0
+    // A blocking wait for one given child returns that child; a blocking wait for any child
+    // returns whichever ended first, which differs from run to run as a WNOHANG's outcome
+    // does (`xargs -P 6` waits for any of its six children, then for none with WNOHANG: in
+    // replay the blocking wait reaped another child than the record's, and the WNOHANG wait
+    // for the record's child then failed with ECHILD).
+    let any_child = pid <= 0;
+    if (options & libc::WNOHANG == 0 && !any_child)
         || !values_ld().is_some_and(|ld| ld.mode == Mode::Record || ld.mode == Mode::Replay)
     {
         return call(pid, options);
@@ -57,6 +63,10 @@ pub fn wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pi
             };
             signals::note_reaped(child);
             if child == 0 {
+                if options & libc::WNOHANG == 0 {
+                    // A blocking wait cannot come out as "none yet": not the record's wait.
+                    return call(pid, options);
+                }
                 return 0;
             }
             match signals::kid_pid(child) {

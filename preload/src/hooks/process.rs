@@ -389,8 +389,11 @@ hook! {
         before_wait(0);
         let mut own = 0;
         let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int (wait's contract) or ours.
-        unsafe { waited(real::wait(status), status, 0) }
+        // SAFETY: `status` is the program's int (wait's contract) or ours: wait is
+        // waitpid(-1, status, 0), whose child is recorded as any child's is.
+        let r = super::nohang::wait(-1, 0, |p, o| unsafe { real::waitpid(p, status, o) });
+        // SAFETY: as above.
+        unsafe { waited(r, status, 0) }
     }
 }
 

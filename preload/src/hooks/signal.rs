@@ -155,3 +155,28 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
     }
     sys::set_errno(saved);
 }
+
+hook! {
+    /// sigsuspend(2): in replay, a delivery that is due and whose signal the LD kept runs
+    /// first, and ends the wait as the handler would have.
+    fn sigsuspend(mask: *const libc::sigset_t) -> c_int {
+        if crate::replay::signals::before_suspend() {
+            sys::set_errno(libc::EINTR);
+            return -1;
+        }
+        // SAFETY: the program's mask, valid for sigsuspend(2).
+        unsafe { real::sigsuspend(mask) }
+    }
+}
+
+hook! {
+    /// pause(2): as sigsuspend.
+    fn pause() -> c_int {
+        if crate::replay::signals::before_suspend() {
+            sys::set_errno(libc::EINTR);
+            return -1;
+        }
+        // SAFETY: no arguments.
+        unsafe { real::pause() }
+    }
+}

@@ -119,20 +119,38 @@ pub fn arrival(ctx: *mut libc::c_void) {
 /// the script's `kill` stops after its last event forwards the signal to its child and ends
 /// by it: its record died before the delivery's line was written, and kept for ever the
 /// signal would leave the replay waiting for a process that never ends.)
-fn deliver_past_the_end(ctx: *mut libc::c_void) {
+fn deliver_past_the_end(ctx: *mut libc::c_void) -> bool {
     let at_end = ld::running().is_some_and(|ld| ld.next_record().is_none());
     if !at_end || signals::next_planned().is_some() || !signals::enter_delivery() {
-        return;
+        return false;
     }
+    let mut ran = false;
     for sig in 1..65 {
         while signals::take_arrival(sig) {
             if let Some(d) = signals::disposition(sig) {
                 let mut info = signals::info_of(sig);
                 signals::call_handler(sig, d, &mut info, ctx);
+                ran = true;
             }
         }
     }
     signals::leave_delivery();
+    ran
+}
+
+/// Before the program waits for a signal (`sigsuspend`, `pause`: calls that are not events,
+/// from inside their hook): runs the handlers of the deliveries that are due and whose signal
+/// has already arrived. True if one ran: the wait is over, as a handler ends it (the arrival
+/// was kept by the LD, so the real wait would never see it; a shell's `wait` builtin slept
+/// for ever in sigsuspend with its children's SIGCHLDs kept).
+pub fn before_suspend() -> bool {
+    if signals::mode() != signals::REPLAY {
+        return false;
+    }
+    let made = signals::planned_made();
+    deliver_due(true, std::ptr::null_mut());
+    let past = deliver_past_the_end(std::ptr::null_mut());
+    past || signals::planned_made() != made
 }
 
 /// The program is back from a hook during which a delivery was due.
