@@ -15,6 +15,7 @@
 //! it is closed or replaced. A description lives while some fd of this process refers to it.
 
 pub mod epoll;
+pub mod pipes;
 
 use libc::c_int;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
@@ -37,7 +38,8 @@ pub const KNOWN: u16 = 1;
 pub const STREAM: u16 = 2;
 /// Another kind of socket (UDP, netlink, …): passed through.
 pub const OTHER_SOCKET: u16 = 4;
-/// A pipe or FIFO: passed through.
+/// A pipe or FIFO: passed through, unless [`STREAM`] is set too (a pipe made by a recorded
+/// process, `pipes.rs`): then it is a channel end, recorded.
 pub const PIPE: u16 = 8;
 /// A listening socket.
 pub const LISTENING: u16 = 16;

@@ -104,6 +104,7 @@ impl Recording {
                 problem: None,
                 env_left_out: Vec::new(),
                 closes: true,
+                pipes: true,
             },
             histories,
             warnings: Vec::new(),

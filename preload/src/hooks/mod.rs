@@ -7,6 +7,7 @@
 //! entry points too: they live in `process.rs`.
 
 pub mod io;
+pub mod pipe;
 pub mod probe;
 pub mod process;
 pub mod signal;
@@ -44,6 +45,8 @@ pub mod passthrough {
     pub const PIPE: u32 = 1;
     /// Datagram and other non-stream sockets.
     pub const OTHER_SOCKET: u32 = 2;
+    /// Pipes of the session used by a thread other than the actor's.
+    pub const PIPE_THREAD: u32 = 4;
 }
 
 use crate::fds;
@@ -63,6 +66,19 @@ pub fn active() -> Option<&'static mut Ld> {
 /// what passes through unrecorded).
 pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     let kind = fds::kind(fd);
+    if kind & (fds::STREAM | fds::PIPE) == fds::STREAM | fds::PIPE && kind & fds::OURS == 0 {
+        // A pipe of the session: recorded from the actor's thread; another thread's use of it
+        // passes through (reported), as pipes did before they were channels.
+        let ld = active()?;
+        if ld.is_io_thread() {
+            return Some(ld);
+        }
+        ld.passthrough(
+            passthrough::PIPE_THREAD,
+            "pipes: data read from and written to pipes by a second thread",
+        );
+        return None;
+    }
     if kind & fds::STREAM != 0 && kind & fds::OURS == 0 {
         let ld = active()?;
         ld.check_thread();
@@ -72,7 +88,7 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
         if let Some(ld) = active() {
             ld.passthrough(
                 passthrough::PIPE,
-                "pipes: data read from and written to pipes",
+                "pipes from outside the session: data read from and written to them",
             );
         }
     } else if kind & fds::OTHER_SOCKET != 0

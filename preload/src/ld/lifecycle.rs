@@ -77,6 +77,11 @@ pub fn start() -> Option<Joined> {
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
     };
     let first = ld.join(claim)?;
+    if ld.records_pipes()
+        && let Some(pipes) = getenv(env::PIPES)
+    {
+        fds::pipes::adopt(&pipes);
+    }
     Some(Joined { ld, first })
 }
 
@@ -379,6 +384,7 @@ impl Ld {
             held: Vec::new(),
             external_connects: plan.external_connects,
             closes: plan.closes,
+            pipes: plan.pipes,
             owed: plan.owed,
             observe: plan
                 .observe

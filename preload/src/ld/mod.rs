@@ -183,6 +183,8 @@ pub struct ReplayState {
     pub held: Vec<HeldBytes>,
     /// The history has a `Close` event wherever the process let go of a stream socket.
     pub closes: bool,
+    /// The history records pipes (`Pipe` events, their reads, writes and ready sets).
+    pub pipes: bool,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).
@@ -352,6 +354,15 @@ impl Ld {
     /// Claims the next child number (fork or posix_spawn).
     pub fn next_child(&mut self) -> u32 {
         self.progress().children.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether pipes made by the session's processes are channels here: always in a record; in
+    /// a replay when its recording has them.
+    pub fn records_pipes(&self) -> bool {
+        match &self.replay {
+            None => self.mode == Mode::Record,
+            Some(r) => r.pipes,
+        }
     }
 
     /// Replay: the next record this actor must produce, if the history has one.

@@ -311,6 +311,16 @@ impl BindingWalk<'_> {
                         fds.insert(f, End { channel, side });
                     }
                 }
+                Record::Pipe { read_fd, write_fd } => {
+                    // A one-way channel: its write end sends as a connector would, its read
+                    // end receives as the acceptor.
+                    let channel = self.next_pair;
+                    self.next_pair += 1;
+                    for (f, side) in [(*write_fd, Side::Connector), (*read_fd, Side::Acceptor)] {
+                        self.let_go(&mut fds, &mut unused, f, here);
+                        fds.insert(f, End { channel, side });
+                    }
+                }
                 Record::Shutdown {
                     fd, how, err: None, ..
                 } if how.ends_sending() => {
@@ -463,6 +473,10 @@ fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
             Record::Pair { fd, peer_fd } => {
                 add(*fd, Role::Stream);
                 add(*peer_fd, Role::Stream);
+            }
+            Record::Pipe { read_fd, write_fd } => {
+                add(*read_fd, Role::Stream);
+                add(*write_fd, Role::Stream);
             }
             Record::Fail {
                 call: Call::Accept,

@@ -248,6 +248,17 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         err: Option<Errno>,
     },
+    /// A pipe (pipe(2), pipe2(2)): a one-way channel whose two ends this actor made at once,
+    /// read through `read_fd` and written through `write_fd`, both inherited by the children it
+    /// forks and by the programs it execs (a shell's `a | b`, `$(…)`). Its bytes are numbered
+    /// like a connection's from its write end to its read end, and the end of the stream on the
+    /// read end needs every writer's close.
+    Pipe {
+        /// The read end.
+        read_fd: i32,
+        /// The write end.
+        write_fd: i32,
+    },
 }
 
 /// Which directions a [`Record::Shutdown`] shut down.
@@ -301,6 +312,7 @@ impl Record {
             Record::Pair { .. } => "Pair",
             Record::Close { .. } => "Close",
             Record::Shutdown { .. } => "Shutdown",
+            Record::Pipe { .. } => "Pipe",
         }
     }
 
@@ -382,6 +394,7 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::ConnectAgain { .. }
                 | Record::SocketError { .. }
                 | Record::Pair { .. }
+                | Record::Pipe { .. }
                 | Record::Shutdown { .. }
         )
     })

@@ -1,0 +1,46 @@
+//! Pipes made by recorded processes are channels (issue #10, class 6): `Pipe` events, and their
+//! reads, writes, ready sets and closes recorded and forced like a socketpair's.
+//!
+//! `pipe_race` (a parent polls two pipes, or one pipe shared by two writers, written by two
+//! forked children) is shown racy natively, recorded, replayed identically, and halted after
+//! every event of the parent at `ddbx inf`'s cut.
+
+use ddbx_tests::{Ddbx, Histories, histories, progs};
+use ddbx_wire::Record;
+
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
+
+/// How many records of this kind the actor's history has.
+fn count(h: &Histories, actor: &str, kind: &str) -> usize {
+    h[actor].iter().filter(|r| r.kind() == kind).count()
+}
+
+/// `pipe_race args`: racy natively, replayed 3 times with the record's output and histories,
+/// its pipes recorded as channels, and halted after every event of the parent where `ddbx inf`
+/// says.
+fn pipe_race(args: &[&str], pipes: usize) {
+    let program = progs().join("pipe_race");
+    let (tmp, recorded) = DDBX.race(&program, args, 5);
+    assert!(
+        !recorded.stderr.contains("not recorded"),
+        "the session's pipes are recorded: {}",
+        recorded.stderr
+    );
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    assert_eq!(count(&h, "p1", "Pipe"), pipes, "{:?}", h["p1"]);
+    // Every message is a receive of the parent, each write a send of a child.
+    assert!(count(&h, "p1", "Recv") >= 2 + pipes, "{:?}", h["p1"]);
+    assert!(count(&h, "p1", "Ready") >= 2, "{:?}", h["p1"]);
+    for child in ["p2", "p3"] {
+        assert_eq!(count(&h, child, "Send"), 3, "{:?}", h[child]);
+    }
+    for k in 1..=h["p1"].len() {
+        DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
+    }
+}
+
+#[test]
+fn a_parent_polling_two_pipes_replays_and_halts_where_inf_says() {
+    pipe_race(&[], 2);
+}

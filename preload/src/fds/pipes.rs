@@ -1,0 +1,103 @@
+//! Pipes made by recorded processes are channel ends (`Record::Pipe`): their fds carry
+//! [`STREAM`] | [`PAIRED`] | [`PIPE`], so that reads, writes, ready sets and closes on them are
+//! recorded like a socketpair's. A fork keeps that in memory; an exec does not, so the exec'd
+//! image learns which of the pipes it inherits are the session's from `DDBX_PIPES` (fd and
+//! inode of each), which the LD puts in the environment of every exec. A pipe inherited from
+//! outside the session (ddbx's own stdin) is not listed and passes through.
+
+use super::{DESCRIPTIONS, FD_DESCRIPTION, NONBLOCK, OURS, PAIRED, PIPE, STREAM};
+use libc::c_int;
+use std::sync::atomic::Ordering;
+
+/// The bits of one end of a recorded pipe made with pipe2 `flags`.
+pub fn bits(flags: c_int) -> u16 {
+    let nonblock = if flags & libc::O_NONBLOCK != 0 {
+        NONBLOCK
+    } else {
+        0
+    };
+    STREAM | PAIRED | PIPE | nonblock
+}
+
+/// Whether `fd` is an end of a recorded pipe.
+pub fn is_recorded(fd: c_int) -> bool {
+    let k = super::kind(fd);
+    k & (STREAM | PIPE) == STREAM | PIPE && k & OURS == 0
+}
+
+/// The inode of the file open at `fd` and its access mode, if it is a pipe or FIFO.
+fn pipe_inode(fd: c_int) -> Option<(u64, c_int)> {
+    // SAFETY: all-zero is a valid stat; fstat writes into it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is ours.
+    if unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) } != 0 {
+        return None;
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    let mode = crate::sys::fcntl(fd, libc::F_GETFL, 0);
+    (mode >= 0).then_some((st.st_ino, mode))
+}
+
+/// `DDBX_PIPES` for an exec now: every recorded pipe end that the new image keeps (not
+/// `FD_CLOEXEC`), as `fd:inode` separated by commas.
+pub fn for_exec() -> Vec<u8> {
+    let mut out = String::new();
+    for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
+        let Some(d) = slot
+            .load(Ordering::Relaxed)
+            .checked_sub(1)
+            .and_then(|s| DESCRIPTIONS.get(s as usize))
+        else {
+            continue;
+        };
+        let b = d.bits.load(Ordering::Relaxed);
+        if b & (STREAM | PIPE) != STREAM | PIPE || b & OURS != 0 {
+            continue;
+        }
+        let fd = fd as c_int;
+        let cloexec = crate::sys::fcntl(fd, libc::F_GETFD, 0);
+        if cloexec < 0 || cloexec & libc::FD_CLOEXEC != 0 {
+            continue;
+        }
+        if let Some((ino, _)) = pipe_inode(fd) {
+            if !out.is_empty() {
+                out.push(',');
+            }
+            out.push_str(&format!("{fd}:{ino}"));
+        }
+    }
+    out.into_bytes()
+}
+
+/// At the start of an exec'd image: the pipe ends `DDBX_PIPES` lists (`value`) that are still
+/// the same pipes become recorded channel ends; fds on the same end of the same pipe share one
+/// description, as they did before the exec.
+pub fn adopt(value: &[u8]) {
+    let text = String::from_utf8_lossy(value);
+    // (inode, access mode, the first fd adopted on that end).
+    let mut ends: Vec<(u64, c_int, c_int)> = Vec::new();
+    for item in text.split(',') {
+        let Some((fd, ino)) = item.split_once(':') else {
+            continue;
+        };
+        let (Ok(fd), Ok(ino)) = (fd.parse::<c_int>(), ino.parse::<u64>()) else {
+            continue;
+        };
+        let Some((found, mode)) = pipe_inode(fd) else {
+            continue;
+        };
+        if found != ino || super::is_ours(fd) {
+            continue;
+        }
+        let access = mode & libc::O_ACCMODE;
+        match ends.iter().find(|e| e.0 == ino && e.1 == access) {
+            Some(&(_, _, first)) => super::dup(first, fd),
+            None => {
+                super::set(fd, bits(mode));
+                ends.push((ino, access, fd));
+            }
+        }
+    }
+}
