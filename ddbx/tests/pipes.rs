@@ -6,7 +6,6 @@
 //! every event of the parent at `ddbx inf`'s cut.
 
 use ddbx_tests::{Ddbx, Histories, histories, progs};
-use ddbx_wire::Record;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
@@ -43,4 +42,11 @@ fn pipe_race(args: &[&str], pipes: usize) {
 #[test]
 fn a_parent_polling_two_pipes_replays_and_halts_where_inf_says() {
     pipe_race(&[], 2);
+}
+
+#[test]
+fn two_writers_sharing_one_pipe_replay_and_halt_where_inf_says() {
+    // Which child's message the parent reads first is decided by which child wrote first:
+    // each write records its turn among the pipe's writes, and replay keeps that order.
+    pipe_race(&["shared"], 1);
 }

@@ -96,6 +96,14 @@ impl DescriptionId {
         (self.slot as u64) << 32 | self.generation as u64
     }
 
+    /// The id whose [`DescriptionId::key`] is `key`.
+    pub fn from_key(key: u64) -> DescriptionId {
+        DescriptionId {
+            slot: (key >> 32) as u32,
+            generation: key as u32,
+        }
+    }
+
     /// Whether some fd still refers to this description.
     pub fn is_live(self) -> bool {
         DESCRIPTIONS.get(self.slot as usize).is_some_and(|d| {

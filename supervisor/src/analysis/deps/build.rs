@@ -343,10 +343,12 @@ impl BindingWalk<'_> {
                 Record::Fork { index } | Record::Spawn { index } => {
                     self.snapshots.insert((a, *index), fds.clone());
                 }
-                Record::Send { fd, n, .. } => {
+                Record::Send { fd, n, turn, .. } => {
                     if let Some(end) = fds.get(fd) {
                         let stream = self.stream(end.channel, end.outgoing());
-                        stream.sends.push(StreamUse::of(here, *n));
+                        let mut send = StreamUse::of(here, *n);
+                        send.turn = *turn;
+                        stream.sends.push(send);
                     }
                 }
                 Record::Recv { fd, n, .. } => {

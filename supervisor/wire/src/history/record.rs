@@ -168,6 +168,11 @@ pub enum Record {
         /// The bytes, when the peer is outside the session (checked by replay).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<Data>,
+        /// On a pipe of the session: how many writes into that pipe came before this one,
+        /// whoever made them (several processes may share a write end: replay makes them write
+        /// in this order).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<u64>,
     },
     /// A socket call that failed (other than a receive finding no data).
     Fail {
