@@ -5,7 +5,8 @@
 //! forked children) is shown racy natively, recorded, replayed identically, and halted after
 //! every event of the parent at `ddbx inf`'s cut.
 
-use ddbx_tests::{Ddbx, Histories, histories, progs};
+use ddbx_tests::{Ddbx, Histories, histories, progs, workspace};
+use ddbx_wire::Record;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
@@ -49,4 +50,56 @@ fn two_writers_sharing_one_pipe_replay_and_halt_where_inf_says() {
     // Which child's message the parent reads first is decided by which child wrote first:
     // each write records its turn among the pipe's writes, and replay keeps that order.
     pipe_race(&["shared"], 1);
+}
+
+/// The actor whose history execs `program`.
+fn actor_running(h: &Histories, program: &str) -> String {
+    h.iter()
+        .find(|(_, records)| {
+            records.iter().any(
+                |r| matches!(r, Record::Exec { argv, .. } if argv.first().is_some_and(|a| a == program)),
+            )
+        })
+        .map(|(actor, _)| actor.clone())
+        .unwrap_or_else(|| panic!("no actor execs {program}: {:?}", h.keys()))
+}
+
+#[test]
+fn a_script_with_concurrent_writers_into_one_pipe_replays_and_halts_where_inf_says() {
+    // `seq | xargs -P 4 sh -c 'echo …' | cat -n`: the shell makes the pipes, its children
+    // inherit them across fork and exec (DDBX_PIPES), and eight writers share the pipe into
+    // `cat -n`, which numbers the lines in the order the pipe took them.
+    let script = workspace().join("tests/real/pipe_writers.sh");
+    let (tmp, recorded) = DDBX.race(&script, &[], 5);
+    // The one pipe left out is the test's own, on which the script prints its output.
+    for line in recorded
+        .stderr
+        .lines()
+        .filter(|l| l.contains("not recorded"))
+    {
+        assert!(
+            line.contains("pipes from outside the session"),
+            "the script's own pipes are recorded: {}",
+            recorded.stderr
+        );
+    }
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    let turns = h
+        .values()
+        .flatten()
+        .filter(|r| matches!(r, Record::Send { turn: Some(_), .. }))
+        .count();
+    assert!(
+        turns >= 24,
+        "every line written is a write in turn ({turns})"
+    );
+    let cat = actor_running(&h, "cat");
+    assert!(count(&h, &cat, "Recv") >= 2, "{:?}", h[&cat]);
+    // Halts inside the reader: the writers it needs run to their writes, and nobody else
+    // runs past the cut (bystanders included).
+    let events = h[&cat].len();
+    for k in [3, events / 2, events - 1] {
+        DDBX.halts_where_inf_says(&rec, &format!("{cat}.events >= {k}"));
+    }
 }

@@ -32,6 +32,7 @@ pub fn start() {
         return;
     };
     first_event(&mut ld, &first);
+    let pipes = ld.records_pipes();
     // SAFETY: registering handlers that are plain functions of this library, which stays
     // loaded for the life of the process.
     unsafe {
@@ -43,6 +44,9 @@ pub fn start() {
         on_exit_register(at_exit, std::ptr::null_mut());
     }
     ld::install(ld);
+    if pipes {
+        super::stdio::wrap_standard_streams();
+    }
 }
 
 /// The image's first event (`Start`, or `Exec`), by mode.
@@ -93,6 +97,8 @@ unsafe extern "C" {
 
 /// Our exit handler (on_exit).
 extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
+    // What the program's streams still buffer is written now, as recorded writes.
+    super::stdio::flush_streams();
     exiting(status);
 }
 
@@ -396,9 +402,12 @@ fn before_wait(options: c_int) {
 }
 
 /// After a wait that returned `child`, which ended with `status` (`None`: it did not
-/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
+/// terminate): the GD is told which child a wait reaped, and how it ended. A `WNOHANG` wait
+/// that found a child ended counts too: what the program does next may rest on it (xargs -P
+/// reaps its finished children so before it blocks for one, and a halting replay must let
+/// that child end).
 fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
-    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
+    if child <= 0 || options & libc::WNOWAIT != 0 {
         return;
     }
     if let Some(status) = status

@@ -275,6 +275,7 @@ hook! {
         let r = unsafe { real::dup(fd) };
         if r >= 0 {
             fds::dup(fd, r);
+            dup_event(fd, r);
         }
         r
     }
@@ -291,6 +292,27 @@ fn dup_over(old: c_int, new: c_int, call: impl FnOnce() -> c_int) -> c_int {
     match lets_go {
         Some(ld) => let_go(ld, new, call),
         None => call(),
+    }
+}
+
+/// `new` was just made to refer to what `old` refers to: on a channel end, that is a `Dup`
+/// event (in recordings that have them: those that record pipes), so that the analysis knows
+/// which channel the new number is (a shell's `dup2(pipe, 1)` before an exec).
+fn dup_event(old: c_int, new: c_int) {
+    let kind = fds::kind(new);
+    if old == new || kind & fds::STREAM == 0 || kind & (fds::LISTENING | fds::OURS) != 0 {
+        return;
+    }
+    let Some(ld) = active().filter(|ld| ld.records_pipes() && ld.is_io_thread()) else {
+        return;
+    };
+    let rec = ddbx_wire::Record::Dup {
+        fd: old,
+        new_fd: new,
+    };
+    match ld.mode {
+        Mode::Record => ld.emit(&rec),
+        Mode::Replay => replay::socket::dup(ld, &rec),
     }
 }
 
@@ -314,6 +336,7 @@ hook! {
         let r = dup_over(old, new, || unsafe { real::dup2(old, new) });
         if r >= 0 && old != new {
             fds::dup(old, r);
+            dup_event(old, r);
         }
         r
     }
@@ -327,6 +350,7 @@ hook! {
         let r = dup_over(old, new, || unsafe { real::dup3(old, new, flags) });
         if r >= 0 {
             fds::dup(old, r);
+            dup_event(old, r);
         }
         r
     }
@@ -343,7 +367,10 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         return r;
     }
     match cmd {
-        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => fds::dup(fd, r),
+        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
+            fds::dup(fd, r);
+            dup_event(fd, r);
+        }
         libc::F_SETFL => {
             if arg as c_int & libc::O_NONBLOCK != 0 {
                 fds::update(fd, fds::NONBLOCK, 0);

@@ -320,3 +320,9 @@ pub fn before_pipe(ld: &mut Ld) {
 pub fn after_pair(ld: &mut Ld, observed: &Record) {
     cursor::advance(ld, observed);
 }
+
+/// A dup of a channel end made `observed` (its `Dup` event; the dup is made already).
+pub fn dup(ld: &mut Ld, observed: &Record) {
+    cursor::follow_exactly(ld, observed);
+    cursor::advance(ld, observed);
+}

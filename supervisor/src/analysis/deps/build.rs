@@ -300,7 +300,23 @@ impl BindingWalk<'_> {
                     self.let_go(&mut fds, &mut unused, *new_fd, here);
                     bind(&mut fds, *new_fd, self.ends.get(&here));
                 }
-                Record::Close { fd } => self.let_go(&mut fds, &mut unused, *fd, here),
+                Record::Close { fd } => {
+                    // The process's last fd on that end: any other number bound to it was
+                    // closed unrecorded before.
+                    let end = fds.get(fd).copied();
+                    self.let_go(&mut fds, &mut unused, *fd, here);
+                    fds.retain(|_, e| Some(*e) != end);
+                }
+                Record::Dup { fd, new_fd } if fd != new_fd => {
+                    // A dup over the last fd on another end wrote its `Close` first.
+                    let end = fds.get(fd).copied();
+                    fds.remove(new_fd);
+                    unused.remove(new_fd);
+                    if let Some(end) = end {
+                        unused.remove(fd);
+                        fds.insert(*new_fd, end);
+                    }
+                }
                 Record::Pair { fd, peer_fd } => {
                     // Both ends of a new channel, made here: the first end sends as a
                     // connector would.

@@ -264,6 +264,14 @@ pub enum Record {
         /// The write end.
         write_fd: i32,
     },
+    /// `new_fd` now refers to the channel end `fd` refers to (dup, dup2, dup3, `F_DUPFD`): how
+    /// a shell puts a pipe's end on a child's stdin or stdout before the exec.
+    Dup {
+        /// The channel end duplicated.
+        fd: i32,
+        /// The new fd.
+        new_fd: i32,
+    },
 }
 
 /// Which directions a [`Record::Shutdown`] shut down.
@@ -318,6 +326,7 @@ impl Record {
             Record::Close { .. } => "Close",
             Record::Shutdown { .. } => "Shutdown",
             Record::Pipe { .. } => "Pipe",
+            Record::Dup { .. } => "Dup",
         }
     }
 
