@@ -47,6 +47,8 @@ pub mod passthrough {
     pub const OTHER_SOCKET: u32 = 2;
     /// Pipes of the session used by a thread other than the actor's.
     pub const PIPE_THREAD: u32 = 4;
+    /// FIFOs opened by path.
+    pub const FIFO: u32 = 8;
 }
 
 use crate::fds;
@@ -85,11 +87,20 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
         return Some(ld);
     }
     if kind & fds::PIPE != 0 {
-        if let Some(ld) = active() {
-            ld.passthrough(
-                passthrough::PIPE,
-                "pipes from outside the session: data read from and written to them",
-            );
+        if let Some(ld) = active()
+            && !ld.has_reported(passthrough::PIPE | passthrough::FIFO)
+        {
+            if is_named_fifo(fd) {
+                ld.passthrough(
+                    passthrough::FIFO,
+                    "FIFOs (named pipes): data read from and written to them",
+                );
+            } else {
+                ld.passthrough(
+                    passthrough::PIPE,
+                    "pipes from outside the session: data read from and written to them",
+                );
+            }
         }
     } else if kind & fds::OTHER_SOCKET != 0
         && let Some(ld) = active()
@@ -100,4 +111,22 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
         );
     }
     None
+}
+
+/// Whether the pipe open at `fd` is a FIFO opened by path (an anonymous pipe's link in
+/// `/proc/self/fd` reads `pipe:[inode]`).
+fn is_named_fifo(fd: c_int) -> bool {
+    let path = format!("/proc/self/fd/{fd}\0");
+    let mut buf = [0u8; 16];
+    // SAFETY: a NUL-terminated path and a buffer of `buf.len()` bytes.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_readlinkat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    n > 0 && !buf[..n as usize].starts_with(b"pipe:")
 }

@@ -214,6 +214,11 @@ impl Ld {
         first == 0 || first == crate::guard::tid()
     }
 
+    /// Whether every kind of `bits` was reported already.
+    pub fn has_reported(&self, bits: u32) -> bool {
+        self.passthrough_seen & bits == bits
+    }
+
     /// Reports, once per kind, I/O that ddbx passes through unrecorded.
     pub fn passthrough(&mut self, bit: u32, what: &str) {
         if self.passthrough_seen & bit == 0 {

@@ -291,6 +291,9 @@ impl BindingWalk<'_> {
             if let Some(fd) = used_fd(r) {
                 unused.remove(&fd);
             }
+            if self.fd_table(&mut fds, &mut unused, r, here) {
+                continue;
+            }
             match r {
                 Record::Connect { fd, .. } => {
                     self.let_go(&mut fds, &mut unused, *fd, here);
@@ -299,43 +302,6 @@ impl BindingWalk<'_> {
                 Record::Accept { new_fd, .. } => {
                     self.let_go(&mut fds, &mut unused, *new_fd, here);
                     bind(&mut fds, *new_fd, self.ends.get(&here));
-                }
-                Record::Close { fd } => {
-                    // The process's last fd on that end: any other number bound to it was
-                    // closed unrecorded before.
-                    let end = fds.get(fd).copied();
-                    self.let_go(&mut fds, &mut unused, *fd, here);
-                    fds.retain(|_, e| Some(*e) != end);
-                }
-                Record::Dup { fd, new_fd } if fd != new_fd => {
-                    // A dup over the last fd on another end wrote its `Close` first.
-                    let end = fds.get(fd).copied();
-                    fds.remove(new_fd);
-                    unused.remove(new_fd);
-                    if let Some(end) = end {
-                        unused.remove(fd);
-                        fds.insert(*new_fd, end);
-                    }
-                }
-                Record::Pair { fd, peer_fd } => {
-                    // Both ends of a new channel, made here: the first end sends as a
-                    // connector would.
-                    let channel = self.next_pair;
-                    self.next_pair += 1;
-                    for (f, side) in [(*fd, Side::Connector), (*peer_fd, Side::Acceptor)] {
-                        self.let_go(&mut fds, &mut unused, f, here);
-                        fds.insert(f, End { channel, side });
-                    }
-                }
-                Record::Pipe { read_fd, write_fd } => {
-                    // A one-way channel: its write end sends as a connector would, its read
-                    // end receives as the acceptor.
-                    let channel = self.next_pair;
-                    self.next_pair += 1;
-                    for (f, side) in [(*write_fd, Side::Connector), (*read_fd, Side::Acceptor)] {
-                        self.let_go(&mut fds, &mut unused, f, here);
-                        fds.insert(f, End { channel, side });
-                    }
                 }
                 Record::Shutdown {
                     fd, how, err: None, ..
@@ -395,6 +361,58 @@ impl BindingWalk<'_> {
                 self.releases.entry(end).or_default().push(last);
             }
         }
+    }
+
+    /// What `r`, at event `here`, does to the actor's fd table (`Close`, `Dup`, `Pair`,
+    /// `Pipe`); `false`: nothing (another kind of record).
+    fn fd_table(
+        &mut self,
+        fds: &mut HashMap<i32, End>,
+        unused: &mut HashSet<i32>,
+        r: &Record,
+        here: Event,
+    ) -> bool {
+        match r {
+            Record::Close { fd } => {
+                // The process's last fd on that end: any other number bound to it was
+                // closed unrecorded before.
+                let end = fds.get(fd).copied();
+                self.let_go(fds, unused, *fd, here);
+                fds.retain(|_, e| Some(*e) != end);
+            }
+            Record::Dup { fd, new_fd } if fd != new_fd => {
+                // A dup over the last fd on another end wrote its `Close` first.
+                let end = fds.get(fd).copied();
+                fds.remove(new_fd);
+                unused.remove(new_fd);
+                if let Some(end) = end {
+                    unused.remove(fd);
+                    fds.insert(*new_fd, end);
+                }
+            }
+            Record::Pair { fd, peer_fd } => {
+                // Both ends of a new channel, made here: the first end sends as a
+                // connector would.
+                let channel = self.next_pair;
+                self.next_pair += 1;
+                for (f, side) in [(*fd, Side::Connector), (*peer_fd, Side::Acceptor)] {
+                    self.let_go(fds, unused, f, here);
+                    fds.insert(f, End { channel, side });
+                }
+            }
+            Record::Pipe { read_fd, write_fd } => {
+                // A one-way channel: its write end sends as a connector would, its read
+                // end receives as the acceptor.
+                let channel = self.next_pair;
+                self.next_pair += 1;
+                for (f, side) in [(*write_fd, Side::Connector), (*read_fd, Side::Acceptor)] {
+                    self.let_go(fds, unused, f, here);
+                    fds.insert(f, End { channel, side });
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// The actor stops holding what `fd` was bound to, at event `here` (a `Close`; or a new
