@@ -337,6 +337,7 @@ hook! {
         if r >= 0 && old != new {
             fds::dup(old, r);
             dup_event(old, r);
+            super::stdio::wrap_standard_stream(r);
         }
         r
     }
@@ -351,6 +352,7 @@ hook! {
         if r >= 0 {
             fds::dup(old, r);
             dup_event(old, r);
+            super::stdio::wrap_standard_stream(r);
         }
         r
     }

@@ -136,32 +136,46 @@ unsafe extern "C" {
     static mut stderr: *mut FILE;
 }
 
-/// At the start of an image whose stdin, stdout or stderr is an end of a pipe of the session
-/// (a shell's `a | b`): glibc's stdio would read and write it with internal calls that the
-/// hooks never see (`seq`, `tr`, `sort` and most of coreutils write with stdio), so the
-/// standard streams on such fds are replaced by streams whose I/O goes through our hooks, as
-/// `fdopen` does for sockets. stderr stays unbuffered.
+/// glibc's stdio reads and writes the standard streams with internal calls that the hooks
+/// never see (`seq`, `tr`, `sort` and most of coreutils write with stdio, and so do bash's
+/// builtins). So while fd 0, 1 or 2 is an end of a pipe of the session (a shell's `a | b`),
+/// its standard stream is replaced by one whose I/O goes through our hooks on the same fd
+/// number, as `fdopen` does for sockets: at the start of an image, and when a `dup2`/`dup3`
+/// puts such a pipe there (a forked subshell running a builtin in `$(…)`). The stream keeps
+/// working on that fd number whatever the fd becomes later. stderr stays unbuffered.
 pub fn wrap_standard_streams() {
-    // SAFETY: the standard streams are globals of the C library, read and written here before
-    // the program's main runs (the LD starts in a constructor), by this thread only.
+    for fd in 0..3 {
+        wrap_standard_stream(fd);
+    }
+}
+
+/// [`wrap_standard_streams`] for `fd` alone (0, 1 or 2; anything else is left alone).
+pub fn wrap_standard_stream(fd: c_int) {
+    if !fds::pipes::is_recorded(fd) {
+        return;
+    }
+    // SAFETY: the standard streams are globals of the C library; the program changes them
+    // only through freopen or by assignment, on this thread (one thread does the I/O).
     unsafe {
-        for (fd, slot, mode) in [
-            (0, &raw mut stdin, c"r"),
-            (1, &raw mut stdout, c"w"),
-            (2, &raw mut stderr, c"w"),
-        ] {
-            if !fds::pipes::is_recorded(fd) || (*slot).is_null() {
-                continue;
-            }
-            let stream = cookie_stream(fd, mode.as_ptr());
-            if stream.is_null() || socket_of(stream).is_none() {
-                continue;
-            }
-            if fd == 2 {
-                libc::setvbuf(stream, std::ptr::null_mut(), libc::_IONBF, 0);
-            }
-            *slot = stream;
+        let (slot, mode) = match fd {
+            0 => (&raw mut stdin, c"r"),
+            1 => (&raw mut stdout, c"w"),
+            2 => (&raw mut stderr, c"w"),
+            _ => return,
+        };
+        let current = *slot;
+        if current.is_null() || socket_of(current).is_some() {
+            return; // none, or one of ours already
         }
+        libc::fflush(current);
+        let stream = cookie_stream(fd, mode.as_ptr());
+        if stream.is_null() || socket_of(stream).is_none() {
+            return;
+        }
+        if fd == 2 {
+            libc::setvbuf(stream, std::ptr::null_mut(), libc::_IONBF, 0);
+        }
+        *slot = stream;
     }
 }
 

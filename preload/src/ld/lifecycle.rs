@@ -418,6 +418,7 @@ impl Ld {
     /// In a forked child: becomes the new actor, with its own GD connection, progress and
     /// history. Returns its first event; `None`: the child runs unrecorded.
     pub fn become_child(&mut self) -> Option<Record> {
+        super::reaps::forget();
         let parent = self.actor;
         let index = self.fork_index;
         for fd in [self.gd_fd, self.lifeline_fd, self.history_fd, self.full_fd] {

@@ -16,6 +16,7 @@ pub mod exec;
 pub mod gd;
 pub mod journal;
 pub mod lifecycle;
+pub mod reaps;
 pub mod turns;
 
 use ddbx_wire::counters::Counters;
