@@ -40,8 +40,8 @@ fn pipe_inode(fd: c_int) -> Option<(u64, c_int)> {
     (mode >= 0).then_some((st.st_ino, mode))
 }
 
-/// `DDBX_PIPES` for an exec now: every recorded pipe end that the new image keeps (not
-/// `FD_CLOEXEC`), as `fd:inode` separated by commas.
+/// `DDBX_PIPES` for an exec or a spawn now: every recorded pipe end of this process, as
+/// `fd:inode` separated by commas.
 pub fn for_exec() -> Vec<u8> {
     let mut out = String::new();
     for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
@@ -56,11 +56,9 @@ pub fn for_exec() -> Vec<u8> {
         if b & (STREAM | PIPE) != STREAM | PIPE || b & OURS != 0 {
             continue;
         }
+        // `FD_CLOEXEC` ones too: a posix_spawn's file actions may dup2 them onto the child's
+        // standard fds (the new image matches them by inode).
         let fd = fd as c_int;
-        let cloexec = crate::sys::fcntl(fd, libc::F_GETFD, 0);
-        if cloexec < 0 || cloexec & libc::FD_CLOEXEC != 0 {
-            continue;
-        }
         if let Some((ino, _)) = pipe_inode(fd) {
             if !out.is_empty() {
                 out.push(',');
@@ -72,19 +70,32 @@ pub fn for_exec() -> Vec<u8> {
 }
 
 /// At the start of an exec'd image: the pipe ends `DDBX_PIPES` lists (`value`) that are still
-/// the same pipes become recorded channel ends; fds on the same end of the same pipe share one
-/// description, as they did before the exec.
+/// the same pipes, and fds 0 to 2 when they are one of those pipes, become recorded channel
+/// ends; fds on the same end of the same pipe share one description, as they did before the
+/// exec.
 pub fn adopt(value: &[u8]) {
     let text = String::from_utf8_lossy(value);
+    let listed: Vec<(c_int, u64)> = text
+        .split(',')
+        .filter_map(|item| {
+            let (fd, ino) = item.split_once(':')?;
+            Some((fd.parse().ok()?, ino.parse().ok()?))
+        })
+        .collect();
+    // A spawned child's file actions (posix_spawn's dup2, made inside libc) may have put one of
+    // those pipes on its standard fds under another number.
+    let standard = (0..3).filter(|fd| !listed.iter().any(|(f, _)| f == fd));
+    let mut candidates = listed.clone();
+    for fd in standard {
+        if let Some((ino, _)) = pipe_inode(fd)
+            && listed.iter().any(|(_, i)| *i == ino)
+        {
+            candidates.push((fd, ino));
+        }
+    }
     // (inode, access mode, the first fd adopted on that end).
     let mut ends: Vec<(u64, c_int, c_int)> = Vec::new();
-    for item in text.split(',') {
-        let Some((fd, ino)) = item.split_once(':') else {
-            continue;
-        };
-        let (Ok(fd), Ok(ino)) = (fd.parse::<c_int>(), ino.parse::<u64>()) else {
-            continue;
-        };
+    for (fd, ino) in candidates {
         let Some((found, mode)) = pipe_inode(fd) else {
             continue;
         };

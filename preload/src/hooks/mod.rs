@@ -6,6 +6,7 @@
 //! The libc handlers the LD registers (fork handlers, the exit handler) and the LD's start are
 //! entry points too: they live in `process.rs`.
 
+pub mod dup;
 pub mod io;
 pub mod pipe;
 pub mod probe;

@@ -22,6 +22,9 @@ struct Page {
     lock: AtomicU32,
     /// Writes into the pipe so far (the next write's turn).
     writes: AtomicU32,
+    /// Processes waiting on `lock` or `writes`: a writer wakes them only when there are some
+    /// (a futex wake is a system call).
+    waiters: AtomicU32,
 }
 
 const PAGE: usize = 4096;
@@ -115,7 +118,7 @@ impl Ld {
         let Some(page) = self.turn_page(fd, false) else {
             return (call(), None);
         };
-        lock(page);
+        lock(page, self.pid as u32);
         let r = call();
         let err = sys::errno();
         let turn = (r > 0).then(|| page.writes.fetch_add(1, Ordering::AcqRel) as u64);
@@ -134,7 +137,9 @@ impl Ld {
             if now as u64 >= turn {
                 return;
             }
+            page.waiters.fetch_add(1, Ordering::AcqRel);
             futex_wait(&page.writes, now);
+            page.waiters.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
@@ -142,13 +147,15 @@ impl Ld {
     pub fn turn_done(&self, fd: c_int) {
         if let Some(page) = self.turn_page(fd, false) {
             page.writes.fetch_add(1, Ordering::AcqRel);
-            futex_wake(&page.writes);
+            if page.waiters.load(Ordering::Acquire) > 0 {
+                futex_wake(&page.writes);
+            }
         }
     }
 }
 
-fn lock(page: &Page) {
-    let me = sys::getpid() as u32;
+/// Takes the page's lock for the process `me`.
+fn lock(page: &Page, me: u32) {
     loop {
         match page
             .lock
@@ -167,7 +174,9 @@ fn lock(page: &Page) {
                 {
                     return;
                 }
+                page.waiters.fetch_add(1, Ordering::AcqRel);
                 futex_wait(&page.lock, holder);
+                page.waiters.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
@@ -175,7 +184,9 @@ fn lock(page: &Page) {
 
 fn unlock(page: &Page) {
     page.lock.store(0, Ordering::Release);
-    futex_wake(&page.lock);
+    if page.waiters.load(Ordering::Acquire) > 0 {
+        futex_wake(&page.lock);
+    }
 }
 
 /// Waits (at most 50 ms, then the caller looks again) while `word` holds `value`.
