@@ -291,7 +291,7 @@ impl BindingWalk<'_> {
             if let Some(fd) = used_fd(r) {
                 unused.remove(&fd);
             }
-            if self.fd_table(&mut fds, &mut unused, r, here) {
+            if self.fd_table(&mut fds, &mut unused, r, (here, release_at(h, a, i))) {
                 continue;
             }
             match r {
@@ -364,20 +364,21 @@ impl BindingWalk<'_> {
     }
 
     /// What `r`, at event `here`, does to the actor's fd table (`Close`, `Dup`, `Pair`,
-    /// `Pipe`); `false`: nothing (another kind of record).
+    /// `Pipe`); `false`: nothing (another kind of record). A `Close` lets go at `release` (see
+    /// [`release_at`]).
     fn fd_table(
         &mut self,
         fds: &mut HashMap<i32, End>,
         unused: &mut HashSet<i32>,
         r: &Record,
-        here: Event,
+        (here, release): (Event, Event),
     ) -> bool {
         match r {
             Record::Close { fd } => {
                 // The process's last fd on that end: any other number bound to it was
                 // closed unrecorded before.
                 let end = fds.get(fd).copied();
-                self.let_go(fds, unused, *fd, here);
+                self.let_go(fds, unused, *fd, release);
                 fds.retain(|_, e| Some(*e) != end);
             }
             Record::Dup { fd, new_fd } if fd != new_fd => {
@@ -492,6 +493,20 @@ fn used_fd(r: &Record) -> Option<i32> {
             ..
         } => Some(*fd),
         _ => None,
+    }
+}
+
+/// Where the `Close` at index `i` of `h` (actor `a`) really lets go: at the `Exec` that follows
+/// it when only closes come in between (the LD writes the closes an exec makes, of its
+/// `FD_CLOEXEC` fds, before the `Exec`; the fd stays open until the exec is made), else there.
+fn release_at(h: &History, a: ActorId, i: usize) -> Event {
+    let next = h.records[i + 1..]
+        .iter()
+        .position(|r| !matches!(r, Record::Close { .. }))
+        .map(|k| i + 1 + k);
+    match next {
+        Some(j) if matches!(h.records[j], Record::Exec { .. }) => (a, j as u64 + 1),
+        _ => (a, i as u64 + 1),
     }
 }
 
