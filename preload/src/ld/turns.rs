@@ -42,7 +42,7 @@ impl Ld {
         let key = fds::id(fd)?.key();
         if !fresh && let Some(i) = KEYS.iter().position(|k| k.load(Ordering::Relaxed) == key) {
             let addr = PAGES[i].load(Ordering::Relaxed);
-            // SAFETY: a page mapped shared below and never unmapped.
+            // SAFETY: a page mapped shared below, unmapped only when its slot is reused.
             return (addr != 0).then(|| unsafe { &*(addr as *const Page) });
         }
         let ino = {
@@ -99,11 +99,21 @@ impl Ld {
                     k == 0 || !fds::DescriptionId::from_key(k).is_live()
                 })
             });
-        if let Some(i) = slot {
-            KEYS[i].store(key, Ordering::Relaxed);
-            PAGES[i].store(p as usize, Ordering::Relaxed);
+        let Some(i) = slot else {
+            // No room to keep it: this pipe's writes get no turn.
+            // SAFETY: the page mapped just above, used by nobody.
+            unsafe { libc::munmap(p, PAGE) };
+            return None;
+        };
+        KEYS[i].store(key, Ordering::Relaxed);
+        let old = PAGES[i].swap(p as usize, Ordering::Relaxed);
+        if old != 0 {
+            // The page of a pipe this process no longer holds (or of the same description's
+            // earlier pipe): nothing refers to it any more.
+            // SAFETY: a page mapped here earlier, PAGE bytes; no reference to it outlives a call.
+            unsafe { libc::munmap(old as *mut libc::c_void, PAGE) };
         }
-        // SAFETY: mapped shared just above, PAGE bytes, never unmapped.
+        // SAFETY: mapped shared just above, PAGE bytes, unmapped only when its slot is reused.
         Some(unsafe { &*(p as *const Page) })
     }
 
