@@ -373,6 +373,24 @@ impl Ld {
         replay.records.get(self.events() as usize)
     }
 
+    /// Replay: whether what is left of the history is the exit, after closes at most (a
+    /// process that a signal ended while it waited: its handler, or its exit, closed its pipes
+    /// and connections, then it exited).
+    pub fn exits_next(&self) -> bool {
+        let Some(replay) = self.replay.as_ref() else {
+            return false;
+        };
+        let rest = replay
+            .records
+            .get(self.events() as usize..)
+            .unwrap_or_default();
+        let closes = rest
+            .iter()
+            .take_while(|r| matches!(r, Record::Close { .. }))
+            .count();
+        matches!(rest.get(closes), Some(Record::Exit { .. }))
+    }
+
     /// Replay: the last record this actor produced.
     pub fn last_record(&self) -> Option<&Record> {
         let replay = self.replay.as_ref()?;
