@@ -131,6 +131,7 @@ fn allocate(bits: u16) -> Option<u32> {
             .is_ok()
         {
             d.generation.fetch_add(1, Ordering::Relaxed);
+            pipes::unlink(slot);
             d.bits.store(bits, Ordering::Relaxed);
             NEXT_FREE.store((slot + 1) as u32, Ordering::Relaxed);
             return Some(slot as u32);

@@ -5,9 +5,60 @@
 //! inode of each), which the LD puts in the environment of every exec. A pipe inherited from
 //! outside the session (ddbx's own stdin) is not listed and passes through.
 
-use super::{DESCRIPTIONS, FD_DESCRIPTION, NONBLOCK, OURS, PAIRED, PIPE, STREAM};
+use super::{DESCRIPTIONS, FD_DESCRIPTION, MAX_DESCRIPTIONS, NONBLOCK, OURS, PAIRED, PIPE, STREAM};
 use libc::c_int;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// For each description that is an end of a session pipe: the other end's description (its
+/// slot + 1 in the high half, its generation in the low half; 0: not known).
+static PEER: [AtomicU64; MAX_DESCRIPTIONS] = [const { AtomicU64::new(0) }; MAX_DESCRIPTIONS];
+
+/// The description slot `fd` refers to, with its generation.
+fn slot_of(fd: c_int) -> Option<(usize, u32)> {
+    let slot = FD_DESCRIPTION
+        .get(usize::try_from(fd).ok()?)?
+        .load(Ordering::Relaxed)
+        .checked_sub(1)? as usize;
+    let generation = DESCRIPTIONS.get(slot)?.generation.load(Ordering::Relaxed);
+    Some((slot, generation))
+}
+
+/// `read_fd` and `write_fd` are the two ends of one pipe.
+pub fn link(read_fd: c_int, write_fd: c_int) {
+    if let (Some(r), Some(w)) = (slot_of(read_fd), slot_of(write_fd)) {
+        let pack = |(slot, generation): (usize, u32)| ((slot as u64 + 1) << 32) | generation as u64;
+        PEER[w.0].store(pack(r), Ordering::Relaxed);
+        PEER[r.0].store(pack(w), Ordering::Relaxed);
+    }
+}
+
+/// The description in `slot` is new: it has no other end yet.
+pub(super) fn unlink(slot: usize) {
+    if let Some(p) = PEER.get(slot) {
+        p.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Whether a write on `fd` goes into a *self-pipe*: this process also holds the pipe's read
+/// end (a signal handler, or a Python one run later, writes a byte to wake its own event
+/// loop). Such a write is not an event: where it lands depends on when the signal came, which
+/// replay does not decide (issue #10, class 5); the reads and ready sets on the read end are
+/// still recorded, and replay waits for the byte.
+pub fn is_self_pipe_write(fd: c_int) -> bool {
+    if !is_recorded(fd) {
+        return false;
+    }
+    let Some((slot, _)) = slot_of(fd) else {
+        return false;
+    };
+    let peer = PEER[slot].load(Ordering::Relaxed);
+    let (Some(other), generation) = (((peer >> 32) as usize).checked_sub(1), peer as u32) else {
+        return false;
+    };
+    DESCRIPTIONS.get(other).is_some_and(|d| {
+        d.refs.load(Ordering::Relaxed) > 0 && d.generation.load(Ordering::Relaxed) == generation
+    })
+}
 
 /// The bits of one end of a recorded pipe made with pipe2 `flags`.
 pub fn bits(flags: c_int) -> u16 {
@@ -109,6 +160,11 @@ pub fn adopt(value: &[u8]) {
                 super::set(fd, bits(mode));
                 ends.push((ino, access, fd));
             }
+        }
+    }
+    for &(ino, access, read_fd) in ends.iter().filter(|e| e.1 == libc::O_RDONLY) {
+        if let Some(&(_, _, write_fd)) = ends.iter().find(|e| e.0 == ino && e.1 != access) {
+            link(read_fd, write_fd);
         }
     }
 }

@@ -35,6 +35,7 @@ fn on_pipe(out: *mut c_int, flags: c_int, call: impl FnOnce() -> c_int) -> c_int
         let bits = fds::pipes::bits(flags);
         fds::set(read_fd, bits);
         fds::set(write_fd, bits);
+        fds::pipes::link(read_fd, write_fd);
         ld.pipe_made(write_fd);
         let rec = ddbx_wire::Record::Pipe { read_fd, write_fd };
         match ld.mode {
