@@ -373,22 +373,28 @@ impl Ld {
         replay.records.get(self.events() as usize)
     }
 
-    /// Replay: whether what is left of the history is the exit, after closes at most (a
-    /// process that a signal ended while it waited: its handler, or its exit, closed its pipes
-    /// and connections, then it exited).
+    /// Replay: whether what is left of the history is the exit (a process that a signal ended
+    /// while it waited), or closes and the exit right after a wait that a signal interrupted
+    /// (lighttpd: its SIGTERM handler only notes the signal, the wait fails with `EINTR`, and
+    /// the next wait is where the record's handler had already run; the closes of its pipes
+    /// follow).
     pub fn exits_next(&self) -> bool {
         let Some(replay) = self.replay.as_ref() else {
             return false;
         };
-        let rest = replay
-            .records
-            .get(self.events() as usize..)
-            .unwrap_or_default();
+        let done = self.events() as usize;
+        let rest = replay.records.get(done..).unwrap_or_default();
         let closes = rest
             .iter()
             .take_while(|r| matches!(r, Record::Close { .. }))
             .count();
-        matches!(rest.get(closes), Some(Record::Exit { .. }))
+        let interrupted = done
+            .checked_sub(1)
+            .and_then(|i| replay.records.get(i))
+            .is_some_and(|r| {
+                matches!(r, Record::Fail { call: ddbx_wire::history::Call::Wait, err, .. } if err.0 == libc::EINTR)
+            });
+        matches!(rest.get(closes), Some(Record::Exit { .. })) && (closes == 0 || interrupted)
     }
 
     /// Replay: the last record this actor produced.
