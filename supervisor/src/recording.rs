@@ -187,6 +187,7 @@ impl Recording {
                 problem: None,
                 env_left_out: Vec::new(),
                 closes: true,
+                pipes: true,
             },
             sketches: histories.iter().map(Sketch::of).collect(),
             histories,

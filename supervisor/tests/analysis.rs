@@ -153,6 +153,7 @@ fn the_manifest_names_children() {
         problem: None,
         env_left_out: Vec::new(),
         closes: true,
+        pipes: true,
     };
     let histories = [parent, child];
     let channels = ddbx_supervisor::analysis::match_channels(&histories);

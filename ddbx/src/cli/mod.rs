@@ -346,6 +346,7 @@ mod tests {
             problem: None,
             env_left_out: Vec::new(),
             closes: true,
+            pipes: true,
         }
         .store(dir)
         .unwrap();

@@ -32,6 +32,7 @@ pub fn start() {
         return;
     };
     first_event(&mut ld, &first);
+    let pipes = ld.records_pipes();
     // SAFETY: registering handlers that are plain functions of this library, which stays
     // loaded for the life of the process.
     unsafe {
@@ -43,6 +44,9 @@ pub fn start() {
         on_exit_register(at_exit, std::ptr::null_mut());
     }
     ld::install(ld);
+    if pipes {
+        super::stdio::wrap_standard_streams();
+    }
 }
 
 /// The image's first event (`Start`, or `Exec`), by mode.
@@ -93,6 +97,8 @@ unsafe extern "C" {
 
 /// Our exit handler (on_exit).
 extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
+    // What the program's streams still buffer is written now, as recorded writes.
+    super::stdio::flush_streams();
     exiting(status);
 }
 
@@ -396,9 +402,12 @@ fn before_wait(options: c_int) {
 }
 
 /// After a wait that returned `child`, which ended with `status` (`None`: it did not
-/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
+/// terminate): the GD is told which child a wait reaped, and how it ended. A `WNOHANG` wait
+/// that found a child ended counts too: what the program does next may rest on it (xargs -P
+/// reaps its finished children so before it blocks for one, and a halting replay must let
+/// that child end).
 fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
-    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
+    if child <= 0 || options & libc::WNOWAIT != 0 {
         return;
     }
     if let Some(status) = status
@@ -439,7 +448,69 @@ unsafe fn waited(r: pid_t, status: *mut c_int, options: c_int) -> pid_t {
     r
 }
 
-hook! {
+/// [`hook!`] for the wait calls: inside the guard (a SIGCHLD handler that interrupted one of
+/// our hooks), a wait that reaps a child is noted for the next event (`ld/reaps.rs`).
+macro_rules! wait_hook {
+    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        ///
+        /// # Safety
+        ///
+        /// Called by the program in place of the libc function of this name, with arguments
+        /// that are valid for it (what its manual page asks of a caller).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            let Some(_guard) = Guard::enter() else {
+                // SAFETY: the caller's arguments, valid for the real call.
+                return unsafe { nested!($name, $($arg),*) };
+            };
+            $body
+        }
+    };
+}
+
+/// The real call of a [`wait_hook!`] inside the guard, through [`nested_wait`].
+macro_rules! nested {
+    (waitpid, $pid:ident, $status:ident, $options:ident) => {
+        nested_wait($status, $options, |s| real::waitpid($pid, s, $options))
+    };
+    (wait, $status:ident) => {
+        nested_wait($status, 0, |s| real::wait(s))
+    };
+    (wait3, $status:ident, $options:ident, $usage:ident) => {
+        nested_wait($status, $options, |s| real::wait3(s, $options, $usage))
+    };
+    (wait4, $pid:ident, $status:ident, $options:ident, $usage:ident) => {
+        nested_wait($status, $options, |s| {
+            real::wait4($pid, s, $options, $usage)
+        })
+    };
+}
+
+/// A wait inside the guard, with the program's status word `status` (or null): `call(word)`
+/// makes it; a child it reaped is noted for the next event.
+///
+/// # Safety
+/// `status` must be null or the program's writable int.
+unsafe fn nested_wait(
+    status: *mut c_int,
+    options: c_int,
+    call: impl FnOnce(*mut c_int) -> pid_t,
+) -> pid_t {
+    let mut own = 0;
+    let word = status_word(status, &mut own);
+    let r = call(word);
+    if r > 0 && options & libc::WNOWAIT == 0 {
+        // SAFETY: `word` is the program's int or ours, just filled by the wait.
+        let s = unsafe { *word };
+        if libc::WIFEXITED(s) || libc::WIFSIGNALED(s) {
+            crate::ld::reaps::defer(r, s);
+        }
+    }
+    r
+}
+
+wait_hook! {
     /// waitpid(2).
     fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
         before_wait(options);
@@ -451,7 +522,7 @@ hook! {
     }
 }
 
-hook! {
+wait_hook! {
     /// wait(2).
     fn wait(status: *mut c_int) -> pid_t {
         before_wait(0);
@@ -462,7 +533,7 @@ hook! {
     }
 }
 
-hook! {
+wait_hook! {
     /// wait3(2).
     fn wait3(status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);
@@ -474,7 +545,7 @@ hook! {
     }
 }
 
-hook! {
+wait_hook! {
     /// wait4(2).
     fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t {
         before_wait(options);

@@ -212,12 +212,17 @@ pub fn send(
             fd,
             n: len as u64,
             data: None,
+            turn: None,
         },
         other => other,
     };
     match rec {
-        Record::Send { n, .. } => {
+        Record::Send { n, turn, .. } => {
             let n = n as usize;
+            if let Some(turn) = turn {
+                // Several writers share this pipe: the earlier writes go first.
+                ld.wait_for_turn(fd, turn);
+            }
             let events = ld.events() + 1;
             let token = ld.trace.as_mut().and_then(|t| t.before_send(fd, n, events));
             if n > len {
@@ -253,6 +258,9 @@ pub fn send(
             }
             if let Some(t) = ld.trace.as_mut() {
                 t.after_send(token, n as isize);
+            }
+            if turn.is_some() {
+                ld.turn_done(fd);
             }
             if super::external::is_outside(ld, fd) {
                 let expected = match &rec {

@@ -42,6 +42,7 @@ pub(super) fn first_manifest(run: &RunFacts<'_>) -> Manifest {
         problem: None,
         env_left_out: run.env_left_out.to_vec(),
         closes: true,
+        pipes: true,
     }
 }
 

@@ -178,6 +178,7 @@ fn plan_for(
             .map(|v| (v.name.clone(), v.ty))
             .collect(),
         closes: recording.manifest.closes,
+        pipes: recording.manifest.pipes,
         owed: Vec::new(),
         unlogged_children: Vec::new(),
     }

@@ -123,6 +123,11 @@ pub struct Manifest {
     /// replays do not expect them).
     #[serde(default)]
     pub closes: bool,
+    /// Whether the histories have a [`Record::Pipe`](crate::history::Record::Pipe) event for
+    /// every pipe a recorded process made, and its reads, writes and ready sets (recordings
+    /// made before ddbx recorded pipes have none: their replays let pipes through).
+    #[serde(default)]
+    pub pipes: bool,
 }
 
 /// A manifest that cannot be used.
@@ -306,6 +311,7 @@ mod tests {
             problem: None,
             env_left_out: vec!["TOKEN".into()],
             closes: true,
+            pipes: true,
         };
         m.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap(), m);
@@ -343,6 +349,7 @@ mod tests {
             problem: None,
             env_left_out: vec![],
             closes: true,
+            pipes: true,
         };
         m.store(&dir).unwrap();
         Manifest::append_actor(&dir, &actor(1)).unwrap();

@@ -288,6 +288,9 @@ pub struct ReplayPlan {
     /// (see [`crate::manifest::Manifest::closes`]).
     #[serde(default)]
     pub closes: bool,
+    /// Whether the history records pipes (see [`crate::manifest::Manifest::pipes`]).
+    #[serde(default)]
+    pub pipes: bool,
     /// A killed actor: bytes its peers' histories received from it that its own history never
     /// sent (it was killed between a send and its record), by fd: at the end of its history
     /// the LD lets the program's sends on that fd through, up to that many bytes.
