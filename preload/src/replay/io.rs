@@ -233,7 +233,8 @@ pub fn send(
             }
             let mut sent = 0;
             while sent < n {
-                let r = call(sent, n - sent);
+                // The receiver may have ended at its history's end (below): no SIGPIPE.
+                let r = sys::without_sigpipe(|| call(sent, n - sent));
                 if r > 0 {
                     sent += r as usize;
                     continue;
