@@ -7,9 +7,8 @@
 //! replayed identically (also under `--trace optimal`), and halted at `ddbx inf`'s cut.
 //! Before pipes were channels, replay let the writers race again and printed another order.
 
-use ddbx_tests::{Ddbx, Histories, TempDir, full_histories, histories, progs, workspace};
+use ddbx_tests::{Ddbx, Histories, histories, progs, workspace};
 use ddbx_wire::Record;
-use std::path::Path;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
@@ -41,21 +40,7 @@ fn pipe_race(args: &[&str], pipes: usize) {
     for k in 1..=h["p1"].len() {
         DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
     }
-    optimal(&program, args);
-}
-
-/// `--trace optimal`: each replay observes event for event what the full history says (the
-/// writes into a pipe are logged with their turns; its receives, which have no side channel,
-/// are logged).
-fn optimal(program: &Path, args: &[&str]) {
-    let tmp = TempDir::new("pipes-opt");
-    let rec = tmp.join("rec");
-    let recorded = DDBX
-        .record_with(&["--trace", "optimal"], &rec, program, args)
-        .env("DDBX_JITTER", "5")
-        .env("DDBX_TRACE_CHECK", "1")
-        .success();
-    DDBX.assert_replays(&rec, &recorded, 2, &full_histories(&rec), &histories);
+    DDBX.replays_under_optimal_tracing(&program, args);
 }
 
 #[test]
@@ -120,5 +105,5 @@ fn a_script_with_concurrent_writers_into_one_pipe_replays_and_halts_where_inf_sa
     for k in [3, events / 2, events - 1] {
         DDBX.halts_where_inf_says(&rec, &format!("{cat}.events >= {k}"));
     }
-    optimal(&script, &[]);
+    DDBX.replays_under_optimal_tracing(&script, &[]);
 }
