@@ -11,10 +11,9 @@
 //! closes were events, the halt at the server's first end of stream hung: the client that
 //! closed was held before its close, and the server waited for the end in the real poll.
 
-use ddbx_tests::{Ddbx, Histories, TempDir, full_histories, histories, progs};
+use ddbx_tests::{Ddbx, Histories, histories, progs};
 use ddbx_wire::Record;
 use ddbx_wire::history::{Origin, Shut};
-use std::path::Path;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 
@@ -87,19 +86,7 @@ fn peer_close(args: &[&str]) {
         .position(|r| matches!(r, Record::Shutdown { .. }))
         .unwrap_or_default();
     DDBX.halts_where_inf_says(&rec, &format!("{c2}.events >= {shut}"));
-    optimal(&program, args);
-}
-
-/// `--trace optimal`: each replay observes event for event what the full history says.
-fn optimal(program: &Path, args: &[&str]) {
-    let tmp = TempDir::new("peer-close-opt");
-    let rec = tmp.join("rec");
-    let recorded = DDBX
-        .record_with(&["--trace", "optimal"], &rec, program, args)
-        .env("DDBX_JITTER", "5")
-        .env("DDBX_TRACE_CHECK", "1")
-        .success();
-    DDBX.assert_replays(&rec, &recorded, 2, &full_histories(&rec), &histories);
+    DDBX.replays_under_optimal_tracing(&program, args);
 }
 
 #[test]
@@ -129,5 +116,5 @@ fn a_parent_and_its_children_on_socketpairs_halt_where_inf_says() {
     for k in 1..=h["p1"].len() {
         DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
     }
-    optimal(&program, &[]);
+    DDBX.replays_under_optimal_tracing(&program, &[]);
 }

@@ -15,6 +15,7 @@
 //! it is closed or replaced. A description lives while some fd of this process refers to it.
 
 pub mod epoll;
+pub mod pipes;
 
 use libc::c_int;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
@@ -37,7 +38,8 @@ pub const KNOWN: u16 = 1;
 pub const STREAM: u16 = 2;
 /// Another kind of socket (UDP, netlink, …): passed through.
 pub const OTHER_SOCKET: u16 = 4;
-/// A pipe or FIFO: passed through.
+/// A pipe or FIFO: passed through, unless [`STREAM`] is set too (a pipe made by a recorded
+/// process, `pipes.rs`): then it is a channel end, recorded.
 pub const PIPE: u16 = 8;
 /// A listening socket.
 pub const LISTENING: u16 = 16;
@@ -94,6 +96,14 @@ impl DescriptionId {
         (self.slot as u64) << 32 | self.generation as u64
     }
 
+    /// The id whose [`DescriptionId::key`] is `key`.
+    pub fn from_key(key: u64) -> DescriptionId {
+        DescriptionId {
+            slot: (key >> 32) as u32,
+            generation: key as u32,
+        }
+    }
+
     /// Whether some fd still refers to this description.
     pub fn is_live(self) -> bool {
         DESCRIPTIONS.get(self.slot as usize).is_some_and(|d| {
@@ -121,6 +131,7 @@ fn allocate(bits: u16) -> Option<u32> {
             .is_ok()
         {
             d.generation.fetch_add(1, Ordering::Relaxed);
+            pipes::unlink(slot);
             d.bits.store(bits, Ordering::Relaxed);
             NEXT_FREE.store((slot + 1) as u32, Ordering::Relaxed);
             return Some(slot as u32);

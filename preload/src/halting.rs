@@ -108,6 +108,7 @@ pub fn gate(ld: &mut Ld) {
                 | Record::Accept { .. }
                 | Record::Connect { err: None, .. }
                 | Record::Ready { .. }
+                | Record::Send { turn: Some(_), .. }
         )
     ) || matches!(
         ld.next_record(),

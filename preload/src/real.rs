@@ -93,6 +93,8 @@ reals! {
     fn _Exit(status: c_int) -> ();
     fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
     fn socketpair(domain: c_int, ty: c_int, protocol: c_int, sv: *mut c_int) -> c_int;
+    fn pipe(fds: *mut c_int) -> c_int;
+    fn pipe2(fds: *mut c_int, flags: c_int) -> c_int;
     fn listen(fd: c_int, backlog: c_int) -> c_int;
     fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
     fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;

@@ -33,9 +33,9 @@ static MASK: [AtomicU64; COUNT] = [const { AtomicU64::new(0) }; COUNT];
 
 /// [`crate::ld::Ld::passthrough`] bit (after `hooks::passthrough`'s): a delivery outside any
 /// hooked call.
-pub const PASSTHROUGH_IN_COMPUTATION: u32 = 4;
+pub const PASSTHROUGH_IN_COMPUTATION: u32 = 16;
 /// [`crate::ld::Ld::passthrough`] bit: deliveries the ring had no room for.
-pub const PASSTHROUGH_LOST: u32 = 8;
+pub const PASSTHROUGH_LOST: u32 = 32;
 
 /// What the LD's handler does: pass the signal on at once.
 pub const PASS: u8 = 0;

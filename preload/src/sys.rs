@@ -164,6 +164,56 @@ pub fn connect_unix(path: &[u8]) -> c_int {
     }
 }
 
+/// SIGPIPE's bit in a kernel signal set.
+const SIGPIPE_BIT: u64 = 1 << (libc::SIGPIPE - 1);
+
+/// Runs `f` with SIGPIPE blocked in this thread (unless the program blocks it already), and
+/// takes back a SIGPIPE that `f` raised: a replayed send whose peer has ended already must
+/// not kill the sender, whose recorded send succeeded. Errno is `f`'s.
+pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    let block = SIGPIPE_BIT;
+    let mut old: u64 = 0;
+    // SAFETY: rt_sigprocmask with 8-byte sets (the kernel's size), ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            &block as *const u64,
+            &mut old as *mut u64,
+            8usize,
+        )
+    };
+    let out = f();
+    if r != 0 || old & SIGPIPE_BIT != 0 {
+        return out;
+    }
+    let err = errno();
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: the set and timeout are ours; a null siginfo is allowed. Takes a SIGPIPE that
+    // is pending for this thread, if any, without waiting.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigtimedwait,
+            &block as *const u64,
+            std::ptr::null_mut::<libc::siginfo_t>(),
+            &zero as *const libc::timespec,
+            8usize,
+        );
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &old as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        );
+    }
+    set_errno(err);
+    out
+}
+
 /// poll(2) on one fd; returns revents, 0 on timeout, -1 on error.
 pub fn poll_one(fd: c_int, events: i16, timeout_ms: c_int) -> c_int {
     let mut p = libc::pollfd {

@@ -188,6 +188,7 @@ impl Recording {
                 env_left_out: Vec::new(),
                 closes: true,
                 signals: true,
+                pipes: true,
             },
             sketches: histories.iter().map(Sketch::of).collect(),
             histories,

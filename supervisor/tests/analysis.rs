@@ -154,6 +154,7 @@ fn the_manifest_names_children() {
         env_left_out: Vec::new(),
         closes: true,
         signals: true,
+        pipes: true,
     };
     let histories = [parent, child];
     let channels = ddbx_supervisor::analysis::match_channels(&histories);

@@ -147,6 +147,21 @@ impl Ddbx {
         (tmp, recorded)
     }
 
+    /// `program ARGS` recorded under `--trace optimal` (with jitter, and the full history kept
+    /// beside the optimal one): each of 2 replays observes, event for event, what the full
+    /// history says.
+    pub fn replays_under_optimal_tracing(&self, program: &Path, args: &[&str]) {
+        let tmp = TempDir::new("optimal");
+        let rec = tmp.join("rec");
+        let recorded = self
+            .record_with(&["--trace", "optimal"], &rec, program, args)
+            .env("DDBX_JITTER", "5")
+            .env("DDBX_TRACE_CHECK", "1")
+            .success();
+        let full = crate::histories::full_histories(&rec);
+        self.assert_replays(&rec, &recorded, 2, &full, &histories);
+    }
+
     /// A halting replay of `rec` at `pred` (`--stop-if`) halts, at the cut `ddbx inf` computes
     /// for it.
     pub fn halts_where_inf_says(&self, rec: &Path, pred: &str) {

@@ -347,6 +347,7 @@ mod tests {
             env_left_out: Vec::new(),
             closes: true,
             signals: true,
+            pipes: true,
         }
         .store(dir)
         .unwrap();

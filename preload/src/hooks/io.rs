@@ -76,6 +76,9 @@ fn on_send(
     mut call: impl FnMut(usize, usize) -> isize,
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
+    if crate::fds::pipes::is_self_pipe_write(fd) {
+        return call(0, len);
+    }
     let Some(ld) = ld_for_io(fd) else {
         return call(0, len);
     };

@@ -6,8 +6,10 @@
 //! The libc handlers the LD registers (fork handlers, the exit handler) and the LD's start are
 //! entry points too: they live in `process.rs`.
 
+pub mod dup;
 pub mod io;
 pub mod nohang;
+pub mod pipe;
 pub mod probe;
 pub mod process;
 pub mod signal;
@@ -45,7 +47,11 @@ pub mod passthrough {
     pub const PIPE: u32 = 1;
     /// Datagram and other non-stream sockets.
     pub const OTHER_SOCKET: u32 = 2;
-    // 4 and 8: signals (`crate::signals::PASSTHROUGH_IN_COMPUTATION`, `PASSTHROUGH_LOST`).
+    // 16 and 32: signals (`crate::signals::PASSTHROUGH_IN_COMPUTATION`, `PASSTHROUGH_LOST`).
+    /// Pipes of the session used by a thread other than the actor's.
+    pub const PIPE_THREAD: u32 = 4;
+    /// FIFOs opened by path.
+    pub const FIFO: u32 = 8;
 }
 
 use crate::fds;
@@ -65,17 +71,39 @@ pub fn active() -> Option<&'static mut Ld> {
 /// what passes through unrecorded).
 pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     let kind = fds::kind(fd);
+    if kind & (fds::STREAM | fds::PIPE) == fds::STREAM | fds::PIPE && kind & fds::OURS == 0 {
+        // A pipe of the session: recorded from the actor's thread; another thread's use of it
+        // passes through (reported), as pipes did before they were channels.
+        let ld = active()?;
+        if ld.is_io_thread() {
+            return Some(ld);
+        }
+        ld.passthrough(
+            passthrough::PIPE_THREAD,
+            "pipes: data read from and written to pipes by a second thread",
+        );
+        return None;
+    }
     if kind & fds::STREAM != 0 && kind & fds::OURS == 0 {
         let ld = active()?;
         ld.check_thread();
         return Some(ld);
     }
     if kind & fds::PIPE != 0 {
-        if let Some(ld) = active() {
-            ld.passthrough(
-                passthrough::PIPE,
-                "pipes: data read from and written to pipes",
-            );
+        if let Some(ld) = active()
+            && !ld.has_reported(passthrough::PIPE | passthrough::FIFO)
+        {
+            if is_named_fifo(fd) {
+                ld.passthrough(
+                    passthrough::FIFO,
+                    "FIFOs (named pipes): data read from and written to them",
+                );
+            } else {
+                ld.passthrough(
+                    passthrough::PIPE,
+                    "pipes from outside the session: data read from and written to them",
+                );
+            }
         }
     } else if kind & fds::OTHER_SOCKET != 0
         && let Some(ld) = active()
@@ -86,4 +114,22 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
         );
     }
     None
+}
+
+/// Whether the pipe open at `fd` is a FIFO opened by path (an anonymous pipe's link in
+/// `/proc/self/fd` reads `pipe:[inode]`).
+fn is_named_fifo(fd: c_int) -> bool {
+    let path = format!("/proc/self/fd/{fd}\0");
+    let mut buf = [0u8; 16];
+    // SAFETY: a NUL-terminated path and a buffer of `buf.len()` bytes.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_readlinkat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    n > 0 && !buf[..n as usize].starts_with(b"pipe:")
 }

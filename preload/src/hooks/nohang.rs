@@ -31,7 +31,7 @@ pub fn forked(pid: pid_t) -> pid_t {
 /// one. Async-signal-safe (a SIGCHLD handler that interrupted a hook waits from inside it):
 /// the outcome is noted in the LD's signal-safe ring and replay takes it from an atomic plan
 /// (`preload/src/signals.rs`).
-pub fn wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pid_t) -> pid_t {
+pub fn recorded_wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pid_t) -> pid_t {
     // A blocking wait for one given child returns that child; a blocking wait for any child
     // returns whichever ended first, which differs from run to run as a WNOHANG's outcome
     // does (`xargs -P 6` waits for any of its six children, then for none with WNOHANG: in
@@ -102,8 +102,10 @@ pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int)
     let mut own = 0;
     let status = status_word(status, &mut own);
     // SAFETY: `status` is the program's int (waitpid's contract) or ours.
-    let r = wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
+    let r = recorded_wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
     if guard.is_none() {
+        // SAFETY: `status` is the word the wait just filled.
+        unsafe { defer_reap(r, status, options) };
         return r;
     }
     // SAFETY: `status` is the word the wait just filled.
@@ -132,14 +134,43 @@ pub unsafe extern "C" fn wait4(
     let mut own = 0;
     let status = status_word(status, &mut own);
     // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
-    let r = wait(pid, options, |p, o| unsafe {
+    let r = recorded_wait(pid, options, |p, o| unsafe {
         real::wait4(p, status, o, usage)
     });
     if guard.is_none() {
+        // SAFETY: `status` is the word the wait just filled.
+        unsafe { defer_reap(r, status, options) };
         return r;
     }
     // SAFETY: `status` is the word the wait just filled.
     unsafe { waited(r, status, options) }
+}
+
+/// wait(2): waitpid of any child, blocking.
+///
+/// # Safety
+/// Called by the program in place of libc's, with arguments valid for it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn wait(status: *mut c_int) -> pid_t {
+    // SAFETY: the caller's arguments.
+    unsafe { waitpid(-1, status, 0) }
+}
+
+/// A wait the program's signal handler made inside one of our hooks (a SIGCHLD handler that
+/// interrupted a recorded read): the hook may be talking to the GD, so a child it reaped is
+/// noted for the actor's next event (`preload/src/ld/reaps.rs`); a halting replay must let
+/// that child end.
+///
+/// # Safety
+/// `status` must be the word the wait just filled.
+unsafe fn defer_reap(r: pid_t, status: *mut c_int, options: c_int) {
+    if r > 0 && options & libc::WNOWAIT == 0 {
+        // SAFETY: as the caller promises.
+        let s = unsafe { *status };
+        if libc::WIFEXITED(s) || libc::WIFSIGNALED(s) {
+            crate::ld::reaps::defer(r, s);
+        }
+    }
 }
 
 /// wait3(2): wait4 of any child.
@@ -170,9 +201,12 @@ pub(super) fn before_wait(options: c_int) {
 }
 
 /// After a wait that returned `child`, which ended with `status` (`None`: it did not
-/// terminate): the GD is told which child a blocking wait reaped, and how it ended.
+/// terminate): the GD is told which child a wait reaped, and how it ended. A `WNOHANG` wait
+/// that found a child ended counts too: what the program does next may rest on it (xargs -P
+/// reaps its finished children so before it blocks for one, and a halting replay must let
+/// that child end).
 pub(super) fn after_wait(options: c_int, child: pid_t, status: Option<ExitStatus>) {
-    if options & libc::WNOHANG != 0 || child <= 0 || options & libc::WNOWAIT != 0 {
+    if child <= 0 || options & libc::WNOWAIT != 0 {
         return;
     }
     if let Some(status) = status

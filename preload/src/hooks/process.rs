@@ -8,7 +8,7 @@
 
 #![allow(non_snake_case)]
 
-use super::nohang::{after_wait, before_wait, status_word, waited};
+use super::nohang::{after_wait, before_wait};
 use super::{active, hook};
 use crate::guard::Guard;
 use crate::ld::exec::{CStringArray, exec_environment};
@@ -33,6 +33,7 @@ pub fn start() {
         return;
     };
     first_event(&mut ld, &first);
+    let pipes = ld.records_pipes();
     // SAFETY: registering handlers that are plain functions of this library, which stays
     // loaded for the life of the process.
     unsafe {
@@ -44,6 +45,9 @@ pub fn start() {
         on_exit_register(at_exit, std::ptr::null_mut());
     }
     ld::install(ld);
+    if pipes {
+        super::stdio::wrap_standard_streams();
+    }
 }
 
 /// The image's first event (`Start`, or `Exec`), by mode.
@@ -94,6 +98,8 @@ unsafe extern "C" {
 
 /// Our exit handler (on_exit).
 extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
+    // What the program's streams still buffer is written now, as recorded writes.
+    super::stdio::flush_streams();
     exiting(status);
 }
 
@@ -380,20 +386,6 @@ hook! {
         exiting(status);
         // SAFETY: no pointer arguments.
         unsafe { real::_Exit(status) }
-    }
-}
-
-hook! {
-    /// wait(2).
-    fn wait(status: *mut c_int) -> pid_t {
-        before_wait(0);
-        let mut own = 0;
-        let status = status_word(status, &mut own);
-        // SAFETY: `status` is the program's int (wait's contract) or ours: wait is
-        // waitpid(-1, status, 0), whose child is recorded as any child's is.
-        let r = super::nohang::wait(-1, 0, |p, o| unsafe { real::waitpid(p, status, o) });
-        // SAFETY: as above.
-        unsafe { waited(r, status, 0) }
     }
 }
 

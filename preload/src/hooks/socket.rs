@@ -1,4 +1,4 @@
-//! Sockets and fds: creation, connect, accept, close, dup, blocking mode. The LD knows at every
+//! Sockets and fds: creation, connect, accept, close, blocking mode (`ioctl`). The LD knows at every
 //! moment which fd is a channel end and whether it blocks.
 
 use super::{active, hook};
@@ -180,7 +180,7 @@ hook! {
 /// The LD, when closing `fd` now would let go of a connection and that is an event (see
 /// `Record::Close`): `fd` is this process's last fd on a connected stream socket, and the
 /// history records closes (recordings made before ddbx recorded closes do not).
-fn letting_go(fd: c_int) -> Option<&'static mut crate::ld::Ld> {
+pub(super) fn letting_go(fd: c_int) -> Option<&'static mut crate::ld::Ld> {
     if !fds::is_last_connection_ref(fd) {
         return None;
     }
@@ -193,7 +193,7 @@ fn letting_go(fd: c_int) -> Option<&'static mut crate::ld::Ld> {
 }
 
 /// The `Close` event of `fd`, closed by `call` (close, or a dup2 over it).
-fn let_go(ld: &mut crate::ld::Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+pub(super) fn let_go(ld: &mut crate::ld::Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
     match ld.mode {
         Mode::Record => record::socket::close(ld, fd, call),
         Mode::Replay => replay::socket::close(ld, fd, call),
@@ -266,118 +266,6 @@ hook! {
             Mode::Replay => replay::socket::shutdown(ld, fd, shut, call),
         }
     }
-}
-
-hook! {
-    /// dup(2).
-    fn dup(fd: c_int) -> c_int {
-        // SAFETY: no pointer arguments.
-        let r = unsafe { real::dup(fd) };
-        if r >= 0 {
-            fds::dup(fd, r);
-        }
-        r
-    }
-}
-
-/// `call` makes `new` refer to what `old` refers to (dup2, dup3): when that closes the last fd
-/// on a connection, that is a `Close` event.
-fn dup_over(old: c_int, new: c_int, call: impl FnOnce() -> c_int) -> c_int {
-    let lets_go = if old != new && fds::id(old).is_some() && fds::id(old) != fds::id(new) {
-        letting_go(new)
-    } else {
-        None
-    };
-    match lets_go {
-        Some(ld) => let_go(ld, new, call),
-        None => call(),
-    }
-}
-
-/// Makes room for the program at `new` if the LD uses that number.
-fn make_room(new: c_int) {
-    if let Some(t) = active().and_then(|ld| ld.trace.as_mut()) {
-        t.forget_fd(new);
-    }
-    if fds::is_ours(new)
-        && let Some(ld) = active()
-    {
-        ld.evacuate(new);
-    }
-}
-
-hook! {
-    /// dup2(2).
-    fn dup2(old: c_int, new: c_int) -> c_int {
-        make_room(new);
-        // SAFETY: no pointer arguments.
-        let r = dup_over(old, new, || unsafe { real::dup2(old, new) });
-        if r >= 0 && old != new {
-            fds::dup(old, r);
-        }
-        r
-    }
-}
-
-hook! {
-    /// dup3(2).
-    fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-        make_room(new);
-        // SAFETY: no pointer arguments.
-        let r = dup_over(old, new, || unsafe { real::dup3(old, new, flags) });
-        if r >= 0 {
-            fds::dup(old, r);
-        }
-        r
-    }
-}
-
-/// fcntl and fcntl64: dups and O_NONBLOCK are tracked.
-///
-/// # Safety
-/// `arg` as fcntl(2) wants it for `cmd` (a pointer for the commands that take one).
-unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: the caller's arguments, valid for fcntl.
-    let r = unsafe { real::fcntl(fd, cmd, arg) };
-    if r < 0 {
-        return r;
-    }
-    match cmd {
-        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => fds::dup(fd, r),
-        libc::F_SETFL => {
-            if arg as c_int & libc::O_NONBLOCK != 0 {
-                fds::update(fd, fds::NONBLOCK, 0);
-            } else {
-                fds::update(fd, 0, fds::NONBLOCK);
-            }
-        }
-        _ => {}
-    }
-    r
-}
-
-/// fcntl(2) (variadic in C; one integer-sized argument is ABI-compatible on Linux targets).
-///
-/// # Safety
-/// Called by the program in place of fcntl, with `arg` as fcntl wants it for `cmd`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    let Some(_guard) = crate::guard::Guard::enter() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { real::fcntl(fd, cmd, arg) };
-    };
-    // SAFETY: `arg` as fcntl wants it for `cmd`, as our caller promises.
-    unsafe { on_fcntl(fd, cmd, arg) }
-}
-
-/// fcntl64(2) (what Python calls).
-///
-/// # Safety
-/// As for [`fcntl`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: same contract as fcntl.
-    unsafe { fcntl(fd, cmd, arg) }
 }
 
 /// ioctl(2): FIONBIO sets or clears non-blocking mode.

@@ -94,29 +94,100 @@ hook! {
             // SAFETY: the program's arguments, passed on unchanged.
             return unsafe { real::fdopen(fd, mode) };
         }
-        let Some(index) = STREAM.iter().position(|s| {
-            s.compare_exchange(0, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        }) else {
-            // SAFETY: the program's arguments, passed on unchanged.
-            return unsafe { real::fdopen(fd, mode) };
+        // SAFETY: the program's mode string.
+        unsafe { cookie_stream(fd, mode) }
+    }
+}
+
+/// A stream on `fd` whose reads, writes and close go through our hooks (glibc's own stream
+/// when no slot is left; null when fopencookie failed).
+///
+/// # Safety
+/// `mode` is a C string.
+unsafe fn cookie_stream(fd: c_int, mode: *const c_char) -> *mut FILE {
+    let Some(index) = STREAM.iter().position(|s| {
+        s.compare_exchange(0, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }) else {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        return unsafe { real::fdopen(fd, mode) };
+    };
+    FD[index].store(fd, Ordering::Release);
+    let io = CookieFunctions {
+        read: Some(cookie_read),
+        write: Some(cookie_write),
+        seek: None,
+        close: Some(cookie_close),
+    };
+    // SAFETY: mode is the caller's C string; the cookie is a slot index, not a pointer.
+    let stream = unsafe { fopencookie(index as *mut c_void, mode, io) };
+    if stream.is_null() {
+        FD[index].store(-1, Ordering::Release);
+        STREAM[index].store(0, Ordering::Release);
+    } else {
+        STREAM[index].store(stream as usize, Ordering::Release);
+    }
+    stream
+}
+
+unsafe extern "C" {
+    static mut stdin: *mut FILE;
+    static mut stdout: *mut FILE;
+    static mut stderr: *mut FILE;
+}
+
+/// glibc's stdio reads and writes the standard streams with internal calls that the hooks
+/// never see (`seq`, `tr`, `sort` and most of coreutils write with stdio, and so do bash's
+/// builtins). So while fd 0, 1 or 2 is an end of a pipe of the session (a shell's `a | b`),
+/// its standard stream is replaced by one whose I/O goes through our hooks on the same fd
+/// number, as `fdopen` does for sockets: at the start of an image, and when a `dup2`/`dup3`
+/// puts such a pipe there (a forked subshell running a builtin in `$(…)`). The stream keeps
+/// working on that fd number whatever the fd becomes later. stderr stays unbuffered.
+pub fn wrap_standard_streams() {
+    for fd in 0..3 {
+        wrap_standard_stream(fd);
+    }
+}
+
+/// [`wrap_standard_streams`] for `fd` alone (0, 1 or 2; anything else is left alone).
+pub fn wrap_standard_stream(fd: c_int) {
+    if !fds::pipes::is_recorded(fd) {
+        return;
+    }
+    // SAFETY: the standard streams are globals of the C library; the program changes them
+    // only through freopen or by assignment, on this thread (one thread does the I/O).
+    unsafe {
+        let (slot, mode) = match fd {
+            0 => (&raw mut stdin, c"r"),
+            1 => (&raw mut stdout, c"w"),
+            2 => (&raw mut stderr, c"w"),
+            _ => return,
         };
-        FD[index].store(fd, Ordering::Release);
-        let io = CookieFunctions {
-            read: Some(cookie_read),
-            write: Some(cookie_write),
-            seek: None,
-            close: Some(cookie_close),
-        };
-        // SAFETY: mode is the caller's C string; the cookie is a slot index, not a pointer.
-        let stream = unsafe { fopencookie(index as *mut c_void, mode, io) };
-        if stream.is_null() {
-            FD[index].store(-1, Ordering::Release);
-            STREAM[index].store(0, Ordering::Release);
-        } else {
-            STREAM[index].store(stream as usize, Ordering::Release);
+        let current = *slot;
+        if current.is_null() || socket_of(current).is_some() {
+            return; // none, or one of ours already
         }
-        stream
+        libc::fflush(current);
+        let stream = cookie_stream(fd, mode.as_ptr());
+        if stream.is_null() || socket_of(stream).is_none() {
+            return;
+        }
+        if fd == 2 {
+            libc::setvbuf(stream, std::ptr::null_mut(), libc::_IONBF, 0);
+        }
+        *slot = stream;
+    }
+}
+
+/// Flushes the streams made here (before the exit event: glibc flushes streams after the exit
+/// handlers, when nothing is recorded any more).
+pub fn flush_streams() {
+    for s in &STREAM {
+        let addr = s.load(Ordering::Acquire);
+        if addr > CLAIMED {
+            // SAFETY: one of our streams, still open (a closed one's slot is 0).
+            unsafe { libc::fflush(addr as *mut FILE) };
+        }
     }
 }
 

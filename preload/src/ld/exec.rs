@@ -34,6 +34,12 @@ pub fn exec_environment(
             }
         }
     }
+    if let Some(ld) = ld
+        && ld.records_pipes()
+    {
+        let pipes = crate::fds::pipes::for_exec();
+        set(&mut entries, ddbx_wire::env::PIPES, &pipes, true);
+    }
     for (name, value) in extra {
         set(&mut entries, name, value, true);
     }

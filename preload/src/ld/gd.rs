@@ -207,6 +207,18 @@ impl Ld {
         }
     }
 
+    /// Whether the calling thread may do recorded I/O without being refused (it is the thread
+    /// that did so first, or none did yet).
+    pub fn is_io_thread(&self) -> bool {
+        let first = self.io_tid.load(Ordering::Relaxed);
+        first == 0 || first == crate::guard::tid()
+    }
+
+    /// Whether every kind of `bits` was reported already.
+    pub fn has_reported(&self, bits: u32) -> bool {
+        self.passthrough_seen & bits == bits
+    }
+
     /// Reports, once per kind, I/O that ddbx passes through unrecorded.
     pub fn passthrough(&mut self, bit: u32, what: &str) {
         if self.passthrough_seen & bit == 0 {

@@ -17,6 +17,9 @@ use libc::c_int;
 impl Ld {
     /// Logs an event that happened (record), or that replay has just made happen.
     pub fn emit(&mut self, record: &Record) {
+        if self.mode == ddbx_wire::proto::Mode::Record {
+            self.send_deferred_reaps();
+        }
         self.flush_values();
         self.count_event();
         self.counters.count(record);

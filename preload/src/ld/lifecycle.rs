@@ -77,6 +77,11 @@ pub fn start() -> Option<Joined> {
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
     };
     let first = ld.join(claim)?;
+    if ld.records_pipes()
+        && let Some(pipes) = getenv(env::PIPES)
+    {
+        fds::pipes::adopt(&pipes);
+    }
     Some(Joined { ld, first })
 }
 
@@ -394,6 +399,7 @@ impl Ld {
             held: Vec::new(),
             external_connects: plan.external_connects,
             closes: plan.closes,
+            pipes: plan.pipes,
             owed: plan.owed,
             unlogged_children: plan.unlogged_children,
             observe: plan
@@ -428,6 +434,7 @@ impl Ld {
     /// In a forked child: becomes the new actor, with its own GD connection, progress and
     /// history. Returns its first event; `None`: the child runs unrecorded.
     pub fn become_child(&mut self) -> Option<Record> {
+        super::reaps::forget();
         let parent = self.actor;
         let index = self.fork_index;
         for fd in [self.gd_fd, self.lifeline_fd, self.history_fd, self.full_fd] {

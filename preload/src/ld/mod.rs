@@ -16,6 +16,8 @@ pub mod exec;
 pub mod gd;
 pub mod journal;
 pub mod lifecycle;
+pub mod reaps;
+pub mod turns;
 
 use ddbx_wire::counters::Counters;
 use ddbx_wire::history::Record;
@@ -187,6 +189,8 @@ pub struct ReplayState {
     pub held: Vec<HeldBytes>,
     /// The history has a `Close` event wherever the process let go of a stream socket.
     pub closes: bool,
+    /// The history records pipes (`Pipe` events, their reads, writes and ready sets).
+    pub pipes: bool,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).
@@ -358,10 +362,43 @@ impl Ld {
         self.progress().children.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// Whether pipes made by the session's processes are channels here: always in a record; in
+    /// a replay when its recording has them.
+    pub fn records_pipes(&self) -> bool {
+        match &self.replay {
+            None => self.mode == Mode::Record,
+            Some(r) => r.pipes,
+        }
+    }
+
     /// Replay: the next record this actor must produce, if the history has one.
     pub fn next_record(&self) -> Option<&Record> {
         let replay = self.replay.as_ref()?;
         replay.records.get(self.events() as usize)
+    }
+
+    /// Replay: whether what is left of the history is the exit (a process that a signal ended
+    /// while it waited), or closes and the exit right after a wait that a signal interrupted
+    /// (lighttpd: its SIGTERM handler only notes the signal, the wait fails with `EINTR`, and
+    /// the next wait is where the record's handler had already run; the closes of its pipes
+    /// follow).
+    pub fn exits_next(&self) -> bool {
+        let Some(replay) = self.replay.as_ref() else {
+            return false;
+        };
+        let done = self.events() as usize;
+        let rest = replay.records.get(done..).unwrap_or_default();
+        let closes = rest
+            .iter()
+            .take_while(|r| matches!(r, Record::Close { .. }))
+            .count();
+        let interrupted = done
+            .checked_sub(1)
+            .and_then(|i| replay.records.get(i))
+            .is_some_and(|r| {
+                matches!(r, Record::Fail { call: ddbx_wire::history::Call::Wait, err, .. } if err.0 == libc::EINTR)
+            });
+        matches!(rest.get(closes), Some(Record::Exit { .. })) && (closes == 0 || interrupted)
     }
 
     /// Replay: the last record this actor produced.

@@ -51,12 +51,16 @@ pub fn send(
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
     if ld.trace.is_none() {
-        let r = call(0, len);
+        let (r, turn) = if crate::fds::pipes::is_recorded(fd) {
+            ld.write_in_turn(fd, || call(0, len))
+        } else {
+            (call(0, len), None)
+        };
         let err = sys::errno();
         let data = (r > 0 && keeps_bytes(fd))
             .then(|| gather(0, r as usize))
             .filter(|d| d.len() == r as usize); // sendfile's bytes are not at hand
-        ld.emit(&sent(fd, r, err, data));
+        ld.emit(&with_turn(sent(fd, r, err, data), turn));
         sys::set_errno(err);
         return r;
     }
@@ -65,14 +69,21 @@ pub fn send(
         .trace
         .as_mut()
         .and_then(|t| t.before_send(fd, len, events));
-    let r = call(0, len);
+    let (r, turn) = if crate::fds::pipes::is_recorded(fd) {
+        ld.write_in_turn(fd, || call(0, len))
+    } else {
+        (call(0, len), None)
+    };
     let err = sys::errno();
     if let Some(t) = ld.trace.as_mut() {
         t.after_send(token, r);
     }
-    // A send that took everything is what replay does anyway; a partial or failed
-    // one is logged, with its bytes when no side channel says the peer is ours.
-    if r >= 0 && r as usize == len && len > 0 {
+    if turn.is_some() {
+        // A write into a pipe of the session: its turn orders it among the pipe's writers.
+        ld.emit(&with_turn(sent(fd, r, err, None), turn));
+    } else if r >= 0 && r as usize == len && len > 0 {
+        // A send that took everything is what replay does anyway; a partial or failed
+        // one is logged, with its bytes when no side channel says the peer is ours.
         ld.emit_decided(&sent(fd, r, err, None), Decision::Untraced);
     } else {
         let data = (r > 0 && keeps_bytes(fd) && token.is_none())
@@ -104,6 +115,14 @@ pub fn received(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Recor
     }
 }
 
+/// A send's record with its turn among the writers of a pipe (`turns.rs`).
+fn with_turn(mut rec: Record, turn: Option<u64>) -> Record {
+    if let Record::Send { turn: t, .. } = &mut rec {
+        *t = turn;
+    }
+    rec
+}
+
 /// The record of a send that returned `r`; `data` is what it sent, when the bytes are kept.
 pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
     if r >= 0 {
@@ -111,6 +130,7 @@ pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
             fd,
             n: r as u64,
             data: data.map(Data),
+            turn: None,
         }
     } else {
         Record::Fail {

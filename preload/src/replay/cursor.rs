@@ -76,7 +76,7 @@ pub fn diverge(ld: &mut Ld, found: &str) -> ! {
     let event = ld.events() + 1;
     let events = ld.events();
     let killed_by = ld.replay.as_ref().and_then(|r| r.killed_by);
-    if ld.in_wait && matches!(ld.next_record(), Some(Record::Exit { .. })) {
+    if ld.in_wait && ld.exits_next() {
         // In the record, a signal ended the process while it waited in this very call
         // (its handler exited): wait here, with signals delivered, for the same to happen.
         wait_here_for_the_end(ld, events);

@@ -83,6 +83,9 @@ const CONTROL_ROOM: usize = 2048;
 /// Takes up to `want` bytes of `fd` from the kernel into `h`, without blocking: what recvmsg
 /// returned (0: the end of the stream; -1 and errno: nothing, EAGAIN when nothing is there).
 fn take_from_kernel(h: &mut HeldBytes, fd: c_int, want: usize, flags: c_int) -> isize {
+    if fds::pipes::is_recorded(fd) {
+        return take_from_pipe(h, fd, want);
+    }
     let had = h.bytes.len();
     h.bytes.reserve(want);
     let mut control = [0u64; CONTROL_ROOM / 8];
@@ -134,6 +137,41 @@ fn take_from_kernel(h: &mut HeldBytes, fd: c_int, want: usize, flags: c_int) -> 
     h.from.clear();
     h.from.extend_from_slice(from);
     r
+}
+
+/// [`take_from_kernel`] on the read end of a pipe, which has no `MSG_DONTWAIT`: reads only
+/// what `FIONREAD` says is there (the fd may block), and tells the end of the stream by a
+/// hang-up with nothing left.
+fn take_from_pipe(h: &mut HeldBytes, fd: c_int, want: usize) -> isize {
+    loop {
+        let waiting = sys::bytes_available(fd);
+        if waiting < 0 {
+            return -1;
+        }
+        if waiting == 0 {
+            let revents = sys::poll_one(fd, libc::POLLIN, 0);
+            if revents > 0 && revents & (libc::POLLHUP | libc::POLLERR) as c_int != 0 {
+                if sys::bytes_available(fd) > 0 {
+                    continue; // written just before the last writer went
+                }
+                h.ended = true;
+                return 0;
+            }
+            sys::set_errno(libc::EAGAIN);
+            return -1;
+        }
+        let had = h.bytes.len();
+        let n = want.min(waiting as usize);
+        h.bytes.reserve(n);
+        let spare = h.bytes.spare_capacity_mut();
+        // SAFETY: reads at most `n` bytes into the spare capacity, which has room for them.
+        let r = unsafe { libc::syscall(libc::SYS_read, fd, spare.as_mut_ptr(), n) } as isize;
+        if r > 0 {
+            // SAFETY: the kernel wrote `r <= n` bytes right after the `had` bytes held.
+            unsafe { h.bytes.set_len(had + r as usize) };
+        }
+        return r;
+    }
 }
 
 /// Waits until the LD holds the `n` bytes of a recorded receive on `fd`, or (`n == 0`) the end

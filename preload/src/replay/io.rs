@@ -164,9 +164,21 @@ fn owed_send(
         .find(|(f, n)| *f == fd && *n > 0)?;
     let n = len.min(owed.1 as usize);
     owed.1 -= n as u64;
+    let (sent, _) = send_through(fd, n, call);
+    Some(sent as isize)
+}
+
+/// Sends bytes `0..n` of the program's data through `call(offset, n)`, waiting while the
+/// socket is full, with no SIGPIPE (the receiver may have ended at its history's end, where
+/// its record was killed): how much went, and the errno of a send that failed otherwise.
+fn send_through(
+    fd: c_int,
+    n: usize,
+    call: &mut impl FnMut(usize, usize) -> isize,
+) -> (usize, Option<c_int>) {
     let mut sent = 0;
     while sent < n {
-        let r = call(sent, n - sent);
+        let r = sys::without_sigpipe(|| call(sent, n - sent));
         if r > 0 {
             sent += r as usize;
             continue;
@@ -176,9 +188,9 @@ fn owed_send(
             sys::poll_one(fd, libc::POLLOUT, 1000);
             continue;
         }
-        break;
+        return (sent, Some(err));
     }
-    Some(sent as isize)
+    (sent, None)
 }
 
 /// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n` of the
@@ -212,12 +224,17 @@ pub fn send(
             fd,
             n: len as u64,
             data: None,
+            turn: None,
         },
         other => other,
     };
     match rec {
-        Record::Send { n, .. } => {
+        Record::Send { n, turn, .. } => {
             let n = n as usize;
+            if let Some(turn) = turn {
+                // Several writers share this pipe: the earlier writes go first.
+                ld.wait_for_turn(fd, turn);
+            }
             let events = ld.events() + 1;
             let token = ld.trace.as_mut().and_then(|t| t.before_send(fd, n, events));
             if n > len {
@@ -226,33 +243,24 @@ pub fn send(
                     &format!("a send of {len} bytes on fd {fd} (the record sent {n})"),
                 );
             }
-            let mut sent = 0;
-            while sent < n {
-                let r = call(sent, n - sent);
-                if r > 0 {
-                    sent += r as usize;
-                    continue;
-                }
-                let err = sys::errno();
-                if r < 0 && (err == libc::EAGAIN || err == libc::EINTR) {
-                    sys::poll_one(fd, libc::POLLOUT, 1000);
-                    continue;
-                }
-                if r < 0 && (err == libc::EPIPE || err == libc::ECONNRESET) {
-                    // The receiving actor already ended where its history ends (killed
-                    // there): no receive of its replay needs these bytes, which in the
-                    // record went to its socket before it died. The send went through.
-                    break;
-                }
-                cursor::diverge(
+            match send_through(fd, n, &mut call) {
+                (_, None) => {}
+                // The receiving actor already ended where its history ends (killed there):
+                // no receive of its replay needs these bytes, which in the record went to its
+                // socket before it died. The send went through.
+                (_, Some(libc::EPIPE | libc::ECONNRESET)) => {}
+                (_, Some(err)) => cursor::diverge(
                     ld,
                     &format!(
                         "a send on fd {fd} that failed (errno {err}) where the record sent {n} bytes"
                     ),
-                );
+                ),
             }
             if let Some(t) = ld.trace.as_mut() {
                 t.after_send(token, n as isize);
+            }
+            if turn.is_some() {
+                ld.turn_done(fd);
             }
             if super::external::is_outside(ld, fd) {
                 let expected = match &rec {

@@ -5,7 +5,7 @@
 use super::cursor;
 use crate::halting;
 use crate::ld::Ld;
-use ddbx_wire::history::Record;
+use ddbx_wire::history::{Call, Record};
 use libc::c_int;
 
 /// The image's first event (`Start`, or `Exec` for an exec'd image). The program must be the
@@ -58,12 +58,32 @@ fn created(ld: &mut Ld, index: u32, record: &Record) {
 
 /// The exit of this process with `status`: the history must end with the same exit.
 pub fn exit(ld: &mut Ld, status: c_int) {
+    if let Some(interrupted) = interrupted_before_exit(ld, status) {
+        cursor::advance(ld, &interrupted);
+    }
     cursor::follow(
         ld,
         |r| matches!(r, Record::Exit { status: s } if *s == status),
         || format!("exit with status {status}"),
     );
     cursor::advance(ld, &Record::Exit { status });
+}
+
+/// The record's process made a readiness wait that a signal interrupted (EINTR), then exited
+/// with `status` because of that signal (its handler set a flag the loop then read). In this
+/// run the signal came before the wait, and the program saw the flag without waiting: the same
+/// end, reached one call earlier. The interrupted wait, to be counted as made. (Its mirror, a
+/// wait that replay makes where the record's process exited instead, waits for the signal:
+/// `cursor::wait_for_a_signal`.)
+fn interrupted_before_exit(ld: &Ld, status: c_int) -> Option<Record> {
+    let next = ld.next_record()?;
+    let after = ld.replay.as_ref()?.records.get(ld.events() as usize + 1)?;
+    let interrupted = matches!(
+        next,
+        Record::Fail { call: Call::Wait, err, .. } if err.0 == libc::EINTR
+    );
+    let exits = matches!(after, Record::Exit { status: s } if *s == status);
+    (interrupted && exits).then(|| next.clone())
 }
 
 /// Before the program blocks waiting for a child (not an event): whatever the actor's next

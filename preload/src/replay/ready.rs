@@ -52,8 +52,9 @@ fn next_ready_set(
     what: &str,
     timeout_us: Option<u64>,
 ) -> Result<Vec<ReadyFd>, c_int> {
-    if matches!(ld.next_record(), Some(Record::Exit { .. })) {
-        // The record's process exited because of a signal that came during this wait.
+    if ld.exits_next() {
+        // The record's process exited because of a signal that came during this wait (its
+        // closes on the way out, if any, come after the handler ran).
         cursor::wait_for_a_signal(ld);
         return Err(libc::EINTR);
     }

@@ -308,7 +308,22 @@ pub fn before_pair(ld: &mut Ld) {
     );
 }
 
-/// The socketpair made the pair `observed`.
+/// Before a pipe of the session: its `Pipe` event must come now.
+pub fn before_pipe(ld: &mut Ld) {
+    cursor::follow(
+        ld,
+        |r| matches!(r, Record::Pipe { .. }),
+        || "a pipe".to_string(),
+    );
+}
+
+/// The socketpair (or pipe) made the pair `observed`.
 pub fn after_pair(ld: &mut Ld, observed: &Record) {
+    cursor::advance(ld, observed);
+}
+
+/// A dup of a channel end made `observed` (its `Dup` event; the dup is made already).
+pub fn dup(ld: &mut Ld, observed: &Record) {
+    cursor::follow_exactly(ld, observed);
     cursor::advance(ld, observed);
 }

@@ -62,7 +62,12 @@ pub(crate) enum MainEvent {
     Halted,
     /// Replay: every live process waits at the end of a history that ends without `Exit`.
     /// `spare`: processes that said they exit, on their way out (not to be killed).
-    AllAtEnd { spare: Vec<i32> },
+    /// `first`: processes to end with the signal that ended them in the record before the
+    /// SIGKILL that ends the rest (the first fatal signal sets how a process ended).
+    AllAtEnd {
+        spare: Vec<i32>,
+        first: Vec<(i32, i32)>,
+    },
     /// Something to hand to the embedding's event callback.
     Event(SessionEvent),
     /// Nothing came before the main loop's own deadline (a divergence waiting for its cause).

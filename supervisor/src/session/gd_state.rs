@@ -203,6 +203,11 @@ impl GdState {
         })
     }
 
+    /// Replay: the signal that ended `actor` in the record, if one did.
+    pub(crate) fn recorded_signal(&self, actor: ActorId) -> Option<i32> {
+        self.ends.as_ref()?.get(&actor)?.signal
+    }
+
     /// Replay: whether every child the record has for `actor` has joined this run. An actor
     /// at its end has created them all, but one may not have said hello yet: the replay is
     /// not over until it has (and is at its end too).

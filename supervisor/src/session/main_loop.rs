@@ -121,7 +121,10 @@ impl<'a> MainLoop<'a> {
                 MainEvent::Stop(end) => self.on_stop(end),
                 MainEvent::Note(line) => self.transcript.say(line),
                 // They were killed there in the record: end them the same way.
-                MainEvent::AllAtEnd { spare } => {
+                MainEvent::AllAtEnd { spare, first } => {
+                    for (pid, sig) in first {
+                        procs::signal(pid, sig);
+                    }
                     procs::kill_descendants_but(&spare);
                 }
                 MainEvent::Halted => self.on_halted(),

@@ -43,6 +43,7 @@ pub(super) fn first_manifest(run: &RunFacts<'_>) -> Manifest {
         env_left_out: run.env_left_out.to_vec(),
         closes: true,
         signals: true,
+        pipes: true,
     }
 }
 

@@ -122,6 +122,8 @@ pub(crate) struct RecordedEnd {
     pub(crate) signalled_by: Vec<i32>,
     /// The actors it created (fork, spawn): all of them exist once it is at its end.
     pub(crate) children: Vec<ActorId>,
+    /// The signal that ended it in the record, if one did.
+    pub(crate) signal: Option<i32>,
 }
 
 /// The recorded end of every recorded actor.
@@ -149,6 +151,10 @@ pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedE
                     events,
                     signalled_by,
                     children,
+                    signal: match info.exit {
+                        Some(ExitStatus::Signaled(sig)) => Some(sig),
+                        _ => None,
+                    },
                 },
             )
         })
@@ -179,6 +185,7 @@ fn plan_for(
             .collect(),
         closes: recording.manifest.closes,
         signals: recording.manifest.signals,
+        pipes: recording.manifest.pipes,
         owed: Vec::new(),
         unlogged_children: Vec::new(),
     }

@@ -90,6 +90,13 @@ pub fn descendants(ancestor: i32) -> Vec<i32> {
     found
 }
 
+/// Sends signal `sig` to process `pid` (gone already: nothing to do).
+pub fn signal(pid: i32, sig: i32) {
+    if let Ok(sig) = Signal::try_from(sig) {
+        let _ = kill(Pid::from_raw(pid), sig);
+    }
+}
+
 /// Sends SIGKILL to every live descendant of this process. Returns how many were sent.
 pub fn kill_descendants() -> usize {
     kill_descendants_but(&[])

@@ -178,8 +178,14 @@ impl Walk<'_> {
                 fd,
                 n,
                 data: Some(_),
+                turn,
             } if managed(&fd, &self.bound) => {
-                return Some(Record::Send { fd, n, data: None });
+                return Some(Record::Send {
+                    fd,
+                    n,
+                    data: None,
+                    turn,
+                });
             }
             _ => {}
         }
@@ -268,6 +274,7 @@ mod tests {
             fd,
             n: b.len() as u64,
             data: bytes(b),
+            turn: None,
         }
     }
 
@@ -356,6 +363,7 @@ mod tests {
             env_left_out: Vec::new(),
             closes: true,
             signals: true,
+            pipes: true,
         }
         .store(dir)
         .unwrap();

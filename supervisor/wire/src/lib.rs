@@ -68,4 +68,8 @@ pub mod env {
     /// by any uid (a program may drop privileges), so it also checks that the peer is one of
     /// its descendants.
     pub const GD_KEY: &str = "DDBX_GD_KEY";
+    /// `"<fd>:<inode>,…"`: the pipe ends made by recorded processes that an exec'd image
+    /// inherits (the LD of a record sets it at every exec; an inherited pipe not listed came
+    /// from outside the session and passes through).
+    pub const PIPES: &str = "DDBX_PIPES";
 }

@@ -128,6 +128,11 @@ pub struct Manifest {
     /// made before lets signals come when they come.
     #[serde(default)]
     pub signals: bool,
+    /// Whether the histories have a [`Record::Pipe`](crate::history::Record::Pipe) event for
+    /// every pipe a recorded process made, and its reads, writes and ready sets (recordings
+    /// made before ddbx recorded pipes have none: their replays let pipes through).
+    #[serde(default)]
+    pub pipes: bool,
 }
 
 /// A manifest that cannot be used.
@@ -312,6 +317,7 @@ mod tests {
             env_left_out: vec!["TOKEN".into()],
             closes: true,
             signals: true,
+            pipes: true,
         };
         m.store(&dir).unwrap();
         assert_eq!(Manifest::load(&dir).unwrap(), m);
@@ -350,6 +356,7 @@ mod tests {
             env_left_out: vec![],
             closes: true,
             signals: true,
+            pipes: true,
         };
         m.store(&dir).unwrap();
         Manifest::append_actor(&dir, &actor(1)).unwrap();

@@ -292,6 +292,9 @@ pub struct ReplayPlan {
     /// [`crate::manifest::Manifest::signals`]): replay runs it there.
     #[serde(default)]
     pub signals: bool,
+    /// Whether the history records pipes (see [`crate::manifest::Manifest::pipes`]).
+    #[serde(default)]
+    pub pipes: bool,
     /// A killed actor: bytes its peers' histories received from it that its own history never
     /// sent (it was killed between a send and its record), by fd: at the end of its history
     /// the LD lets the program's sends on that fd through, up to that many bytes.

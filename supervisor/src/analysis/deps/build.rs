@@ -292,6 +292,9 @@ impl BindingWalk<'_> {
             if let Some(fd) = used_fd(r) {
                 unused.remove(&fd);
             }
+            if self.fd_table(&mut fds, &mut unused, r, (here, release_at(h, a, i))) {
+                continue;
+            }
             match r {
                 Record::Connect { fd, .. } => {
                     self.let_go(&mut fds, &mut unused, *fd, here);
@@ -300,17 +303,6 @@ impl BindingWalk<'_> {
                 Record::Accept { new_fd, .. } => {
                     self.let_go(&mut fds, &mut unused, *new_fd, here);
                     bind(&mut fds, *new_fd, self.ends.get(&here));
-                }
-                Record::Close { fd } => self.let_go(&mut fds, &mut unused, *fd, here),
-                Record::Pair { fd, peer_fd } => {
-                    // Both ends of a new channel, made here: the first end sends as a
-                    // connector would.
-                    let channel = self.next_pair;
-                    self.next_pair += 1;
-                    for (f, side) in [(*fd, Side::Connector), (*peer_fd, Side::Acceptor)] {
-                        self.let_go(&mut fds, &mut unused, f, here);
-                        fds.insert(f, End { channel, side });
-                    }
                 }
                 Record::Shutdown {
                     fd, how, err: None, ..
@@ -334,10 +326,12 @@ impl BindingWalk<'_> {
                 Record::Fork { index } | Record::Spawn { index } => {
                     self.snapshots.insert((a, *index), fds.clone());
                 }
-                Record::Send { fd, n, .. } => {
+                Record::Send { fd, n, turn, .. } => {
                     if let Some(end) = fds.get(fd) {
                         let stream = self.stream(end.channel, end.outgoing());
-                        stream.sends.push(StreamUse::of(here, *n));
+                        let mut send = StreamUse::of(here, *n);
+                        send.turn = *turn;
+                        stream.sends.push(send);
                     }
                 }
                 Record::Recv { fd, n, .. } => {
@@ -368,6 +362,59 @@ impl BindingWalk<'_> {
                 self.releases.entry(end).or_default().push(last);
             }
         }
+    }
+
+    /// What `r`, at event `here`, does to the actor's fd table (`Close`, `Dup`, `Pair`,
+    /// `Pipe`); `false`: nothing (another kind of record). A `Close` lets go at `release` (see
+    /// [`release_at`]).
+    fn fd_table(
+        &mut self,
+        fds: &mut HashMap<i32, End>,
+        unused: &mut HashSet<i32>,
+        r: &Record,
+        (here, release): (Event, Event),
+    ) -> bool {
+        match r {
+            Record::Close { fd } => {
+                // The process's last fd on that end: any other number bound to it was
+                // closed unrecorded before.
+                let end = fds.get(fd).copied();
+                self.let_go(fds, unused, *fd, release);
+                fds.retain(|_, e| Some(*e) != end);
+            }
+            Record::Dup { fd, new_fd } if fd != new_fd => {
+                // A dup over the last fd on another end wrote its `Close` first.
+                let end = fds.get(fd).copied();
+                fds.remove(new_fd);
+                unused.remove(new_fd);
+                if let Some(end) = end {
+                    unused.remove(fd);
+                    fds.insert(*new_fd, end);
+                }
+            }
+            Record::Pair { fd, peer_fd } => {
+                // Both ends of a new channel, made here: the first end sends as a
+                // connector would.
+                let channel = self.next_pair;
+                self.next_pair += 1;
+                for (f, side) in [(*fd, Side::Connector), (*peer_fd, Side::Acceptor)] {
+                    self.let_go(fds, unused, f, here);
+                    fds.insert(f, End { channel, side });
+                }
+            }
+            Record::Pipe { read_fd, write_fd } => {
+                // A one-way channel: its write end sends as a connector would, its read
+                // end receives as the acceptor.
+                let channel = self.next_pair;
+                self.next_pair += 1;
+                for (f, side) in [(*write_fd, Side::Connector), (*read_fd, Side::Acceptor)] {
+                    self.let_go(fds, unused, f, here);
+                    fds.insert(f, End { channel, side });
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// The actor stops holding what `fd` was bound to, at event `here` (a `Close`; or a new
@@ -450,6 +497,20 @@ fn used_fd(r: &Record) -> Option<i32> {
     }
 }
 
+/// Where the `Close` at index `i` of `h` (actor `a`) really lets go: at the `Exec` that follows
+/// it when only closes come in between (the LD writes the closes an exec makes, of its
+/// `FD_CLOEXEC` fds, before the `Exec`; the fd stays open until the exec is made), else there.
+fn release_at(h: &History, a: ActorId, i: usize) -> Event {
+    let next = h.records[i + 1..]
+        .iter()
+        .position(|r| !matches!(r, Record::Close { .. }))
+        .map(|k| i + 1 + k);
+    match next {
+        Some(j) if matches!(h.records[j], Record::Exec { .. }) => (a, j as u64 + 1),
+        _ => (a, i as u64 + 1),
+    }
+}
+
 /// For each fd number: the events that use it, and as what, in event order.
 fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
     let mut roles: HashMap<i32, Vec<FdUse>> = HashMap::new();
@@ -464,6 +525,10 @@ fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
             Record::Pair { fd, peer_fd } => {
                 add(*fd, Role::Stream);
                 add(*peer_fd, Role::Stream);
+            }
+            Record::Pipe { read_fd, write_fd } => {
+                add(*read_fd, Role::Stream);
+                add(*write_fd, Role::Stream);
             }
             Record::Fail {
                 call: Call::Accept,

@@ -11,12 +11,18 @@ use std::collections::BTreeSet;
 pub(super) struct StreamUse {
     pub(super) event: Event,
     pub(super) bytes: u64,
+    /// A write into a pipe of the session: how many writes into it came before.
+    pub(super) turn: Option<u64>,
 }
 
 impl StreamUse {
     /// Event `event`, which took `bytes` bytes.
     pub(super) fn of(event: Event, bytes: u64) -> StreamUse {
-        StreamUse { event, bytes }
+        StreamUse {
+            event,
+            bytes,
+            turn: None,
+        }
     }
 }
 
@@ -45,7 +51,16 @@ impl Deps {
         s.sends.sort();
         s.recvs.sort();
         s.readies.sort();
-        self.check_hand_offs(channel, dir, s);
+        if !s.sends.is_empty() && s.sends.iter().all(|u| u.turn.is_some()) {
+            // A pipe: its writes are numbered in the order the pipe took them, whoever made
+            // them, and each waits in replay for the one before it.
+            s.sends.sort_by_key(|u| u.turn);
+            for w in s.sends.windows(2) {
+                self.add_need(w[1].event, w[0].event);
+            }
+        } else {
+            self.check_hand_offs(channel, dir, s);
+        }
         let range = |start, end| DataRange {
             channel,
             direction: dir,

@@ -205,7 +205,14 @@ pub(super) fn at_end(gd: &GdState, actor: ActorId) {
         });
     if all_at_end {
         let spare = tables.registry.exited_pids();
-        gd.send(MainEvent::AllAtEnd { spare });
+        let first = live
+            .iter()
+            .filter_map(|pid| {
+                let actor = tables.registry.live_actor(*pid)?;
+                Some((*pid, gd.recorded_signal(actor)?))
+            })
+            .collect();
+        gd.send(MainEvent::AllAtEnd { spare, first });
     }
 }
 

@@ -248,12 +248,14 @@ mod tests {
                 fd: 4,
                 n: 1,
                 data: None,
+                turn: None,
             },
             connect(3, None),
             Record::Send {
                 fd: 3,
                 n: 1,
                 data: None,
+                turn: None,
             },
         ];
         assert_eq!(connect_outcome(&records, 0), ConnectOutcome::Unknown);
@@ -267,6 +269,7 @@ mod tests {
                 fd: 3,
                 n: 1,
                 data: None,
+                turn: None,
             },
         ];
         assert_eq!(connect_outcome(&used, 0), ConnectOutcome::Connected);

@@ -327,6 +327,22 @@ fn check_fds(r: &Record, event: u64) -> Result<(), String> {
             }
             None
         }
+        Record::Dup { fd, new_fd } => {
+            if *new_fd < 0 {
+                return Err(format!(
+                    "event {event}: a dup's new fd must be >= 0, found {new_fd}"
+                ));
+            }
+            Some(*fd)
+        }
+        Record::Pipe { read_fd, write_fd } => {
+            if *read_fd < 0 || *write_fd < 0 || read_fd == write_fd {
+                return Err(format!(
+                    "event {event}: a pipe's fds must be two fds >= 0, found {read_fd} and {write_fd}"
+                ));
+            }
+            None
+        }
         Record::Ready { fds, .. } => {
             if let Some(bad) = fds.iter().find(|f| f.fd < 0) {
                 return Err(format!(

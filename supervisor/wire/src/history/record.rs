@@ -176,6 +176,11 @@ pub enum Record {
         /// The bytes, when the peer is outside the session (checked by replay).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<Data>,
+        /// On a pipe of the session: how many writes into that pipe came before this one,
+        /// whoever made them (several processes may share a write end: replay makes them write
+        /// in this order).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<u64>,
     },
     /// A socket call that failed (other than a receive finding no data).
     Fail {
@@ -256,6 +261,25 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         err: Option<Errno>,
     },
+    /// A pipe (pipe(2), pipe2(2)): a one-way channel whose two ends this actor made at once,
+    /// read through `read_fd` and written through `write_fd`, both inherited by the children it
+    /// forks and by the programs it execs (a shell's `a | b`, `$(…)`). Its bytes are numbered
+    /// like a connection's from its write end to its read end, and the end of the stream on the
+    /// read end needs every writer's close.
+    Pipe {
+        /// The read end.
+        read_fd: i32,
+        /// The write end.
+        write_fd: i32,
+    },
+    /// `new_fd` now refers to the channel end `fd` refers to (dup, dup2, dup3, `F_DUPFD`): how
+    /// a shell puts a pipe's end on a child's stdin or stdout before the exec.
+    Dup {
+        /// The channel end duplicated.
+        fd: i32,
+        /// The new fd.
+        new_fd: i32,
+    },
 }
 
 /// Which directions a [`Record::Shutdown`] shut down.
@@ -309,6 +333,8 @@ impl Record {
             Record::Pair { .. } => "Pair",
             Record::Close { .. } => "Close",
             Record::Shutdown { .. } => "Shutdown",
+            Record::Pipe { .. } => "Pipe",
+            Record::Dup { .. } => "Dup",
         }
     }
 
@@ -395,6 +421,7 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::ConnectAgain { .. }
                 | Record::SocketError { .. }
                 | Record::Pair { .. }
+                | Record::Pipe { .. }
                 | Record::Shutdown { .. }
         )
     })
