@@ -87,7 +87,6 @@ reals! {
     fn execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int;
     fn _exit(status: c_int) -> ();
     fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t;
-    fn wait(status: *mut c_int) -> pid_t;
     fn wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut libc::rusage) -> pid_t;
     fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int;
     fn _Exit(status: c_int) -> ();
