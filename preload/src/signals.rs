@@ -239,6 +239,8 @@ const PLAN: usize = 8192;
 static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
 /// The child number of each planned SIGCHLD's ended child (0: unknown).
 static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
+/// How many recorded waits come before each planned delivery in the history.
+static PLANNED_WAITS: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
 static PLAN_LEN: AtomicUsize = AtomicUsize::new(0);
 static PLAN_NEXT: AtomicUsize = AtomicUsize::new(0);
 /// Each recorded non-blocking wait: `gap << 32 | child`, in history order.
@@ -287,6 +289,12 @@ pub struct Planned {
     pub in_call: bool,
     /// For a SIGCHLD: the number of the child whose end raised it (0: unknown).
     pub kid: u32,
+    /// How many of the image's recorded waits come before it in the history: it runs after
+    /// them. (Deliveries and waits between the same two events are ordered by this alone: a
+    /// shell's `wait` builtin makes them all between two forks, and a SIGCHLD that arrived
+    /// while it reaped the first children ran its handler before its place, so the shell
+    /// then slept in `sigsuspend` for a delivery already made.)
+    pub waits_before: u32,
 }
 
 /// Replaces the plan with `deliveries` (a new image's history; at most 8,192 are kept, the
@@ -301,6 +309,7 @@ pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
             SeqCst,
         );
         PLANNED_KID[n].store(p.kid, SeqCst);
+        PLANNED_WAITS[n].store(p.waits_before, SeqCst);
         n += 1;
     }
     for p in &PENDING {
@@ -321,7 +330,13 @@ pub fn next_planned() -> Option<Planned> {
         sig: ((v >> 1) & 0x7f) as c_int,
         in_call: v & 1 == 1,
         kid: PLANNED_KID[i].load(SeqCst),
+        waits_before: PLANNED_WAITS[i].load(SeqCst),
     })
+}
+
+/// How many recorded waits the program has made (or that were dropped as passed).
+pub fn waits_taken() -> u32 {
+    WAITS_NEXT.load(SeqCst).min(u32::MAX as usize) as u32
 }
 
 /// Whether the plan was too long to keep and is used up: later arrivals are passed on at once
@@ -420,17 +435,24 @@ static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT]
 /// and those just before the `Exec` (the earlier image wrote them with it), are not this
 /// image's.
 pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
+    let mine = |gap: u64| gap > done || done == 0;
+    let mut waits = 0u32;
     let planned = values.iter().filter_map(|(gap, v)| match v {
         Value::Signal {
             sig,
             in_call,
             ended,
-        } if *gap > done || done == 0 => Some(Planned {
+        } if mine(*gap) => Some(Planned {
             gap: *gap,
             sig: *sig,
             in_call: *in_call,
             kid: ended.unwrap_or(0),
+            waits_before: waits.min(PLAN as u32),
         }),
+        Value::Reaped { .. } if mine(*gap) => {
+            waits = waits.saturating_add(1);
+            None
+        }
         _ => None,
     });
     if ordered {
@@ -444,7 +466,7 @@ pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
     if ordered {
         for (gap, v) in values.iter() {
             if let Value::Reaped { child } = v
-                && (*gap > done || done == 0)
+                && mine(*gap)
                 && n < PLAN
             {
                 WAITS[n].store(gap << 32 | u64::from(*child), SeqCst);

@@ -70,8 +70,16 @@ pub fn recorded_wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_i
                 return 0;
             }
             match signals::kid_pid(child) {
-                // The recorded child, however long it takes to end.
-                Some(kid) => call(kid, options & !libc::WNOHANG),
+                // The recorded child, however long it takes to end. A signal that interrupts
+                // the wait meanwhile does not end it: the record's wait returned the child
+                // (retried by the program instead, it would not be this recorded wait, and a
+                // shell's `wait` builtin then slept for ever with the child unreaped).
+                Some(kid) => loop {
+                    let r = call(kid, options & !libc::WNOHANG);
+                    if r >= 0 || sys::errno() != libc::EINTR {
+                        break r;
+                    }
+                },
                 None => call(pid, options),
             }
         }

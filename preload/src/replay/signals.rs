@@ -54,7 +54,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             break Due::Nothing;
         };
         let events = ld::running().map_or(0, |ld| ld.events());
-        if p.gap > events {
+        if p.gap > events || (p.gap == events && signals::waits_taken() < p.waits_before) {
             break Due::Nothing;
         }
         if !at_gate && !p.in_call && guard::inside() {
