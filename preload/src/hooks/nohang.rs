@@ -62,6 +62,9 @@ pub fn recorded_wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_i
                 return call(pid, options);
             };
             signals::note_reaped(child);
+            // A delivery that waited for this wait to be made may run once the program is
+            // back from the hook.
+            crate::guard::defer();
             if child == 0 {
                 if options & libc::WNOHANG == 0 {
                     // A blocking wait cannot come out as "none yet": not the record's wait.
