@@ -100,6 +100,27 @@ fn a_sigchld_handler_that_reaps_with_wnohang_reaps_what_the_record_reaped() {
     sigchld_among_receives("reap");
 }
 
+/// `sig_suspend`: a parent that keeps SIGCHLD blocked outside `sigsuspend` reaps its four
+/// children in batches that differ natively (children that end while SIGCHLD is blocked raise
+/// one SIGCHLD between them). Every replay prints the record's batches and histories, five
+/// times out of five; none sleeps for ever in `sigsuspend` (a delivery made before the waits
+/// recorded ahead of it, or one waiting for a SIGCHLD that merged into an earlier one, hung).
+#[test]
+fn a_parent_reaping_in_sigsuspend_replays_its_batches() {
+    let program = progs().join("sig_suspend");
+    let (tmp, recorded) = DDBX.race(&program, &[], 3);
+    let rec = tmp.join("rec");
+    let noted = deliveries(&rec, "p1");
+    assert!(
+        noted.iter().any(|(_, l)| l.starts_with("~g17")),
+        "{noted:?}"
+    );
+    let more = tmp.join("more").join("rec");
+    std::fs::create_dir_all(more.parent().unwrap()).unwrap();
+    std::fs::rename(&rec, &more).unwrap();
+    DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
+}
+
 /// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
 fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
     for attempt in 1..=10 {

@@ -31,7 +31,11 @@ pub fn forked(pid: pid_t) -> pid_t {
 /// one. Async-signal-safe (a SIGCHLD handler that interrupted a hook waits from inside it):
 /// the outcome is noted in the LD's signal-safe ring and replay takes it from an atomic plan
 /// (`preload/src/signals.rs`).
-pub fn recorded_wait(pid: pid_t, options: c_int, mut call: impl FnMut(pid_t, c_int) -> pid_t) -> pid_t {
+pub fn recorded_wait(
+    pid: pid_t,
+    options: c_int,
+    mut call: impl FnMut(pid_t, c_int) -> pid_t,
+) -> pid_t {
     // A blocking wait for one given child returns that child; a blocking wait for any child
     // returns whichever ended first, which differs from run to run as a WNOHANG's outcome
     // does (`xargs -P 6` waits for any of its six children, then for none with WNOHANG: in

@@ -158,25 +158,39 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
 
 hook! {
     /// sigsuspend(2): in replay, a delivery that is due and whose signal the LD kept runs
-    /// first, and ends the wait as the handler would have.
+    /// first, and ends the wait as the handler would have; a wait that a recorded delivery
+    /// ended also runs the deliveries the record made in the same call (see
+    /// `replay::signals::after_suspend`).
     fn sigsuspend(mask: *const libc::sigset_t) -> c_int {
-        if crate::replay::signals::before_suspend() {
+        let made = crate::replay::signals::planned_made();
+        let r = if crate::replay::signals::before_suspend() {
             sys::set_errno(libc::EINTR);
-            return -1;
-        }
-        // SAFETY: the program's mask, valid for sigsuspend(2).
-        unsafe { real::sigsuspend(mask) }
+            -1
+        } else {
+            // SAFETY: the program's mask, valid for sigsuspend(2).
+            unsafe { real::sigsuspend(mask) }
+        };
+        let err = sys::errno();
+        crate::replay::signals::after_suspend(made);
+        sys::set_errno(err);
+        r
     }
 }
 
 hook! {
     /// pause(2): as sigsuspend.
     fn pause() -> c_int {
-        if crate::replay::signals::before_suspend() {
+        let made = crate::replay::signals::planned_made();
+        let r = if crate::replay::signals::before_suspend() {
             sys::set_errno(libc::EINTR);
-            return -1;
-        }
-        // SAFETY: no arguments.
-        unsafe { real::pause() }
+            -1
+        } else {
+            // SAFETY: no arguments.
+            unsafe { real::pause() }
+        };
+        let err = sys::errno();
+        crate::replay::signals::after_suspend(made);
+        sys::set_errno(err);
+        r
     }
 }

@@ -153,8 +153,40 @@ pub fn before_suspend() -> bool {
     past || signals::planned_made() != made
 }
 
-/// The program is back from a hook during which a delivery was due.
+/// How many recorded deliveries have been made (see [`after_suspend`]).
+pub fn planned_made() -> usize {
+    signals::planned_made()
+}
+
+/// After `sigsuspend` or `pause` returned, in replay: if a recorded delivery ended the wait
+/// (`made`: how many had been made before the call), the deliveries the record made during
+/// the same call — the next ones, inside a call, in the same gap between events, after the
+/// waits recorded before them — run too before the call returns, each waiting for its signal.
+/// The kernel runs every pending handler before the wait returns; the LD, delivering at
+/// arrival, would end it after the first (nginx's master, woken by a SIGIO and a SIGCHLD in
+/// one `sigsuspend` in the record, went on after the SIGIO alone and told a worker the
+/// record had reaped to terminate).
+pub fn after_suspend(made: usize) {
+    if signals::mode() != signals::REPLAY || signals::planned_made() == made {
+        return;
+    }
+    let Some(ld) = ld::running() else {
+        return;
+    };
+    let events = ld.events();
+    settle(ld, false, |p, _| p.in_call && p.gap == events);
+}
+
+/// The program is back from a hook during which a delivery was due: the program is in its
+/// computation, so only the deliveries the record made in computation run, and only while the
+/// program does not block their signal. One the record made inside a call waits for the next
+/// call (a parent that keeps SIGCHLD blocked but in `sigsuspend` and clears its flag before
+/// each would otherwise lose the wakeup and sleep for ever).
 extern "C" fn left_hook() {
+    let blocked = sys::block_signals(0);
+    if signals::next_planned().is_some_and(|p| p.in_call || blocked & (1u64 << (p.sig - 1)) != 0) {
+        return;
+    }
     deliver_due(false, std::ptr::null_mut());
 }
 
