@@ -214,3 +214,99 @@ fn replays_to_its_end(rec: &std::path::Path) {
         );
     }
 }
+
+/// A process SIGKILLed between its `connect` and the connect's record (issue #11, item 4):
+/// the peer's history has the `Accept`, the killed process's ends with the intent line its LD
+/// wrote before the call. Replay makes that connect at the end of its history (the peer's
+/// accept gets the real connection, not a stand-in for an outside client), then the kill.
+/// `DDBX_LD_FAULT=connect` makes the LD kill its process in exactly that window.
+#[test]
+fn a_process_killed_before_its_connect_was_logged_replays_that_connect() {
+    let tmp = TempDir::new("connect-kill");
+    // self_kill's child, whose connect blocks, or is non-blocking (EINPROGRESS).
+    for nonblock in [false, true] {
+        let name = if nonblock { "nonblock" } else { "blocking" };
+        let rec = tmp.join(name);
+        let args: &[&str] = if nonblock { &["nonblock"] } else { &[] };
+        let recorded = DDBX
+            .record(&rec, &progs().join("self_kill"), args)
+            .env("DDBX_LD_FAULT", "connect")
+            .success();
+        let expected = "received 0 messages, 0 bytes\nchild killed by signal 9\n";
+        assert_eq!(recorded.stdout, expected);
+        let history = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap_or_default();
+        let last = history.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("~k(fd: 3, ") && last.contains(&format!("nonblock: {nonblock}")),
+            "{name}: the history ends with the connect's intent:\n{history}"
+        );
+        for i in 0..2 {
+            let out = tmp.join(&format!("{name}-replay{i}"));
+            let replay = DDBX
+                .run(["replay", "--history-out", path_str(&out), path_str(&rec)])
+                .limit(Duration::from_secs(60))
+                .output();
+            replay.assert_exit(0, &["replay reached the recorded end"]);
+            assert_eq!(replay.stdout, recorded.stdout, "{name}");
+            let replayed = std::fs::read_to_string(out.join("history/p2.ron")).unwrap_or_default();
+            let last = replayed.lines().last().unwrap_or_default();
+            let err = if nonblock {
+                "Some(\"EINPROGRESS\")"
+            } else {
+                "None"
+            };
+            assert!(
+                last.starts_with(&format!("Connect(fd: 3, err: {err}, ")),
+                "{name}: the replay makes the connect:\n{replayed}"
+            );
+        }
+    }
+}
+
+/// The same window, cut by hand from a recording whose peer then received bytes from the
+/// killed process (self_kill's child sent its 3 messages): the history of the child is cut
+/// before its `Connect`. The replay makes the connect and plays the unlogged sends from the
+/// parent's history (the bytes it received, which the end of the record dropped from its
+/// history as a channel between two recorded processes). Before: the replay diverged at the
+/// parent's first receive, "an outside peer … whose 9 bytes the recording does not hold".
+#[test]
+fn a_connect_cut_from_a_killed_history_is_reconciled_with_its_peer() {
+    let tmp = TempDir::new("connect-cut");
+    let rec = tmp.join("rec");
+    let recorded = DDBX.record(&rec, &progs().join("self_kill"), &[]).success();
+    let child = rec.join("history/p2.ron");
+    let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
+    let connect = text
+        .find("\nConnect(")
+        .unwrap_or_else(|| panic!("no Connect in\n{text}"));
+    std::fs::write(&child, &text[..connect + 1]).unwrap_or_else(|e| panic!("{e}"));
+    let parent = std::fs::read_to_string(rec.join("history/p1.ron")).unwrap_or_default();
+    for i in 0..2 {
+        let out = tmp.join(&format!("replay{i}"));
+        let replay = DDBX
+            .run(["replay", "--history-out", path_str(&out), path_str(&rec)])
+            .limit(Duration::from_secs(60))
+            .output();
+        replay.assert_exit(0, &["replay reached the recorded end", "p2 was killed"]);
+        assert_eq!(replay.stdout, recorded.stdout);
+        // The parent received and sent what it did in the record.
+        let replayed = std::fs::read_to_string(out.join("history/p1.ron")).unwrap_or_default();
+        let transfers = |h: &str| -> Vec<String> {
+            h.lines()
+                .filter(|l| l.starts_with("Recv(") || l.starts_with("Send("))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(transfers(&replayed), transfers(&parent), "{replayed}");
+        assert_eq!(
+            transfers(&parent),
+            [
+                "Recv(fd: 4, n: 9)",
+                "Send(fd: 4, n: 4)",
+                "Recv(fd: 4, n: 0)"
+            ]
+        );
+        let child = std::fs::read_to_string(out.join("history/p2.ron")).unwrap_or_default();
+        assert!(child.contains("\nConnect(fd: 3, err: None, "), "{child}");
+    }
+}

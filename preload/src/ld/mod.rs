@@ -282,6 +282,9 @@ pub struct Ld {
     argv: Vec<String>,
     /// `LD_PRELOAD` as we were started with it, passed on to exec'd images.
     preload_env: Vec<u8>,
+    /// `DDBX_LD_FAULT=connect` (tests only): a record's process SIGKILLs itself right after
+    /// its first real connect returns, before the record is written.
+    pub kill_after_connect: bool,
 }
 
 /// Not started yet.

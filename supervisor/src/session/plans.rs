@@ -187,6 +187,10 @@ fn plan_for(
         pipes: recording.manifest.pipes,
         owed: Vec::new(),
         unlogged_children: Vec::new(),
+        unlogged_tail: recording
+            .sketch(info.id)
+            .map(|s| s.unlogged.clone())
+            .unwrap_or_default(),
     }
 }
 
