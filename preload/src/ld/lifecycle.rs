@@ -75,7 +75,11 @@ pub fn start() -> Option<Joined> {
         passthrough_seen: 0,
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
-        kill_after_connect: getenv(env::LD_FAULT).is_some_and(|v| v == b"connect"),
+        fault: match getenv(env::LD_FAULT).as_deref() {
+            Some(b"connect") => b"connect",
+            Some(b"accept") => b"accept",
+            _ => b"",
+        },
     };
     let first = ld.join(claim)?;
     if ld.records_pipes()

@@ -30,7 +30,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
     // SAFETY: the program's arguments, valid for connect(2) as the caller promises.
     let r = unsafe { real::connect(fd, addr, len) };
     let err = sys::errno();
-    if ld.kill_after_connect && remote.is_some() {
+    if ld.fault == b"connect" && remote.is_some() {
         sys::kill_self(libc::SIGKILL);
     }
     let rec = match remote {
@@ -127,6 +127,9 @@ pub unsafe fn accept(
     // SAFETY: the program's arguments, valid for accept4(2) as the caller promises.
     let r = unsafe { real::accept4(fd, addr, len, flags) };
     let err = sys::errno();
+    if ld.fault == b"accept" && r >= 0 {
+        sys::kill_self(libc::SIGKILL);
+    }
     if r >= 0 {
         fds::set_accepted(r, flags);
     }

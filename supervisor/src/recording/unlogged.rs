@@ -23,8 +23,8 @@
 //! died before the peer accepted, or the peer was outside the session) adds nothing: replay
 //! ends the process at that connect, where its record ended.
 
-use ddbx_wire::history::connect_outcome;
 use ddbx_wire::history::intent::ConnectIntent;
+use ddbx_wire::history::{ConnectOutcome, connect_outcome};
 use ddbx_wire::{ActorId, Errno, Record};
 use std::collections::HashMap;
 
@@ -65,6 +65,7 @@ fn is_loopback(addr: &str) -> bool {
 }
 
 /// One accept of the recording.
+#[derive(Clone, Copy)]
 struct AcceptSeen<'a> {
     at: Option<u64>,
     actor: ActorId,
@@ -74,6 +75,112 @@ struct AcceptSeen<'a> {
     peer_pid: Option<i32>,
 }
 
+/// What the recording's histories say about accepts and connects.
+#[derive(Default)]
+struct Census<'a> {
+    pid_of: HashMap<ActorId, i32>,
+    /// Unmatched accepts: accepts minus successful connects, per TCP address pair
+    /// (connector's local, acceptor's local) and per Unix (connector pid, path).
+    tcp_surplus: HashMap<(&'a str, &'a str), i64>,
+    unix_surplus: HashMap<(i32, &'a str), i64>,
+    /// Every accept, in the order the calls returned.
+    accepts: Vec<AcceptSeen<'a>>,
+}
+
+impl<'a> Census<'a> {
+    fn of(tails: &[Tail<'a>]) -> Census<'a> {
+        let mut c = Census::default();
+        let mut unix_connects: Vec<(ActorId, &str)> = Vec::new();
+        for t in tails {
+            let records: Vec<Record> = t.kept.iter().map(|(_, r)| r.clone()).collect();
+            for (i, (event, record)) in t.kept.iter().enumerate() {
+                match record {
+                    Record::Start { pid, .. } => {
+                        c.pid_of.insert(t.actor, *pid);
+                    }
+                    Record::Connect { local, remote, .. }
+                        if !matches!(connect_outcome(&records, i), ConnectOutcome::Failed(_)) =>
+                    {
+                        if is_unix(remote) {
+                            unix_connects.push((t.actor, remote));
+                        } else {
+                            *c.tcp_surplus.entry((local, remote)).or_default() -= 1;
+                        }
+                    }
+                    Record::Accept {
+                        local,
+                        remote,
+                        peer_pid,
+                        at,
+                        ..
+                    } => {
+                        let seen = AcceptSeen {
+                            at: *at,
+                            actor: t.actor,
+                            event: *event,
+                            local,
+                            remote,
+                            peer_pid: *peer_pid,
+                        };
+                        if let Some(n) = c.surplus(&seen) {
+                            *n += 1;
+                        }
+                        c.accepts.push(seen);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (actor, path) in unix_connects {
+            if let Some(pid) = c.pid_of.get(&actor) {
+                *c.unix_surplus.entry((*pid, path)).or_default() -= 1;
+            }
+        }
+        c.accepts.sort_by_key(|a| (a.at, a.actor, a.event));
+        c
+    }
+
+    /// The count of unmatched accepts `a` is counted in (none for a Unix accept without a
+    /// peer pid).
+    fn surplus(&mut self, a: &AcceptSeen<'a>) -> Option<&mut i64> {
+        if is_unix(a.local) {
+            let pid = a.peer_pid?;
+            Some(self.unix_surplus.entry((pid, a.local)).or_default())
+        } else {
+            Some(self.tcp_surplus.entry((a.remote, a.local)).or_default())
+        }
+    }
+
+    /// The earliest unmatched accept that can be `intent`'s connection, made by the process
+    /// `pid`; counted as matched from now on.
+    fn take(&mut self, intent: &ConnectIntent, pid: Option<i32>) -> Option<(ActorId, u64, String)> {
+        let fits = |a: &AcceptSeen<'_>| {
+            let after = match (intent.at, a.at) {
+                (Some(i), Some(a)) => a >= i,
+                _ => true,
+            };
+            let from = if is_unix(&intent.remote) {
+                a.peer_pid.is_some() && a.peer_pid == pid
+            } else {
+                !is_loopback(a.local) || is_loopback(a.remote)
+            };
+            after && from && a.local == intent.remote
+        };
+        let index = (0..self.accepts.len()).find(|i| {
+            let a = &self.accepts[*i];
+            fits(a) && {
+                let a = *a;
+                self.surplus(&a).is_some_and(|n| *n > 0)
+            }
+        })?;
+        let a = self.accepts.remove(index);
+        if let Some(n) = self.surplus(&a) {
+            *n -= 1;
+        }
+        Some((a.actor, a.event, a.remote.to_string()))
+    }
+}
+
 /// The connects to append, one per history whose intent a peer's otherwise unmatched accept
 /// took.
 pub fn unlogged_connects(tails: &[Tail<'_>]) -> Vec<Unlogged> {
@@ -81,101 +188,15 @@ pub fn unlogged_connects(tails: &[Tail<'_>]) -> Vec<Unlogged> {
     if intents.is_empty() {
         return Vec::new();
     }
-    let mut pid_of: HashMap<ActorId, i32> = HashMap::new();
-    // Unmatched accepts so far: accepts minus successful connects, per TCP address pair
-    // (connector's local, acceptor's local) and per Unix (connector pid, path).
-    let mut tcp_surplus: HashMap<(&str, &str), i64> = HashMap::new();
-    let mut unix_surplus: HashMap<(i32, &str), i64> = HashMap::new();
-    let mut unix_connects: Vec<(ActorId, &str)> = Vec::new();
-    let mut accepts: Vec<AcceptSeen<'_>> = Vec::new();
-    for t in tails {
-        let records: Vec<Record> = t.kept.iter().map(|(_, r)| r.clone()).collect();
-        for (i, (event, record)) in t.kept.iter().enumerate() {
-            match record {
-                Record::Start { pid, .. } => {
-                    pid_of.insert(t.actor, *pid);
-                }
-                Record::Connect { local, remote, .. }
-                    if !matches!(
-                        connect_outcome(&records, i),
-                        ddbx_wire::history::ConnectOutcome::Failed(_)
-                    ) =>
-                {
-                    if is_unix(remote) {
-                        unix_connects.push((t.actor, remote));
-                    } else {
-                        *tcp_surplus.entry((local, remote)).or_default() -= 1;
-                    }
-                }
-                Record::Accept {
-                    local,
-                    remote,
-                    peer_pid,
-                    at,
-                    ..
-                } => {
-                    if is_unix(local) {
-                        if let Some(pid) = peer_pid {
-                            *unix_surplus.entry((*pid, local)).or_default() += 1;
-                        }
-                    } else {
-                        *tcp_surplus.entry((remote, local)).or_default() += 1;
-                    }
-                    accepts.push(AcceptSeen {
-                        at: *at,
-                        actor: t.actor,
-                        event: *event,
-                        local,
-                        remote,
-                        peer_pid: *peer_pid,
-                    });
-                }
-                _ => {}
-            }
-        }
-    }
-    for (actor, path) in unix_connects {
-        if let Some(pid) = pid_of.get(&actor) {
-            *unix_surplus.entry((*pid, path)).or_default() -= 1;
-        }
-    }
-    accepts.sort_by_key(|a| (a.at, a.actor, a.event));
+    let mut census = Census::of(tails);
     intents.sort_by_key(|t| (t.intent.and_then(|i| i.at), t.actor));
-    let mut taken: Vec<(ActorId, u64)> = Vec::new();
     let mut out = Vec::new();
     for t in intents {
         let Some(intent) = t.intent else { continue };
-        let pid = pid_of.get(&t.actor).copied();
-        let found = accepts.iter().find(|a| {
-            let after = match (intent.at, a.at) {
-                (Some(i), Some(a)) => a >= i,
-                _ => true,
-            };
-            let fits = if is_unix(&intent.remote) {
-                a.local == intent.remote
-                    && a.peer_pid.is_some()
-                    && a.peer_pid == pid
-                    && unix_surplus
-                        .get(&(a.peer_pid.unwrap_or(-1), a.local))
-                        .is_some_and(|n| *n > 0)
-            } else {
-                a.local == intent.remote
-                    && (!is_loopback(a.local) || is_loopback(a.remote))
-                    && tcp_surplus
-                        .get(&(a.remote, a.local))
-                        .is_some_and(|n| *n > 0)
-            };
-            after && fits && !taken.contains(&(a.actor, a.event))
-        });
-        let Some(a) = found else { continue };
-        if is_unix(a.local) {
-            if let Some(n) = unix_surplus.get_mut(&(a.peer_pid.unwrap_or(-1), a.local)) {
-                *n -= 1;
-            }
-        } else if let Some(n) = tcp_surplus.get_mut(&(a.remote, a.local)) {
-            *n -= 1;
-        }
-        taken.push((a.actor, a.event));
+        let pid = census.pid_of.get(&t.actor).copied();
+        let Some((actor, event, local)) = census.take(intent, pid) else {
+            continue;
+        };
         let err = (intent.nonblock && !is_unix(&intent.remote)).then_some(Errno::EINPROGRESS);
         out.push(Unlogged {
             actor: t.actor,
@@ -183,11 +204,11 @@ pub fn unlogged_connects(tails: &[Tail<'_>]) -> Vec<Unlogged> {
             record: Record::Connect {
                 fd: intent.fd,
                 err,
-                local: a.remote.to_string(),
+                local,
                 remote: intent.remote.clone(),
                 at: intent.at,
             },
-            acceptor: (a.actor, a.event),
+            acceptor: (actor, event),
         });
     }
     out
