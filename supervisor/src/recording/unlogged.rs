@@ -9,8 +9,9 @@
 //!
 //! * **TCP**: an accept on the intent's address whose address pair has more accepts than
 //!   successful connects (the connector's port, which the intent cannot know, is the accept's
-//!   remote address); of several, the earliest that returned after the intent (`at`). A
-//!   connection to a loopback address comes from one: an outside client's accept is not it.
+//!   remote address) and which came from this host (from the address it was made to, or
+//!   loopback to loopback: an outside client's accept is never it); of several, the earliest
+//!   that returned after the intent (`at`).
 //! * **Unix**: an accept on the intent's path from the killed process's pid
 //!   (`Accept.peer_pid`), when that process has fewer successful connects to the path than the
 //!   path accepted from it.
@@ -58,10 +59,17 @@ fn is_unix(addr: &str) -> bool {
     addr.starts_with("unix:")
 }
 
-/// Whether a TCP address is a loopback one: a connection to it comes from a loopback address
-/// too, never from an outside client's.
+/// Whether a TCP address is a loopback one.
 fn is_loopback(addr: &str) -> bool {
     addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("[::ffff:127.")
+}
+
+/// Whether a TCP connection from `remote` to `local` came from this host: a process connecting
+/// to one of its host's addresses gets that address as its own (or a loopback one for a
+/// loopback address), which an outside client never has.
+fn from_this_host(local: &str, remote: &str) -> bool {
+    let host = |a: &str| a.rsplit_once(':').map_or(a, |(h, _)| h).to_string();
+    host(local) == host(remote) || (is_loopback(local) && is_loopback(remote))
 }
 
 /// One accept of the recording.
@@ -162,7 +170,7 @@ impl<'a> Census<'a> {
             let from = if is_unix(&intent.remote) {
                 a.peer_pid.is_some() && a.peer_pid == pid
             } else {
-                !is_loopback(a.local) || is_loopback(a.remote)
+                from_this_host(a.local, a.remote)
             };
             after && from && a.local == intent.remote
         };
@@ -326,6 +334,37 @@ mod tests {
             Tail { ..tails[0] },
         ];
         assert!(unlogged_connects(&tails).is_empty());
+    }
+
+    #[test]
+    fn an_outside_clients_accept_is_never_taken() {
+        let srv = "10.0.0.5:80";
+        let server = vec![
+            start(100),
+            accept(2, srv, "10.0.0.9:7000", None, 30),
+            accept(3, srv, "10.0.0.5:5001", None, 40),
+        ];
+        let killed = vec![start(102)];
+        let wanted = intent(srv, false, 20);
+        let tails = [
+            Tail {
+                actor: ActorId(1),
+                kept: &server,
+                events: 3,
+                intent: None,
+            },
+            Tail {
+                actor: ActorId(2),
+                kept: &killed,
+                events: 1,
+                intent: Some(&wanted),
+            },
+        ];
+        let got = unlogged_connects(&tails);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].acceptor, (ActorId(1), 3));
+        assert!(from_this_host("[::1]:80", "[::1]:5000"));
+        assert!(!from_this_host("127.0.0.1:80", "10.0.0.9:5000"));
     }
 
     #[test]
