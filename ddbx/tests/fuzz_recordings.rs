@@ -37,8 +37,10 @@ fn judge(command: &str, out: &Output) -> Result<&'static str, String> {
         // A change that keeps the recording valid but not what the program does: the
         // divergence names the actor and what the record had.
         101 if command == "replay" && said("replay diverged: p") => Ok("101 diverged"),
-        // The manifest's command names a program that is not there (2: program not found).
+        // The manifest's command names a program that is not there, or a directory that is
+        // not there for it to run in (2, as for a program not found).
         2 if command == "replay" && said("no such program") => Ok("2 no program"),
+        2 if command == "replay" && said("which is not a directory here") => Ok("2 no cwd"),
         code => Err(format!(
             "{command} exited {code} without the message that code needs"
         )),

@@ -7,10 +7,13 @@
 //! Used by replay (which needs all of it) and by `ddbx ps` / `ddbx show`.
 
 use crate::error::{Error, Result, shown};
+use ddbx_wire::history::intent::ConnectIntent;
 use ddbx_wire::history::{ChannelFilter, Entry, Origin, Reader, Record};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use ddbx_wire::{ActorId, History};
 use std::path::{Path, PathBuf};
+
+pub(crate) mod unlogged;
 
 /// The number of the line a history file ends inside (its last, unterminated line).
 fn torn_line(path: &Path) -> usize {
@@ -74,6 +77,12 @@ pub struct Sketch {
     pub truncated: bool,
     /// The records channel matching reads ([`ChannelFilter`]), with their event numbers.
     pub kept: Vec<(u64, Record)>,
+    /// The connect whose intent line ends the history ([`History::unlogged_connect`]).
+    pub unlogged_connect: Option<ConnectIntent>,
+    /// Records the history file does not have, appended to it (and counted in `events`)
+    /// because its peers' histories show that they happened: a connect the killed process
+    /// never logged (`supervisor/src/recording/unlogged.rs`).
+    pub unlogged: Vec<Record>,
 }
 
 impl Sketch {
@@ -93,6 +102,8 @@ impl Sketch {
                 .filter(|(_, r)| filter.keep(r))
                 .map(|(i, r)| (i as u64 + 1, r.clone()))
                 .collect(),
+            unlogged_connect: history.unlogged_connect.clone(),
+            unlogged: Vec::new(),
         }
     }
 
@@ -112,6 +123,8 @@ impl Sketch {
             last: None,
             truncated: false,
             kept: Vec::new(),
+            unlogged_connect: None,
+            unlogged: Vec::new(),
         };
         while let Some(entry) = reader.next_entry()? {
             match entry {
@@ -129,10 +142,11 @@ impl Sketch {
                     sketch.events = first + n - 1;
                     sketch.last = Some(Record::Untraced);
                 }
-                Entry::Value { .. } | Entry::Blank => {}
+                Entry::Value { .. } | Entry::Intent { .. } | Entry::Blank => {}
             }
         }
         sketch.truncated = reader.truncated();
+        sketch.unlogged_connect = reader.unlogged_connect().cloned();
         Ok(sketch)
     }
 }
@@ -299,13 +313,50 @@ impl Recording {
             histories.extend(history);
             sketches.push(sketch);
         }
-        Ok(Recording {
+        let mut recording = Recording {
             dir: dir.to_path_buf(),
             manifest,
             histories,
             sketches,
             warnings,
-        })
+        };
+        recording.add_unlogged_connects();
+        Ok(recording)
+    }
+
+    /// Appends to each history that ends in a connect its process never logged the `Connect`
+    /// a peer's accept shows it made (`supervisor/src/recording/unlogged.rs`).
+    fn add_unlogged_connects(&mut self) {
+        let tails: Vec<unlogged::Tail<'_>> = self
+            .sketches
+            .iter()
+            .map(|s| unlogged::Tail {
+                actor: s.actor,
+                kept: &s.kept,
+                events: s.events,
+                intent: s.unlogged_connect.as_ref(),
+            })
+            .collect();
+        let found = unlogged::unlogged_connects(&tails);
+        for u in found {
+            let Record::Connect { remote, .. } = &u.record else {
+                continue;
+            };
+            self.warnings.push(format!(
+                "{} was killed in a connect to {remote} that its history does not have; \
+                 {}'s accept (event {}) took it: replayed as {}'s event {}",
+                u.actor, u.acceptor.0, u.acceptor.1, u.actor, u.event
+            ));
+            if let Some(h) = self.histories.iter_mut().find(|h| h.actor == u.actor) {
+                h.records.push(u.record.clone());
+            }
+            if let Some(s) = self.sketches.iter_mut().find(|s| s.actor == u.actor) {
+                s.events = u.event;
+                s.last = Some(u.record.clone());
+                s.kept.push((u.event, u.record.clone()));
+                s.unlogged.push(u.record);
+            }
+        }
     }
 
     /// The history of an actor.

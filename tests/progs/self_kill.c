@@ -11,9 +11,37 @@
  *     child killed by signal 9
  * and exits 0.  No race in the output: this checks that an actor killed by a
  * signal is recorded (its history ends at its last event) and replayed.
+ *
+ * With the argument `nonblock` the child connects as client libraries do: a non-blocking
+ * connect (EINPROGRESS), a poll for POLLOUT, then the socket made blocking again.
  */
 #include "common.h" /* the helpers every test program shares */
 #include <signal.h>
+
+static int nonblock;
+
+/* A connect to 127.0.0.1:port that returns EINPROGRESS, then waits for it to complete. */
+static int connect_nonblock(int port)
+{
+    struct sockaddr_in a;
+    struct pollfd p;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        die("socket");
+    set_nonblock(fd);
+    fill_addr(&a, port);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS)
+        die("connect");
+    p.fd = fd;
+    p.events = POLLOUT;
+    p.revents = 0;
+    if (poll(&p, 1, 5000) != 1 || (p.revents & POLLOUT) == 0)
+        die("poll");
+    if (fcntl(fd, F_SETFL, 0) < 0)
+        die("fcntl");
+    return fd;
+}
 
 static void child(int port)
 {
@@ -21,7 +49,7 @@ static void child(int port)
     int fd, j;
 
     jitter_init();
-    fd = connect_to(port);
+    fd = nonblock ? connect_nonblock(port) : connect_to(port);
     for (j = 1; j <= 3; j++) {
         jitter();
         snprintf(msg, sizeof msg, "m%d\n", j);
@@ -34,13 +62,14 @@ static void child(int port)
     fail("still alive after SIGKILL");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     int fd, st, msgs = 0, acked = 0;
     size_t bytes = 0;
     pid_t pid;
 
     program_start();
+    nonblock = argc > 1 && strcmp(argv[1], "nonblock") == 0;
     fd = accept_child(child, &pid);
     for (;;) {
         char buf[256];

@@ -144,6 +144,13 @@ pub fn run(args: Args) -> Result<i32, Error> {
         if history.truncated {
             println!("(the history ends inside a record: the process was killed while writing it)");
         }
+        let added = recording.sketch(id).map_or(0, |s| s.unlogged.len());
+        if added > 0 {
+            println!(
+                "(the last {added} event(s) are not in the history file: the process was killed \
+                 before their record, and its peers' histories show them)"
+            );
+        }
     }
     Ok(0)
 }

@@ -10,6 +10,7 @@ use super::Ld;
 use crate::sys;
 use crate::trace::{Decision, Out};
 use ddbx_wire::ActorId;
+use ddbx_wire::history::intent::ConnectIntent;
 use ddbx_wire::history::value::Value;
 use ddbx_wire::history::{Record, header_line, write_compact};
 use libc::c_int;
@@ -82,6 +83,20 @@ impl Ld {
             sys::write_all(self.history_fd, text.as_bytes());
             sys::set_errno(e);
         }
+    }
+
+    /// Writes an intent line at once, after the value lines before it: what this process is
+    /// about to do that a peer may see before the event's record is written (not an event).
+    /// Not under optimal tracing, whose records wait in the tracer's queue: the line would
+    /// come before records of earlier events.
+    pub fn log_intent(&mut self, intent: &ConnectIntent) {
+        if self.history_fd < 0 || self.trace.is_some() {
+            return;
+        }
+        self.flush_values();
+        let e = sys::errno();
+        sys::write_all(self.history_fd, intent.to_line().as_bytes());
+        sys::set_errno(e);
     }
 
     /// Writes the value lines not written yet (before an event's line, an exec, the exit).

@@ -75,6 +75,11 @@ pub fn start() -> Option<Joined> {
         passthrough_seen: 0,
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
+        fault: match getenv(env::LD_FAULT).as_deref() {
+            Some(b"connect") => b"connect",
+            Some(b"accept") => b"accept",
+            _ => b"",
+        },
     };
     let first = ld.join(claim)?;
     if ld.records_pipes()
@@ -359,10 +364,12 @@ impl Ld {
             Some(file) => ddbx_wire::History::load_file(path, file),
             None => ddbx_wire::History::load(path),
         };
-        let history = match loaded {
+        let mut history = match loaded {
             Ok(h) => h,
             Err(e) => self.unsupported(format!("cannot load its history: {e}")),
         };
+        // What the record did and never logged (killed first), as its peers show it.
+        history.records.extend(plan.unlogged_tail);
         if let Some(halt) = self.halt.as_mut() {
             halt.bystander = ddbx_wire::history::is_bystander(&history.records);
         }

@@ -282,6 +282,10 @@ pub struct Ld {
     argv: Vec<String>,
     /// `LD_PRELOAD` as we were started with it, passed on to exec'd images.
     preload_env: Vec<u8>,
+    /// `DDBX_LD_FAULT` (tests only): `connect` or `accept`, a record's process SIGKILLs itself
+    /// right after its first real connect of a socket (or an accept) returns, before the
+    /// record is written (`b""`: no fault).
+    pub fault: &'static [u8],
 }
 
 /// Not started yet.

@@ -2,6 +2,7 @@
 
 use crate::ld::Ld;
 use crate::{fds, real, sys};
+use ddbx_wire::history::intent::ConnectIntent;
 use ddbx_wire::history::{Call, Shut};
 use ddbx_wire::{Errno, Record};
 use libc::{c_int, sockaddr, socklen_t};
@@ -12,15 +13,29 @@ use libc::{c_int, sockaddr, socklen_t};
 /// `addr`/`len` as for connect(2): `addr` points to `len` readable bytes (or is null).
 pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     let again = fds::kind(fd) & fds::CONNECTING != 0;
+    // A first connect: what the record will say it connected to, said before the call (the
+    // peer may accept the connection before this process writes its record, or if it dies
+    // first: `supervisor/wire/src/history/intent.rs`).
+    let remote = (!again).then(|| {
+        // SAFETY: `addr` points to `len` readable bytes, as the caller promises.
+        let remote = unsafe { fds::format_addr(addr, len) };
+        ld.log_intent(&ConnectIntent {
+            fd,
+            remote: remote.clone(),
+            nonblock: fds::kind(fd) & fds::NONBLOCK != 0,
+            at: Some(sys::monotonic_ns()),
+        });
+        remote
+    });
     // SAFETY: the program's arguments, valid for connect(2) as the caller promises.
     let r = unsafe { real::connect(fd, addr, len) };
     let err = sys::errno();
-    let rec = if again {
-        connected_again(fd, r, err)
-    } else {
-        // SAFETY: `addr` points to `len` readable bytes, as the caller promises.
-        let remote = unsafe { fds::format_addr(addr, len) };
-        connected(fd, remote, r, err)
+    if ld.fault == b"connect" && remote.is_some() {
+        sys::kill_self(libc::SIGKILL);
+    }
+    let rec = match remote {
+        Some(remote) => connected(fd, remote, r, err),
+        None => connected_again(fd, r, err),
     };
     let rec = stamped(rec);
     note_connect(fd, &rec);
@@ -112,6 +127,9 @@ pub unsafe fn accept(
     // SAFETY: the program's arguments, valid for accept4(2) as the caller promises.
     let r = unsafe { real::accept4(fd, addr, len, flags) };
     let err = sys::errno();
+    if ld.fault == b"accept" && r >= 0 {
+        sys::kill_self(libc::SIGKILL);
+    }
     if r >= 0 {
         fds::set_accepted(r, flags);
     }

@@ -264,6 +264,7 @@ mod tests {
             records,
             values: Vec::new(),
             truncated: false,
+            unlogged_connect: None,
         }
     }
 

@@ -208,16 +208,24 @@ impl GdState {
         self.ends.as_ref()?.get(&actor)?.signal
     }
 
-    /// Replay: whether every child the record has for `actor` has joined this run. An actor
-    /// at its end has created them all, but one may not have said hello yet: the replay is
-    /// not over until it has (and is at its end too).
-    pub(crate) fn children_joined(&self, registry: &Registry, actor: ActorId) -> bool {
+    /// Replay: whether every child the record has for `actor` has joined this run (`logged`:
+    /// only those its history creates). An actor at its end has created them all, but one
+    /// may not have said hello yet: the replay is not over until it has (and is at its end
+    /// too). A killed actor's unlogged children are forked only if the program forks again
+    /// after the end of its history, which a process that died there did not.
+    pub(crate) fn children_joined(
+        &self,
+        registry: &Registry,
+        actor: ActorId,
+        logged: bool,
+    ) -> bool {
         let Some(end) = self.ends.as_ref().and_then(|e| e.get(&actor)) else {
             return true;
         };
         let joined = registry.actors();
         end.children
             .iter()
+            .filter(|child| !logged || !end.unlogged_children.contains(child))
             .all(|child| joined.iter().any(|a| a.id == *child))
     }
 

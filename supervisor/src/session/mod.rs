@@ -300,7 +300,9 @@ fn start_gd(
         manifest::start_in(dir, &first_manifest)?;
     }
     let plans = recording.map(|r| plans::replay_plans(r, mode.observe()));
-    let ends = recording.map(plans::recorded_ends);
+    let ends = recording
+        .zip(plans.as_ref())
+        .map(|(r, p)| plans::recorded_ends(r, p));
     let socket = runtime.socket();
     let listener =
         UnixListener::bind(&socket).map_err(|e| Error::io_at("cannot listen on", &socket, e))?;

@@ -122,12 +122,19 @@ pub(crate) struct RecordedEnd {
     pub(crate) signalled_by: Vec<i32>,
     /// The actors it created (fork, spawn): all of them exist once it is at its end.
     pub(crate) children: Vec<ActorId>,
+    /// Those of them its history never says it created (killed between the fork and its
+    /// record, `ReplayPlan::unlogged_children`): forked only if the program forks again
+    /// after the history's end.
+    pub(crate) unlogged_children: Vec<ActorId>,
     /// The signal that ended it in the record, if one did.
     pub(crate) signal: Option<i32>,
 }
 
-/// The recorded end of every recorded actor.
-pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedEnd> {
+/// The recorded end of every recorded actor (`plans`: their replay plans).
+pub(super) fn recorded_ends(
+    recording: &Recording,
+    plans: &HashMap<ActorId, ReplayPlan>,
+) -> HashMap<ActorId, RecordedEnd> {
     recording
         .manifest
         .actors
@@ -145,12 +152,22 @@ pub(super) fn recorded_ends(recording: &Recording) -> HashMap<ActorId, RecordedE
                 })
                 .map(|child| child.id)
                 .collect();
+            let unlogged_children = plans
+                .get(&info.id)
+                .map(|p| {
+                    p.unlogged_children
+                        .iter()
+                        .filter_map(|index| recording.child(info.id, *index))
+                        .collect()
+                })
+                .unwrap_or_default();
             (
                 info.id,
                 RecordedEnd {
                     events,
                     signalled_by,
                     children,
+                    unlogged_children,
                     signal: match info.exit {
                         Some(ExitStatus::Signaled(sig)) => Some(sig),
                         _ => None,
@@ -188,6 +205,10 @@ fn plan_for(
         pipes: recording.manifest.pipes,
         owed: Vec::new(),
         unlogged_children: Vec::new(),
+        unlogged_tail: recording
+            .sketch(info.id)
+            .map(|s| s.unlogged.clone())
+            .unwrap_or_default(),
     }
 }
 

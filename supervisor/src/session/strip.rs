@@ -6,7 +6,8 @@
 //! history twice, one line at a time:
 //!
 //! 1. what channel matching needs (`Start`, `Connect`, `Accept`, with their event numbers), to
-//!    pair connects with accepts ([`match_sparse`]);
+//!    pair connects with accepts ([`match_sparse`]), with the `Connect` a killed process never
+//!    logged added as a replay's loader adds it (`supervisor/src/recording/unlogged.rs`);
 //! 2. parents first, each actor's fd bindings over time (a child starts with its parent's at
 //!    its `Fork`/`Spawn`, as `analysis::deps` walks them): a `Recv` or `Send` on an fd bound to
 //!    a channel between recorded actors loses its bytes. The history is rewritten line by
@@ -18,12 +19,18 @@
 use crate::analysis::channels::{ChannelFilter, SparseHistory, match_sparse};
 use crate::analysis::parents_first;
 use crate::error::{Error, Result};
+use crate::recording::unlogged::{Tail, unlogged_connects};
+use ddbx_wire::history::intent::ConnectIntent;
 use ddbx_wire::history::{Entry, Origin, Reader, Record, Trace};
 use ddbx_wire::manifest::Manifest;
 use ddbx_wire::{ActorId, HistoryError};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+/// What pass 1 keeps of one history: its actor, the records channel matching reads (with their
+/// event numbers), its event count, and the connect intent its last line is, if any.
+type Kept = (ActorId, Vec<(u64, Record)>, u64, Option<ConnectIntent>);
 
 /// The fds of one actor bound to a channel between recorded actors.
 type Bound = HashSet<i32>;
@@ -37,24 +44,47 @@ pub(super) fn strip_managed_data(dir: &Path) -> Result<()> {
         .map(|a| (a.id, Manifest::history_path(dir, a.id)))
         .filter(|(_, p)| p.exists())
         .collect();
-    // Pass 1: the records that make channels.
-    let mut kept: Vec<(ActorId, Vec<(u64, Record)>)> = Vec::new();
+    // Pass 1: the records that make channels, and a connect a killed process never logged.
+    let mut kept: Vec<Kept> = Vec::new();
     for (actor, path) in &paths {
         let mut records = Vec::new();
         let mut filter = ChannelFilter::default();
+        let (mut events, mut intent) = (0, None);
         each_entry(path, |entry, _| {
-            if let Entry::Event { event, record } = entry
-                && filter.keep(&record)
-            {
-                records.push((event, record));
+            match entry {
+                Entry::Event { event, record } => {
+                    (events, intent) = (event, None);
+                    if filter.keep(&record) {
+                        records.push((event, record));
+                    }
+                }
+                Entry::Skip { first, n } => (events, intent) = (first + n - 1, None),
+                Entry::Intent { intent: i, .. } => intent = Some(i),
+                _ => {}
             }
             Ok(())
         })?;
-        kept.push((*actor, records));
+        kept.push((*actor, records, events, intent));
+    }
+    let tails: Vec<Tail<'_>> = kept
+        .iter()
+        .map(|(actor, records, events, intent)| Tail {
+            actor: *actor,
+            kept: records,
+            events: *events,
+            intent: intent.as_ref(),
+        })
+        .collect();
+    let unlogged = unlogged_connects(&tails);
+    drop(tails);
+    for u in unlogged {
+        if let Some((_, records, ..)) = kept.iter_mut().find(|(a, ..)| *a == u.actor) {
+            records.push((u.event, u.record));
+        }
     }
     let sparse: Vec<SparseHistory<'_>> = kept
         .iter()
-        .map(|(actor, records)| SparseHistory {
+        .map(|(actor, records, ..)| SparseHistory {
             actor: *actor,
             records: records.iter().map(|(e, r)| (*e, r)).collect(),
         })
@@ -290,7 +320,9 @@ mod tests {
     }
 
     /// p1 accepts p2 (recorded) on fd 4 and an outside client on fd 5, then forks p3, which
-    /// sends on both inherited fds; p3's history ends torn.
+    /// sends on both inherited fds; p3's history ends torn. p1 then accepts on fd 6 a
+    /// connection of p4, whose history ends with that connect's intent line (killed before
+    /// its record).
     fn write_recording(dir: &Path) -> Vec<(ActorId, Vec<Record>)> {
         let p1 = vec![
             start(100, Origin::Root),
@@ -300,6 +332,8 @@ mod tests {
             recv(5, "ext"),
             Record::Fork { index: 1 },
             send(4, "ok"),
+            accept(6, "127.0.0.1:6000"),
+            recv(6, "zz"),
             Record::Exit { status: 0 },
         ];
         let p2 = vec![
@@ -324,6 +358,7 @@ mod tests {
             (ActorId(1), Origin::Root, p1),
             (ActorId(2), Origin::Root, p2),
             (ActorId(3), fork, p3),
+            (ActorId(4), Origin::Root, vec![start(400, Origin::Root)]),
         ];
         std::fs::create_dir_all(dir.join("history")).unwrap();
         let mut infos = Vec::new();
@@ -335,6 +370,9 @@ mod tests {
             }
             if *id == ActorId(3) {
                 text.push_str("Send(fd: 4, n: 1, da");
+            }
+            if *id == ActorId(4) {
+                text.push_str("~k(fd: 3, remote: \"127.0.0.1:80\")\n");
             }
             std::fs::write(Manifest::history_path(dir, *id), text).unwrap();
             infos.push(ActorInfo {
@@ -383,7 +421,9 @@ mod tests {
         let mut stripped = Vec::new();
         for (actor, records) in &written {
             let now = &after.history(*actor).unwrap().records;
-            assert_eq!(now.len(), records.len(), "{actor}");
+            // p4's connect is in no file: the loader adds it, as the pass saw it.
+            let added = usize::from(*actor == ActorId(4));
+            assert_eq!(now.len(), records.len() + added, "{actor}");
             for (i, (was, is)) in records.iter().zip(now).enumerate() {
                 let event = i as u64 + 1;
                 let managed = deps.data_range(*actor, event).is_some();
@@ -401,7 +441,16 @@ mod tests {
                 }
             }
         }
-        assert_eq!(stripped, vec![(1, 4), (1, 7), (2, 3), (2, 4), (3, 2)]);
+        assert_eq!(
+            stripped,
+            vec![(1, 4), (1, 7), (1, 9), (2, 3), (2, 4), (3, 2)]
+        );
+        assert!(
+            matches!(&after.history(ActorId(4)).unwrap().records[1],
+                Record::Connect { fd: 3, local, .. } if local == "127.0.0.1:6000"),
+            "{:?}",
+            after.history(ActorId(4))
+        );
         // The torn record is kept as it was.
         let p3 = std::fs::read_to_string(Manifest::history_path(&dir, ActorId(3))).unwrap();
         assert!(p3.ends_with("\nSend(fd: 4, n: 1, da"), "{p3}");

@@ -72,4 +72,9 @@ pub mod env {
     /// inherits (the LD of a record sets it at every exec; an inherited pipe not listed came
     /// from outside the session and passes through).
     pub const PIPES: &str = "DDBX_PIPES";
+    /// For tests of what a kill leaves: `connect` (`accept`) makes the LD of a record SIGKILL
+    /// its process right after the first real connect of a socket (an accept) returns, before
+    /// its record is written (the window an intent line covers for a connect:
+    /// `supervisor/wire/src/history/intent.rs`).
+    pub const LD_FAULT: &str = "DDBX_LD_FAULT";
 }

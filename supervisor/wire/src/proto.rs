@@ -305,6 +305,11 @@ pub struct ReplayPlan {
     /// history, those forks happen as if recorded.
     #[serde(default)]
     pub unlogged_children: Vec<u32>,
+    /// A killed actor: records its history file does not have but its peers' histories show
+    /// happened (a connect made and never logged: `supervisor/src/recording/unlogged.rs`),
+    /// appended to the history the LD follows.
+    #[serde(default)]
+    pub unlogged_tail: Vec<crate::Record>,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).

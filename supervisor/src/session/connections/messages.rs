@@ -191,17 +191,26 @@ pub(super) fn at_end(gd: &GdState, actor: ActorId) {
     if !tables.at_end.contains(&actor) {
         tables.at_end.push(actor);
     }
-    // A dead process (see `lost`) created what it did; a live one at its end has created
-    // every child its record has, which must have joined.
+    // A live process at its end has created every child its record has, which must have
+    // joined; a dead one (see `lost`), and one that exited, every child its history creates
+    // (a child forked just before its parent died or exited may not have said hello yet:
+    // ending the replay then would kill it before its first event).
     // None live: every process exited as recorded (one may still be on its way out after its
     // `Exiting`): nothing to end.
     let live = tables.registry.live_pids();
+    let joined = |a, logged| gd.children_joined(&tables.registry, a, logged);
     let all_at_end = !live.is_empty()
         && live.iter().all(|pid| {
             tables.registry.live_actor(*pid).is_some_and(|a| {
                 tables.at_end.contains(&a)
-                    && (gd.children_joined(&tables.registry, a) || procs::has_died(*pid, NO_WAIT))
+                    && (joined(a, false) || (procs::has_died(*pid, NO_WAIT) && joined(a, true)))
             })
+        })
+        && tables.registry.exited_pids().iter().all(|pid| {
+            tables
+                .registry
+                .actor_of_pid(*pid)
+                .is_none_or(|a| joined(a, true))
         });
     if all_at_end {
         let spare = tables.registry.exited_pids();

@@ -24,6 +24,7 @@
 
 mod connects;
 mod data;
+pub mod intent;
 mod reader;
 mod record;
 #[cfg(test)]
@@ -167,6 +168,9 @@ pub struct History {
     /// The file ended inside a record (the process died while writing it); that record was
     /// dropped.
     pub truncated: bool,
+    /// A connect whose intent line is the history's last (no event after it): the process
+    /// died in it or before its record ([`intent`]).
+    pub unlogged_connect: Option<intent::ConnectIntent>,
 }
 
 /// A history that cannot be used, with where and why.
@@ -239,7 +243,7 @@ impl History {
                     records.extend(std::iter::repeat_n(Record::Untraced, n as usize));
                 }
                 Entry::Value { after, value } => values.push((after, value)),
-                Entry::Blank => {}
+                Entry::Intent { .. } | Entry::Blank => {}
             }
         }
         Ok(History {
@@ -247,6 +251,7 @@ impl History {
             records,
             values,
             truncated: reader.truncated(),
+            unlogged_connect: reader.unlogged_connect().cloned(),
         })
     }
 }

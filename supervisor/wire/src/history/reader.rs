@@ -8,6 +8,7 @@
 //! record that was being written when the process died: it is not a record
 //! ([`Reader::truncated`]).
 
+use super::intent::{CONNECT_PREFIX, ConnectIntent};
 use super::value::{Deltas, Value};
 use super::{Header, HeaderExtra, HistoryError, MAX_SKIP, Record, Skip, Trace, clip};
 use crate::FORMAT_VERSION;
@@ -39,6 +40,14 @@ pub enum Entry {
         /// What was returned.
         value: Value,
     },
+    /// A connect about to be made, after event `after` (not an event: see
+    /// [`super::intent`]).
+    Intent {
+        /// The events before it.
+        after: u64,
+        /// The connect.
+        intent: ConnectIntent,
+    },
     /// A blank line or a `//` comment.
     Blank,
 }
@@ -61,6 +70,8 @@ pub struct Reader<R> {
     deltas: Deltas,
     /// The bytes after the last newline: a record being written when the process died.
     torn: Option<Vec<u8>>,
+    /// The last intent line, while no event has followed it.
+    unsettled: Option<ConnectIntent>,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -81,6 +92,7 @@ impl<R: BufRead> Reader<R> {
             checker: Checker::default(),
             deltas: Deltas::default(),
             torn: None,
+            unsettled: None,
         };
         loop {
             if !reader.read_line()? {
@@ -165,6 +177,12 @@ impl<R: BufRead> Reader<R> {
         self.torn.as_deref()
     }
 
+    /// The connect whose intent line no event followed (after [`Reader::next_entry`] said
+    /// `None`: the process died in it, or before its record).
+    pub fn unlogged_connect(&self) -> Option<&ConnectIntent> {
+        self.unsettled.as_ref()
+    }
+
     /// The next line after the header, checked; `None` at the end (or at a torn last line).
     pub fn next_entry(&mut self) -> Result<Option<Entry>, HistoryError> {
         if !self.read_line()? {
@@ -173,6 +191,14 @@ impl<R: BufRead> Reader<R> {
         let line = self.text.trim();
         if line.is_empty() || line.starts_with("//") {
             return Ok(Some(Entry::Blank));
+        }
+        if line.starts_with(CONNECT_PREFIX) {
+            let intent = ConnectIntent::parse(line).map_err(|e| self.error(e))?;
+            self.unsettled = Some(intent.clone());
+            return Ok(Some(Entry::Intent {
+                after: self.events,
+                intent,
+            }));
         }
         if line.starts_with('~') {
             let value = self.deltas.parse(line).map_err(|e| self.error(e))?;
@@ -194,6 +220,7 @@ impl<R: BufRead> Reader<R> {
             // Untraced events change nothing the checker tracks: checking one checks all.
             self.check(&Record::Untraced, first)?;
             self.events += skip.n;
+            self.unsettled = None;
             return Ok(Some(Entry::Skip { first, n: skip.n }));
         }
         let record: Record = ron::from_str(line).map_err(|e| {
@@ -205,6 +232,7 @@ impl<R: BufRead> Reader<R> {
         let event = self.events + 1;
         self.check(&record, event)?;
         self.events = event;
+        self.unsettled = None;
         Ok(Some(Entry::Event { event, record }))
     }
 
