@@ -373,7 +373,6 @@ impl Ld {
         if let Some(halt) = self.halt.as_mut() {
             halt.bystander = ddbx_wire::history::is_bystander(&history.records);
         }
-        let mut history = history;
         let ordered = plan.signals && self.trace.is_none();
         crate::signals::load_plan(&mut history.values, ordered, self.events());
         let done = (self.events() as usize).min(history.records.len());
