@@ -7,7 +7,7 @@ use super::stream::{Stream, StreamUse};
 use super::{ChannelId, Deps, Direction, Event};
 use crate::analysis::channels::Channel;
 use crate::analysis::parents_first;
-use ddbx_wire::history::{Call, Origin, Record};
+use ddbx_wire::history::{Call, Origin, Record, WaitCall};
 use ddbx_wire::{ActorId, Errno, Events, History};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -131,6 +131,7 @@ impl Deps {
             shutdowns: HashMap::new(),
             resets: Vec::new(),
             next_pair: channels.iter().map(|c| c.id).max().unwrap_or(0) + 1,
+            pipes: HashSet::new(),
         };
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
@@ -268,6 +269,8 @@ struct BindingWalk<'a> {
     resets: Vec<(Event, End)>,
     /// The id the next socketpair's channel gets (after every matched channel's).
     next_pair: ChannelId,
+    /// The channels that are pipes (`Pipe` records).
+    pipes: HashSet<ChannelId>,
 }
 
 impl BindingWalk<'_> {
@@ -339,9 +342,9 @@ impl BindingWalk<'_> {
                         stream.recvs.push(StreamUse::of(here, *n));
                     }
                 }
-                Record::Ready { fds: ready, .. } => {
+                Record::Ready { call, fds: ready } => {
                     for rf in ready.iter().filter(|f| f.ev.contains(Events::IN)) {
-                        self.ready_fd(h, &roles, &fds, here, rf.fd);
+                        self.ready_fd(h, &roles, &fds, (here, *call), rf.fd);
                     }
                     let hangup = Events::HUP | Events::RDHUP;
                     for rf in ready.iter().filter(|f| f.ev.intersects(hangup)) {
@@ -406,6 +409,7 @@ impl BindingWalk<'_> {
                 // end receives as the acceptor.
                 let channel = self.next_pair;
                 self.next_pair += 1;
+                self.pipes.insert(channel);
                 for (f, side) in [(*write_fd, Side::Connector), (*read_fd, Side::Acceptor)] {
                     self.let_go(fds, unused, f, here);
                     fds.insert(f, End { channel, side });
@@ -432,13 +436,13 @@ impl BindingWalk<'_> {
         }
     }
 
-    /// An fd reported readable by the `Ready` event `here` of history `h`.
+    /// An fd reported readable by the `Ready` event `here` (a `call`) of history `h`.
     fn ready_fd(
         &mut self,
         h: &History,
         roles: &HashMap<i32, Vec<FdUse>>,
         fds: &HashMap<i32, End>,
-        here: Event,
+        (here, call): (Event, WaitCall),
         fd: i32,
     ) {
         let (a, k) = here;
@@ -457,7 +461,15 @@ impl BindingWalk<'_> {
                 self.listening_needs.push((here, (c, j - 1)));
             }
         } else if let Some(end) = fds.get(&fd) {
-            self.stream(end.channel, end.incoming()).readies.push(here);
+            // poll and epoll report a pipe's end as `hup`, never as `in` alone (select has no
+            // `hup`: its `in` may be the end).
+            let bytes_only = call != WaitCall::Select && self.pipes.contains(&end.channel);
+            let stream = self.stream(end.channel, end.incoming());
+            if bytes_only {
+                stream.byte_readies.push(here);
+            } else {
+                stream.readies.push(here);
+            }
         }
     }
 

@@ -62,7 +62,10 @@
 //!     * else, if the fd is bound to a channel end, the event needs the `Send` of the next
 //!       unconsumed byte of the incoming direction (the byte at the consumption offset of that
 //!       point), or the direction's last `Send` when every sent byte was consumed (end of
-//!       stream).
+//!       stream). Except on a pipe in a poll or epoll ready set: those report a pipe's end as
+//!       `hup`, so `in` there means bytes; past the recorded sends they came from a write that
+//!       is not an event (a process's write into its own pipe) and the event needs nothing (it
+//!       is not an end of stream either).
 //!     * `out`-only entries need nothing.
 //!
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.

@@ -33,6 +33,10 @@ pub(super) struct Stream {
     pub(super) recvs: Vec<StreamUse>,
     /// `Ready` events reporting `in` on a receiving end.
     pub(super) readies: Vec<Event>,
+    /// `Ready` events reporting `in` where that means bytes, never the end: on a pipe, by
+    /// poll or epoll. Past the recorded sends, the bytes came from a write that is not an
+    /// event (a process's write into its own pipe), and need nothing.
+    pub(super) byte_readies: Vec<Event>,
     /// `Ready` events reporting `hup` or `rdhup` on a receiving end: the end of the stream.
     pub(super) hangups: Vec<Event>,
 }
@@ -125,6 +129,15 @@ impl Deps {
                 last_send
             };
             if let Some(e) = need {
+                self.add_need(ready, e);
+            }
+        }
+        for &ready in &s.byte_readies {
+            let before = s.recvs.partition_point(|r| r.event < ready);
+            if let Some(e) = (prefix[before] < total)
+                .then(|| sender_of(prefix[before]))
+                .flatten()
+            {
                 self.add_need(ready, e);
             }
         }
