@@ -370,22 +370,33 @@ hook! {
     }
 }
 
-hook! {
-    /// _exit(2).
-    fn _exit(status: c_int) -> () {
-        exiting(status);
-        // SAFETY: no pointer arguments.
-        unsafe { real::_exit(status) }
-    }
+// _exit and _Exit are not `hook!`s: called from a signal handler that interrupted a hooked call
+// (rsync's daemon, killed in its select, cleans up and calls _exit in its SIGTERM handler), the
+// guard is held, and a hook would pass the call through: the process then ended without its
+// `Exit` event, the manifest said it exited, and the recording was refused as damaged. The exit
+// event is written whatever the guard says, as the exit handler (`at_exit`) writes it after an
+// `exit` from such a handler.
+
+/// _exit(2).
+///
+/// # Safety
+/// None beyond _exit's own (it does not return).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _exit(status: c_int) {
+    exiting(status);
+    // SAFETY: no pointer arguments.
+    unsafe { real::_exit(status) }
 }
 
-hook! {
-    /// _Exit(2).
-    fn _Exit(status: c_int) -> () {
-        exiting(status);
-        // SAFETY: no pointer arguments.
-        unsafe { real::_Exit(status) }
-    }
+/// _Exit(2).
+///
+/// # Safety
+/// As for [`_exit`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _Exit(status: c_int) {
+    exiting(status);
+    // SAFETY: no pointer arguments.
+    unsafe { real::_Exit(status) }
 }
 
 /// Before a blocking wait for a child (not an event): a halting replay makes sure that what the
