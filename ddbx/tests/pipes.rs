@@ -110,10 +110,10 @@ fn a_script_with_concurrent_writers_into_one_pipe_replays_and_halts_where_inf_sa
 
 /// `self_pipe_fork`: a poll loop woken by its own pipe, forking a handler per connection that
 /// inherits the pipe (dnsmasq's event pipe and TCP children). The self-pipe's writes are not
-/// events, so the analysis sees bytes ready on the pipe that no recorded send made: not the
-/// pipe's end (poll reports that as `hup`). Before, each ready set needed every holder of the
-/// write end to let go of it, the handlers forked after it included: `ddbx races` failed with
-/// "dependency cycle" (exit 102). Racy natively, replayed, its races listed, halted where
+/// events, so the analysis sees the pipe readable past every recorded send, as at its end, and
+/// the ready set needs every holder of the write end to let go of it — but not the handlers
+/// the loop forks after it, which got the end from it. Before, it needed those too: `ddbx
+/// races` failed with "dependency cycle" (exit 102). Racy natively, replayed, its races listed, halted where
 /// `ddbx inf` says after each event of the loop.
 #[test]
 fn a_self_pipe_inherited_by_forked_handlers_is_not_the_end_of_the_pipe() {

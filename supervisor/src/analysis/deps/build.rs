@@ -7,7 +7,7 @@ use super::stream::{Stream, StreamUse};
 use super::{ChannelId, Deps, Direction, Event};
 use crate::analysis::channels::Channel;
 use crate::analysis::parents_first;
-use ddbx_wire::history::{Call, Origin, Record, WaitCall};
+use ddbx_wire::history::{Call, Origin, Record};
 use ddbx_wire::{ActorId, Errno, Events, History};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -131,7 +131,6 @@ impl Deps {
             shutdowns: HashMap::new(),
             resets: Vec::new(),
             next_pair: channels.iter().map(|c| c.id).max().unwrap_or(0) + 1,
-            pipes: HashSet::new(),
         };
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
@@ -205,6 +204,13 @@ impl Deps {
             .filter(|s| by_shutdown && !s.is_empty());
         let causes = shutdowns.or_else(|| walk.releases.get(&end));
         for &cause in causes.into_iter().flatten() {
+            // A holder the seeing actor forks after it saw the end got the end from it, so the
+            // actor held the end itself: what it saw came from its own writes (a self-pipe's,
+            // which are not events: dnsmasq's event pipe, inherited by the TCP children it
+            // forks later), and cannot wait for that child.
+            if self.forked_after(seen.0, seen.1, cause.0) {
+                continue;
+            }
             self.add_need(seen, cause);
         }
     }
@@ -269,8 +275,6 @@ struct BindingWalk<'a> {
     resets: Vec<(Event, End)>,
     /// The id the next socketpair's channel gets (after every matched channel's).
     next_pair: ChannelId,
-    /// The channels that are pipes (`Pipe` records).
-    pipes: HashSet<ChannelId>,
 }
 
 impl BindingWalk<'_> {
@@ -342,9 +346,9 @@ impl BindingWalk<'_> {
                         stream.recvs.push(StreamUse::of(here, *n));
                     }
                 }
-                Record::Ready { call, fds: ready } => {
+                Record::Ready { fds: ready, .. } => {
                     for rf in ready.iter().filter(|f| f.ev.contains(Events::IN)) {
-                        self.ready_fd(h, &roles, &fds, (here, *call), rf.fd);
+                        self.ready_fd(h, &roles, &fds, here, rf.fd);
                     }
                     let hangup = Events::HUP | Events::RDHUP;
                     for rf in ready.iter().filter(|f| f.ev.intersects(hangup)) {
@@ -409,7 +413,6 @@ impl BindingWalk<'_> {
                 // end receives as the acceptor.
                 let channel = self.next_pair;
                 self.next_pair += 1;
-                self.pipes.insert(channel);
                 for (f, side) in [(*write_fd, Side::Connector), (*read_fd, Side::Acceptor)] {
                     self.let_go(fds, unused, f, here);
                     fds.insert(f, End { channel, side });
@@ -436,13 +439,13 @@ impl BindingWalk<'_> {
         }
     }
 
-    /// An fd reported readable by the `Ready` event `here` (a `call`) of history `h`.
+    /// An fd reported readable by the `Ready` event `here` of history `h`.
     fn ready_fd(
         &mut self,
         h: &History,
         roles: &HashMap<i32, Vec<FdUse>>,
         fds: &HashMap<i32, End>,
-        (here, call): (Event, WaitCall),
+        here: Event,
         fd: i32,
     ) {
         let (a, k) = here;
@@ -461,15 +464,7 @@ impl BindingWalk<'_> {
                 self.listening_needs.push((here, (c, j - 1)));
             }
         } else if let Some(end) = fds.get(&fd) {
-            // poll and epoll report a pipe's end as `hup`, never as `in` alone (select has no
-            // `hup`: its `in` may be the end).
-            let bytes_only = call != WaitCall::Select && self.pipes.contains(&end.channel);
-            let stream = self.stream(end.channel, end.incoming());
-            if bytes_only {
-                stream.byte_readies.push(here);
-            } else {
-                stream.readies.push(here);
-            }
+            self.stream(end.channel, end.incoming()).readies.push(here);
         }
     }
 

@@ -47,7 +47,9 @@
 //!     the end of the stream an end sends — a `Recv{n: 0}`, a ready set with `in` on a fd
 //!     whose every sent byte was consumed, or with `hup`/`rdhup` — needs the `Shutdown` of
 //!     that end's sending side when a holder made one (each such holder's first), else every
-//!     holder's letting go. A send or receive that failed with `EPIPE`/`ECONNRESET` needs
+//!     holder's letting go — except holders the seeing actor forks after that event: they got
+//!     the end from it, so the actor held the sending end itself and what it saw came from its
+//!     own writes (a self-pipe's, which are not events). A send or receive that failed with `EPIPE`/`ECONNRESET` needs
 //!     every holder of the other end letting go of it.
 //!   * **readiness**: for each fd of a `Ready` record with the `in` bit:
 //!     * if the fd is a **listening** socket at that point, the event needs the connector's
@@ -62,10 +64,7 @@
 //!     * else, if the fd is bound to a channel end, the event needs the `Send` of the next
 //!       unconsumed byte of the incoming direction (the byte at the consumption offset of that
 //!       point), or the direction's last `Send` when every sent byte was consumed (end of
-//!       stream). Except on a pipe in a poll or epoll ready set: those report a pipe's end as
-//!       `hup`, so `in` there means bytes; past the recorded sends they came from a write that
-//!       is not an event (a process's write into its own pipe) and the event needs nothing (it
-//!       is not an end of stream either).
+//!       stream).
 //!     * `out`-only entries need nothing.
 //!
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.

@@ -33,10 +33,6 @@ pub(super) struct Stream {
     pub(super) recvs: Vec<StreamUse>,
     /// `Ready` events reporting `in` on a receiving end.
     pub(super) readies: Vec<Event>,
-    /// `Ready` events reporting `in` where that means bytes, never the end: on a pipe, by
-    /// poll or epoll. Past the recorded sends, the bytes came from a write that is not an
-    /// event (a process's write into its own pipe), and need nothing.
-    pub(super) byte_readies: Vec<Event>,
     /// `Ready` events reporting `hup` or `rdhup` on a receiving end: the end of the stream.
     pub(super) hangups: Vec<Event>,
 }
@@ -132,15 +128,6 @@ impl Deps {
                 self.add_need(ready, e);
             }
         }
-        for &ready in &s.byte_readies {
-            let before = s.recvs.partition_point(|r| r.event < ready);
-            if let Some(e) = (prefix[before] < total)
-                .then(|| sender_of(prefix[before]))
-                .flatten()
-            {
-                self.add_need(ready, e);
-            }
-        }
         ends_of_stream.sort();
         ends_of_stream.dedup();
         ends_of_stream
@@ -180,7 +167,7 @@ impl Deps {
 
     /// Whether `y` descends from `x` through a fork or spawn that `x` made after its event
     /// `event`.
-    fn forked_after(&self, x: ActorId, event: u64, y: ActorId) -> bool {
+    pub(super) fn forked_after(&self, x: ActorId, event: u64, y: ActorId) -> bool {
         let mut cur = y;
         for _ in 0..=self.actors.len() {
             match self.forked_at.get(&cur) {
