@@ -1,13 +1,17 @@
 #!/bin/bash
 # haproxy (one process, `nbthread 1`, epoll, round robin) in front of two `busybox httpd`
 # backends; 8 curl clients at once through it. Prints which backend served each client: the
-# order haproxy took the requests decides the round robin's pattern.
+# order haproxy took the requests decides the round robin's pattern. With `check`, haproxy also
+# health-checks the backends on a timer.
 set -eu
 . "$(dirname "$0")/lib.sh"
 new_dir haproxy
 port=$(free_port)
 b1=$(free_port)
 b2=$(free_port)
+# `haproxy.sh check`: haproxy health-checks both backends every 50 ms (its timers decide when).
+check=
+if [ "${1:-}" = check ]; then check="check inter 50ms"; fi
 mkdir -p "$dir/www1" "$dir/www2"
 echo A >"$dir/www1/who"
 echo B >"$dir/www2/who"
@@ -25,8 +29,8 @@ frontend web
     default_backend app
 backend app
     balance roundrobin
-    server s1 127.0.0.1:$b1
-    server s2 127.0.0.1:$b2
+    server s1 127.0.0.1:$b1 $check
+    server s2 127.0.0.1:$b2 $check
 CFG
 timeout 30 busybox httpd -f -p "127.0.0.1:$b1" -h "$dir/www1" &
 w1=$!
