@@ -276,3 +276,21 @@ fn an_exit_from_a_signal_handler_in_a_hooked_call_is_recorded() {
         replay.stderr
     );
 }
+
+/// Processes made by the raw clone system call as a fork (`syscall(SYS_clone, SIGCHLD, 0)`,
+/// what vsftpd does for each session), which bypasses libc's fork handlers: each is an actor
+/// of its own with a `Fork` in its parent. Before, the children went on writing their events
+/// into the parent's history (the replay diverged at once). Racy natively, replayed 3 times.
+#[test]
+fn children_made_by_a_raw_clone_are_actors() {
+    let (tmp, recorded) = DDBX.race(&progs().join("clone_fork"), &[], 20);
+    assert!(
+        recorded.stdout.starts_with("accepted: "),
+        "{}",
+        recorded.stdout
+    );
+    let h = histories(&tmp.join("rec"));
+    assert_eq!(h.len(), 4, "{:?}", h.keys().collect::<Vec<_>>());
+    let forks = h["p1"].iter().filter(|r| r.kind() == "Fork").count();
+    assert_eq!(forks, 3, "{:?}", h["p1"]);
+}
