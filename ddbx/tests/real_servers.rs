@@ -345,6 +345,15 @@ fn haproxy_balancing_two_busybox_httpd_backends() {
 }
 
 #[test]
+fn haproxy_health_checking_its_backends_on_a_timer() {
+    // The same with `check inter 50ms`: haproxy's timers start health-check connections to
+    // both backends between the clients' requests.
+    if installed(&["haproxy", "busybox", "curl"]) {
+        corpus("haproxy.sh", &["check"]);
+    }
+}
+
+#[test]
 #[ignore = "fails today: class 5, flaky (the server's SIGTERM handler runs through libuv's signal pipe and lock pipe: 1 replay in about 16 diverged at shutdown, `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4`); before the helper-thread fix, record exited 103"]
 fn node_http_server_with_curl_clients() {
     // Node.js (libuv's epoll loop; its helper threads run loops of their own on private
@@ -379,5 +388,15 @@ fn rsync_daemon_with_concurrent_clients() {
     // download a module and upload a file; the order the daemon logged the uploads.
     if installed(&["rsync"]) {
         corpus("rsync.sh", &[]);
+    }
+}
+
+#[test]
+#[ignore = "fails today: vsftpd reads each command with MSG_PEEK first, and a peek is recorded as a receive that consumes (races exit 102: a cycle; replays diverge 3/3, `expected Fail(call: Send, fd: 0, err: \"EPIPE\"), found exit with status 0`); its sessions, made by a raw clone, are actors since the clone fix (FINDINGS.md)"]
+fn vsftpd_sessions_with_curl_uploads() {
+    // vsftpd: a session process per connection (a raw clone into new namespaces), anonymous
+    // uploads by 6 curl clients at once; the order vsftpd logged them.
+    if installed(&["vsftpd", "curl"]) {
+        corpus("vsftpd.sh", &[]);
     }
 }
