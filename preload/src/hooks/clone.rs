@@ -1,6 +1,8 @@
-//! syscall(2): made with the `syscall` instruction as glibc makes it (the LD's own
-//! `libc::syscall` calls go through it too); a `clone` that makes a process the way fork does
-//! runs the fork handlers of `process.rs` around it.
+//! syscall(2): a `clone` that makes a process the way fork does runs the fork handlers of
+//! `process.rs` around it; every call, the LD's own `libc::syscall`s included, is then made by
+//! glibc's `syscall` (so a process held in one is in glibc's frame, as before: `ddbx gdb`
+//! evaluates the program's expressions in C), or, before the LD resolved it (allocators make
+//! system calls while the loader starts), with the `syscall` instruction.
 
 use super::active;
 use super::process::{atfork_child, atfork_parent, atfork_prepare};
@@ -8,13 +10,30 @@ use crate::guard::Guard;
 use crate::sys;
 use libc::c_int;
 
-/// The system call `n` with arguments `a`, made directly (what glibc's `syscall` does):
-/// -1 and errno on failure.
+/// glibc's `syscall`, once resolved (0: not yet).
+static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Finds glibc's `syscall` behind ours (from the LD's start, with the other real functions).
+pub fn resolve() {
+    // SAFETY: a NUL-terminated name; dlsym has no other preconditions.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"syscall".as_ptr()) };
+    REAL.store(p as usize, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The system call `n` with arguments `a`, as glibc's `syscall` makes it: -1 and errno on
+/// failure.
 ///
 /// # Safety
 /// As for the system call: the arguments must be valid for it.
-#[cfg(target_arch = "x86_64")]
 unsafe fn raw_syscall(n: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
+    let real = REAL.load(std::sync::atomic::Ordering::Relaxed);
+    if real != 0 {
+        type Syscall = unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long;
+        // SAFETY: `real` is glibc's variadic `syscall`, of this type.
+        let f: Syscall = unsafe { std::mem::transmute(real) };
+        // SAFETY: as the caller promises.
+        return unsafe { f(n, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    }
     let ret: libc::c_long;
     // SAFETY: the `syscall` instruction with the kernel's x86_64 convention (number in rax,
     // arguments in rdi, rsi, rdx, r10, r8, r9; rcx and r11 clobbered); the arguments are valid

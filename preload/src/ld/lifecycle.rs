@@ -30,6 +30,8 @@ pub struct Joined {
 /// environment, or the GD unreachable: the program runs unrecorded).
 pub fn start() -> Option<Joined> {
     crate::real::resolve_all();
+    #[cfg(target_arch = "x86_64")]
+    crate::hooks::clone::resolve();
     let gd_path = getenv(env::GD_SOCKET)?;
     let log_fd = match getenv(env::LD_LOG) {
         Some(path) => {
