@@ -10,23 +10,13 @@ use crate::guard::Guard;
 use crate::sys;
 use libc::c_int;
 
-/// glibc's `syscall`, once resolved (0: not yet).
-static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Finds glibc's `syscall` behind ours (from the LD's start, with the other real functions).
-pub fn resolve() {
-    // SAFETY: a NUL-terminated name; dlsym has no other preconditions.
-    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"syscall".as_ptr()) };
-    REAL.store(p as usize, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// The system call `n` with arguments `a`, as glibc's `syscall` makes it: -1 and errno on
 /// failure.
 ///
 /// # Safety
 /// As for the system call: the arguments must be valid for it.
 unsafe fn raw_syscall(n: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
-    let real = REAL.load(std::sync::atomic::Ordering::Relaxed);
+    let real = crate::real::SYSCALL.load(std::sync::atomic::Ordering::Relaxed);
     if real != 0 {
         type Syscall = unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long;
         // SAFETY: `real` is glibc's variadic `syscall`, of this type.
