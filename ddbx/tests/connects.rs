@@ -144,3 +144,28 @@ fn a_second_connect_that_completes_the_first_is_one_channel() {
     let show = DDBX.run(["show", path_str(&rec), "p1"]).success();
     assert!(show.stdout.contains("(channel 1)"), "{}", show.stdout);
 }
+
+/// A datagram socket that is only connected (a route probe: haproxy's default resolver, a
+/// library learning its source address) moves nothing, so `record` reports nothing unrecorded
+/// (before: "not recorded: datagram sockets" for haproxy); one that moves a datagram is still
+/// reported. The accept race beside it replays either way.
+#[test]
+fn a_connected_datagram_socket_that_moves_nothing_is_not_reported() {
+    let program = progs().join("udp_probe");
+    let (_tmp, recorded) = DDBX.race(&program, &[], 20);
+    assert!(recorded.stdout.starts_with("udp: probed\naccepted: "));
+    assert!(
+        !recorded.stderr.contains("not recorded"),
+        "{}",
+        recorded.stderr
+    );
+    let (_tmp, recorded) = DDBX.record_and_replay(&program, &["send"], 20, 1);
+    assert!(recorded.stdout.starts_with("udp: 4 bytes back\naccepted: "));
+    assert!(
+        recorded
+            .stderr
+            .contains("not recorded: datagram sockets (UDP and other non-stream sockets)"),
+        "{}",
+        recorded.stderr
+    );
+}

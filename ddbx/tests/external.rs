@@ -250,3 +250,38 @@ fn a_poll_loop_with_outside_clients_replays_alone() {
 fn an_edge_triggered_epoll_loop_with_outside_clients_replays_alone() {
     event_loop_with_outside_clients("et");
 }
+
+/// A client of an outside server that names the server's address on each send of its
+/// connected TCP socket (sendto, and sendmsg with `msg_name`; ldns's drill does so), which TCP
+/// ignores. In replay the server is played through a Unix socket, which refuses an address on
+/// a connected socket (EISCONN): before, the replay diverged at the first send ("a send on fd 3
+/// that failed (errno 106)"). The address is left out in replay, as TCP leaves it out.
+#[test]
+fn a_send_naming_the_peer_on_a_connected_socket_replays_against_a_played_server() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let server = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+        let mut line = String::new();
+        BufReader::new(&conn)
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("{e}"));
+        (&conn)
+            .write_all(format!("got {}", line).as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+    });
+    let tmp = TempDir::new("sendto-peer");
+    let rec = tmp.join("rec");
+    let port = port.to_string();
+    let recorded = DDBX
+        .record(&rec, &progs().join("sendto_peer"), &[&port])
+        .success();
+    server
+        .join()
+        .unwrap_or_else(|_| panic!("the outside server failed"));
+    assert_eq!(recorded.stdout, "reply: got hello there\n");
+    for _ in 0..2 {
+        let replayed = DDBX.run(["replay", path_str(&rec)]).success();
+        assert_eq!(replayed.stdout, recorded.stdout, "{}", replayed.stderr);
+    }
+}

@@ -107,3 +107,30 @@ fn a_script_with_concurrent_writers_into_one_pipe_replays_and_halts_where_inf_sa
     }
     DDBX.replays_under_optimal_tracing(&script, &[]);
 }
+
+/// `self_pipe_fork`: a poll loop woken by its own pipe, forking a handler per connection that
+/// inherits the pipe (dnsmasq's event pipe and TCP children). The self-pipe's writes are not
+/// events, so the analysis sees the pipe readable past every recorded send, as at its end, and
+/// the ready set needs every holder of the write end to let go of it — but not the handlers
+/// the loop forks after it, which got the end from it. Before, it needed those too: `ddbx
+/// races` failed with "dependency cycle" (exit 102). Racy natively, replayed, its races listed, halted where
+/// `ddbx inf` says after each event of the loop.
+#[test]
+fn a_self_pipe_inherited_by_forked_handlers_is_not_the_end_of_the_pipe() {
+    let (tmp, recorded) = DDBX.race(&progs().join("self_pipe_fork"), &[], 20);
+    assert!(
+        recorded.stdout.starts_with("accepted: "),
+        "{}",
+        recorded.stdout
+    );
+    let rec = tmp.join("rec");
+    let rec = ddbx_tests::path_str(&rec);
+    let races = DDBX.json(["races", "--json", rec]);
+    let n = races["races"].as_array().map_or(0, Vec::len);
+    assert!(n >= 1, "the accept race is not listed: {races}");
+    let h = histories(&tmp.join("rec"));
+    assert_eq!(count(&h, "p1", "Ready"), 3, "{:?}", h["p1"]);
+    for k in 1..=h["p1"].len() {
+        DDBX.halts_where_inf_says(&tmp.join("rec"), &format!("p1.events >= {k}"));
+    }
+}

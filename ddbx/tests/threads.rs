@@ -57,3 +57,19 @@ fn a_thread_without_socket_io_is_recorded_and_replayed() {
         "thread computed 500000500000\ngot: hello\\n\n"
     );
 }
+
+/// A helper thread that runs a private event loop (its own pipe, polled) before the main thread
+/// does any socket I/O — what Node's helper threads do with libuv — does not become the
+/// process's I/O thread: the main thread's sockets are recorded (before: refused as a second
+/// thread's, exit 103), and the accept race replays.
+#[test]
+fn a_helper_thread_with_its_own_pipe_does_not_take_the_main_threads_place() {
+    let (_tmp, recorded) = DDBX.race(&progs().join("threads_io"), &["helper-loop"], 20);
+    assert!(
+        recorded
+            .stdout
+            .starts_with("helper loop: 1 byte\naccepted: "),
+        "{}",
+        recorded.stdout
+    );
+}

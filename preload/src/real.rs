@@ -188,3 +188,14 @@ pub unsafe fn ioctl(fd: c_int, req: libc::c_ulong, arg: libc::c_ulong) -> c_int 
         f(fd, req, arg)
     }
 }
+
+/// glibc's `syscall` behind ours (`hooks/clone.rs`), once [`resolve_syscall`] found it (0: not
+/// yet: calls are then made with the `syscall` instruction).
+pub static SYSCALL: AtomicUsize = AtomicUsize::new(0);
+
+/// Finds glibc's `syscall` (from the LD's start, with the other real functions).
+pub fn resolve_syscall() {
+    // SAFETY: a NUL-terminated name; dlsym has no other preconditions.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"syscall".as_ptr()) };
+    SYSCALL.store(p as usize, Ordering::Relaxed);
+}

@@ -301,9 +301,21 @@ hook! {
     }
 }
 
+/// Whether a send on `fd` must leave out the destination address the program names: in replay,
+/// on a recorded stream socket. TCP ignores the address of a send on a connected socket (ldns
+/// names it on every send), but a played outside peer is a Unix socket, which refuses it
+/// (EISCONN); a send that failed in the record is not made again.
+fn drops_address(fd: c_int) -> bool {
+    let kind = crate::fds::kind(fd);
+    kind & crate::fds::STREAM != 0
+        && kind & (crate::fds::PIPE | crate::fds::OURS) == 0
+        && crate::ld::running().is_some_and(|ld| ld.mode == Mode::Replay)
+}
+
 hook! {
     /// sendto(2).
     fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
+        let (addr, len) = if drops_address(fd) { (std::ptr::null(), 0) } else { (addr, len) };
         // SAFETY: `buf` holds `n` readable bytes, `addr` is null or `len` readable
         // bytes (sendto's contract).
         unsafe { send_from(fd, buf, n, |part, m| real::sendto(fd, part, m, flags, addr, len)) }
@@ -340,6 +352,7 @@ unsafe fn on_sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
     }
     // SAFETY: `msg` is not null and points to the program's msghdr (sendmsg's contract).
     let iovs = unsafe { IoVecs::of_msg(msg) };
+    let drop_address = drops_address(fd);
     on_send(
         fd,
         iovs.total(),
@@ -349,6 +362,10 @@ unsafe fn on_sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
             let mut copy = unsafe { *msg };
             copy.msg_iov = part.as_ptr() as *mut iovec;
             copy.msg_iovlen = part.len() as _;
+            if drop_address {
+                copy.msg_name = std::ptr::null_mut();
+                copy.msg_namelen = 0;
+            }
             if off > 0 {
                 // Ancillary data goes with the first part only.
                 copy.msg_control = std::ptr::null_mut();

@@ -6,6 +6,8 @@
 //! The libc handlers the LD registers (fork handlers, the exit handler) and the LD's start are
 //! entry points too: they live in `process.rs`.
 
+#[cfg(target_arch = "x86_64")]
+pub mod clone;
 pub mod dup;
 pub mod io;
 pub mod nohang;

@@ -59,7 +59,7 @@ fn first_event(ld: &mut Ld, first: &Record) {
 }
 
 /// libc's fork handler, before the fork: claims the child's number.
-extern "C" fn atfork_prepare() {
+pub(super) extern "C" fn atfork_prepare() {
     let Some(ld) = ld::running() else { return };
     if ld.mode == Mode::Replay {
         replay::process::before_fork(ld);
@@ -68,7 +68,7 @@ extern "C" fn atfork_prepare() {
 }
 
 /// libc's fork handler, in the parent after the fork: the fork event.
-extern "C" fn atfork_parent() {
+pub(super) extern "C" fn atfork_parent() {
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();
     match ld.mode {
@@ -78,7 +78,7 @@ extern "C" fn atfork_parent() {
 }
 
 /// libc's fork handler, in the child: becomes the new actor (or runs unrecorded).
-extern "C" fn atfork_child() {
+pub(super) extern "C" fn atfork_child() {
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();
     match ld.become_child() {
@@ -371,22 +371,33 @@ hook! {
     }
 }
 
-hook! {
-    /// _exit(2).
-    fn _exit(status: c_int) -> () {
-        exiting(status);
-        // SAFETY: no pointer arguments.
-        unsafe { real::_exit(status) }
-    }
+// _exit and _Exit are not `hook!`s: called from a signal handler that interrupted a hooked call
+// (rsync's daemon, killed in its select, cleans up and calls _exit in its SIGTERM handler), the
+// guard is held, and a hook would pass the call through: the process then ended without its
+// `Exit` event, the manifest said it exited, and the recording was refused as damaged. The exit
+// event is written whatever the guard says, as the exit handler (`at_exit`) writes it after an
+// `exit` from such a handler.
+
+/// _exit(2).
+///
+/// # Safety
+/// None beyond _exit's own (it does not return).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _exit(status: c_int) {
+    exiting(status);
+    // SAFETY: no pointer arguments.
+    unsafe { real::_exit(status) }
 }
 
-hook! {
-    /// _Exit(2).
-    fn _Exit(status: c_int) -> () {
-        exiting(status);
-        // SAFETY: no pointer arguments.
-        unsafe { real::_Exit(status) }
-    }
+/// _Exit(2).
+///
+/// # Safety
+/// As for [`_exit`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _Exit(status: c_int) {
+    exiting(status);
+    // SAFETY: no pointer arguments.
+    unsafe { real::_Exit(status) }
 }
 
 hook! {

@@ -72,9 +72,12 @@ hook! {
 }
 
 hook! {
-    /// connect(2).
+    /// connect(2). Connecting a datagram socket moves nothing (a route probe, a default
+    /// peer): it passes through unreported; what such a socket sends and receives is
+    /// reported by those calls.
     fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-        let Some(ld) = super::ld_for_io(fd) else {
+        let datagram = fds::kind(fd) & fds::OTHER_SOCKET != 0;
+        let Some(ld) = (!datagram).then(|| super::ld_for_io(fd)).flatten() else {
             // SAFETY: the program's arguments, passed on unchanged.
             return unsafe { real::connect(fd, addr, len) };
         };

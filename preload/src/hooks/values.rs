@@ -232,6 +232,75 @@ pub unsafe extern "C" fn getentropy(buf: *mut c_void, n: size_t) -> c_int {
     r
 }
 
+/// OpenSSL's `RAND_bytes`/`RAND_priv_bytes` behind ours (`dlsym(RTLD_NEXT)`, resolved at the
+/// first call: libcrypto is loaded by then, since its users call it), or 0 if there is none.
+fn real_openssl_rand(slot: &std::sync::atomic::AtomicUsize, name: &'static [u8]) -> usize {
+    let mut p = slot.load(Ordering::Relaxed);
+    if p == 0 {
+        // SAFETY: `name` is NUL-terminated; dlsym has no other preconditions.
+        p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) } as usize;
+        slot.store(p, Ordering::Relaxed);
+    }
+    p
+}
+
+/// OpenSSL's random bytes (`RAND_bytes`, `RAND_priv_bytes`) as values. Its generator mixes the
+/// CPU's time stamp counter into every draw, which no hooked call returns, so recording its
+/// seeds (getrandom) does not make its output replay: ldns's drill picks DNS query ids with it,
+/// TLS its randoms. `None` from `real`: no OpenSSL behind us, the draw fails (returns 0) as
+/// OpenSSL's does when it cannot draw.
+fn openssl_rand(real: usize, buf: *mut u8, num: c_int) -> c_int {
+    if real == 0 {
+        return 0;
+    }
+    // SAFETY: `real` is OpenSSL's function of this name, whose signature this is.
+    let f: unsafe extern "C" fn(*mut u8, c_int) -> c_int = unsafe { std::mem::transmute(real) };
+    let Some(_guard) = Guard::enter() else {
+        // SAFETY: the program's arguments, valid for OpenSSL's function.
+        return unsafe { f(buf, num) };
+    };
+    // SAFETY: as above.
+    let r = unsafe { f(buf, num) };
+    if r != 1 || buf.is_null() || num <= 0 {
+        return r;
+    }
+    let Some(ld) = values_ld() else { return r };
+    // SAFETY: OpenSSL just filled the program's `num` bytes.
+    let whole = unsafe { std::slice::from_raw_parts_mut(buf, num as usize) };
+    random_in(ld, whole, num as usize, true);
+    r
+}
+
+static REAL_RAND_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static REAL_RAND_PRIV_BYTES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// OpenSSL's RAND_bytes(3).
+///
+/// # Safety
+/// Called by the program in place of OpenSSL's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn RAND_bytes(buf: *mut u8, num: c_int) -> c_int {
+    openssl_rand(
+        real_openssl_rand(&REAL_RAND_BYTES, b"RAND_bytes\0"),
+        buf,
+        num,
+    )
+}
+
+/// OpenSSL's RAND_priv_bytes(3).
+///
+/// # Safety
+/// Called by the program in place of OpenSSL's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn RAND_priv_bytes(buf: *mut u8, num: c_int) -> c_int {
+    openssl_rand(
+        real_openssl_rand(&REAL_RAND_PRIV_BYTES, b"RAND_priv_bytes\0"),
+        buf,
+        num,
+    )
+}
+
 /// The first `got` bytes of `whole` (the program's buffer) came from the real call: record
 /// logs them; replay puts the recorded bytes there instead and returns their count (at most
 /// `whole.len()`; exactly that with `exact`, for getentropy). A read the record did not log

@@ -207,11 +207,14 @@ impl Ld {
         }
     }
 
-    /// Whether the calling thread may do recorded I/O without being refused (it is the thread
-    /// that did so first, or none did yet).
+    /// Whether the calling thread's pipes are recorded: the thread that did recorded I/O first,
+    /// or, before any did, the main thread. A helper thread that makes and uses its own pipes
+    /// before the main thread's first socket I/O (Node's inspector and platform threads each
+    /// run a libuv loop with a signal pipe) must not become the actor's thread: the main
+    /// thread's sockets would then be refused as a second thread's (exit 103). Its pipes pass
+    /// through, reported.
     pub fn is_io_thread(&self) -> bool {
-        let first = self.io_tid.load(Ordering::Relaxed);
-        first == 0 || first == crate::guard::tid()
+        self.values_thread()
     }
 
     /// Whether every kind of `bits` was reported already.

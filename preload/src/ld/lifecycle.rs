@@ -30,6 +30,7 @@ pub struct Joined {
 /// environment, or the GD unreachable: the program runs unrecorded).
 pub fn start() -> Option<Joined> {
     crate::real::resolve_all();
+    crate::real::resolve_syscall();
     let gd_path = getenv(env::GD_SOCKET)?;
     let log_fd = match getenv(env::LD_LOG) {
         Some(path) => {

@@ -205,6 +205,13 @@ impl Deps {
             .filter(|s| by_shutdown && !s.is_empty());
         let causes = shutdowns.or_else(|| walk.releases.get(&end));
         for &cause in causes.into_iter().flatten() {
+            // A holder the seeing actor forks after it saw the end got the end from it, so the
+            // actor held the end itself: what it saw came from its own writes (a self-pipe's,
+            // which are not events: dnsmasq's event pipe, inherited by the TCP children it
+            // forks later), and cannot wait for that child.
+            if self.forked_after(seen.0, seen.1, cause.0) {
+                continue;
+            }
             self.add_need(seen, cause);
         }
     }

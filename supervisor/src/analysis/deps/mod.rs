@@ -47,7 +47,9 @@
 //!     the end of the stream an end sends — a `Recv{n: 0}`, a ready set with `in` on a fd
 //!     whose every sent byte was consumed, or with `hup`/`rdhup` — needs the `Shutdown` of
 //!     that end's sending side when a holder made one (each such holder's first), else every
-//!     holder's letting go. A send or receive that failed with `EPIPE`/`ECONNRESET` needs
+//!     holder's letting go — except holders the seeing actor forks after that event: they got
+//!     the end from it, so the actor held the sending end itself and what it saw came from its
+//!     own writes (a self-pipe's, which are not events). A send or receive that failed with `EPIPE`/`ECONNRESET` needs
 //!     every holder of the other end letting go of it.
 //!   * **readiness**: for each fd of a `Ready` record with the `in` bit:
 //!     * if the fd is a **listening** socket at that point, the event needs the connector's

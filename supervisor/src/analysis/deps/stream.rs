@@ -167,7 +167,7 @@ impl Deps {
 
     /// Whether `y` descends from `x` through a fork or spawn that `x` made after its event
     /// `event`.
-    fn forked_after(&self, x: ActorId, event: u64, y: ActorId) -> bool {
+    pub(super) fn forked_after(&self, x: ActorId, event: u64, y: ActorId) -> bool {
         let mut cur = y;
         for _ in 0..=self.actors.len() {
             match self.forked_at.get(&cur) {
