@@ -7,7 +7,7 @@
 //! halting replay at the interrupted call stops at `ddbx inf`'s cut; a recording made before
 //! signals were recorded replays as before.
 
-use ddbx_tests::{Ddbx, TempDir, cut_of, histories, parse_json, path_str, progs};
+use ddbx_tests::{Ddbx, TempDir, histories, path_str, progs};
 use ddbx_wire::Record;
 use std::path::Path;
 
@@ -153,24 +153,7 @@ fn a_halt_at_the_interrupted_poll_stops_at_inf_and_the_handler_ran_before_it() {
         deliveries(&rec, "p1")
     );
     for stop in [eintr + 1, eintr + 2] {
-        let stop = format!("p1:{stop}");
-        let inf = DDBX.json(["inf", path_str(&rec), "--stop-at", &stop, "--json"]);
-        let messages = tmp.join(&format!("halt-{}.json", stop.replace(':', "-")));
-        let out = DDBX
-            .run([
-                "replay",
-                path_str(&rec),
-                "--stop-at",
-                &stop,
-                "--json",
-                "--messages",
-                path_str(&messages),
-            ])
-            .output();
-        let text = std::fs::read_to_string(&messages).unwrap_or_default();
-        let v = parse_json(&text, "ddbx replay --json");
-        assert_eq!(v["outcome"], "halted", "{v}\nstderr:\n{}", out.stderr);
-        assert_eq!(cut_of(&v["cut"]), cut_of(&inf["cut"]), "{v}\ninf: {inf}");
+        DDBX.halts_at_where_inf_says(&rec, &format!("p1:{stop}"));
     }
 }
 

@@ -7,9 +7,7 @@
 //! Modes: natively the decisions differ; record; replay ×3 with the same output and histories
 //! (whose event numbers the value lines do not shift); a halting replay at `ddbx inf`'s cut.
 
-use ddbx_tests::{
-    Ddbx, Output, TempDir, cut_of, histories, native_outputs, parse_json, path_str, progs,
-};
+use ddbx_tests::{Ddbx, Output, TempDir, histories, native_outputs, path_str, progs};
 use ddbx_wire::Record;
 use std::path::Path;
 
@@ -71,32 +69,8 @@ fn a_retry_loop_that_decides_from_the_clock_replays_its_decisions() {
             .iter()
             .rposition(|r| matches!(r, Record::Ready { .. }))
             .unwrap_or_else(|| panic!("no ready set: {:#?}", h["p1"]));
-        assert_halts_at_inf(&rec, &format!("p1:{}", at + 1));
+        DDBX.halts_at_where_inf_says(&rec, &format!("p1:{}", at + 1));
     }
-}
-
-/// Halts a replay of `rec` at `stop` and checks the cut against `ddbx inf`'s.
-fn assert_halts_at_inf(rec: &Path, stop: &str) {
-    let inf = DDBX.json(["inf", path_str(rec), "--stop-at", stop, "--json"]);
-    let messages = rec.with_file_name(format!(
-        "{}-halt.json",
-        rec.file_name().unwrap().to_string_lossy()
-    ));
-    let out = DDBX
-        .run([
-            "replay",
-            path_str(rec),
-            "--stop-at",
-            stop,
-            "--json",
-            "--messages",
-            path_str(&messages),
-        ])
-        .output();
-    let text = std::fs::read_to_string(&messages).unwrap_or_default();
-    let v = parse_json(&text, "ddbx replay --json");
-    assert_eq!(v["outcome"], "halted", "{v}\nstderr:\n{}", out.stderr);
-    assert_eq!(cut_of(&v["cut"]), cut_of(&inf["cut"]), "{v}\ninf: {inf}");
 }
 
 #[test]

@@ -187,6 +187,36 @@ impl Ddbx {
         );
     }
 
+    /// A halting replay of `rec` at `stop` (`--stop-at`, e.g. `p1:7`) halts, at the cut `ddbx inf`
+    /// computes for it (the replay's JSON is kept beside `rec`).
+    pub fn halts_at_where_inf_says(&self, rec: &Path, stop: &str) {
+        let inf = self.json(["inf", path_str(rec), "--stop-at", stop, "--json"]);
+        let messages = rec.with_file_name(format!(
+            "{}-halt-{}.json",
+            rec.file_name().unwrap().to_string_lossy(),
+            stop.replace(':', "-")
+        ));
+        let out = self
+            .run([
+                "replay",
+                path_str(rec),
+                "--stop-at",
+                stop,
+                "--json",
+                "--messages",
+                path_str(&messages),
+            ])
+            .output();
+        let text = std::fs::read_to_string(&messages).unwrap_or_default();
+        let v = parse_json(&text, "ddbx replay --json");
+        assert_eq!(v["outcome"], "halted", "{v}\nstderr:\n{}", out.stderr);
+        assert_eq!(
+            crate::json::cut_of(&v["cut"]),
+            crate::json::cut_of(&inf["cut"]),
+            "{stop}: the halted cut vs ddbx inf's: {v}\ninf: {inf}"
+        );
+    }
+
     /// Shows the race of `program args` natively (at least two different outputs in up to 30
     /// runs with `DDBX_JITTER=jitter`), then [`Ddbx::record_and_replay`]s it 3 times.
     pub fn race(&self, program: &Path, args: &[&str], jitter: u32) -> (TempDir, Output) {
