@@ -121,6 +121,22 @@ fn a_parent_reaping_in_sigsuspend_replays_its_batches() {
     DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
 }
 
+/// `term_early`: a child that leaves SIGTERM to its default action is killed by its parent
+/// while it reads; how many messages it printed first differs natively. In replay the
+/// parent's kill comes as soon as the parent gets there, often before the child has read as
+/// much as in the record: the child still dies where its history ends (it died earlier, and
+/// the replay diverged, before the LD held such signals), five times out of five.
+#[test]
+fn a_child_killed_by_a_default_action_signal_dies_where_its_history_ends() {
+    let program = progs().join("term_early");
+    let (tmp, recorded) = DDBX.race(&program, &[], 3);
+    let rec = tmp.join("rec");
+    let more = tmp.join("more").join("rec");
+    std::fs::create_dir_all(more.parent().unwrap()).unwrap();
+    std::fs::rename(&rec, &more).unwrap();
+    DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
+}
+
 /// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
 fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
     for attempt in 1..=10 {

@@ -273,6 +273,25 @@ pub fn take_planned_wait(events: u64) -> Option<u32> {
     }
 }
 
+/// Replay: the default-fatal signals the LD keeps blocked (bit `sig - 1`; see
+/// `preload/src/hooks/signal.rs`, `hold_default_fatal`).
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+/// Notes `bits` as held.
+pub fn add_held(bits: u64) {
+    HELD.fetch_or(bits, SeqCst);
+}
+
+/// The held signals.
+pub fn held() -> u64 {
+    HELD.load(SeqCst)
+}
+
+/// Takes `bits` out of the held signals; returns those that were held.
+pub fn take_held(bits: u64) -> u64 {
+    HELD.fetch_and(!bits, SeqCst) & bits
+}
+
 /// Real arrivals not delivered yet, per signal.
 static PENDING: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
 /// One delivery at a time: the LD's handler does not start one inside another.

@@ -419,6 +419,9 @@ impl Ld {
                 })
                 .collect(),
         });
+        if ordered {
+            crate::hooks::signal::hold_default_fatal();
+        }
     }
 
     /// The image's first event: `Exec` for an exec'd image of the actor, else `Start`.
