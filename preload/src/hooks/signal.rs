@@ -72,12 +72,12 @@ pub unsafe extern "C" fn sigaction(
                 if handler == libc::SIG_DFL {
                     hold(sig);
                 } else {
-                    let_go(sig);
+                    signals::let_go(sig);
                 }
             }
             r
         } else {
-            let_go(sig);
+            signals::let_go(sig);
             signals::keep(
                 sig,
                 signals::Disposition {
@@ -112,72 +112,11 @@ pub unsafe extern "C" fn sigaction(
     r
 }
 
-/// The asynchronous signals whose default action ends the process and that another process
-/// (a script's `kill`, `timeout`, a terminal) typically sends.
-const DEFAULT_FATAL: [c_int; 7] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-];
-
-/// Replay: the signals of [`DEFAULT_FATAL`] the program leaves to their default action are
-/// kept blocked while the history has events left, so that one that comes early (the replay of
-/// its sender ran ahead) stays pending: the process dies of it where the record's died, in its
-/// first call after its last event (`crate::replay::cursor`), not wherever the signal found
-/// it (haproxy died 12 events before the end of its history, its last health checks unmade).
-/// Blocked, not caught: a handler would make an unhooked sleep or read fail with EINTR, which
-/// the record's process never saw. A program that unblocks it itself (its own
-/// `sigprocmask`, `sigsuspend`) takes it at once, as before.
-pub fn hold_default_fatal() {
-    for sig in DEFAULT_FATAL {
-        // SAFETY: plain data, filled by the query.
-        let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: a query into our local.
-        if unsafe { real::sigaction(sig, std::ptr::null(), &mut cur) } == 0
-            && cur.sa_sigaction == libc::SIG_DFL
-        {
-            hold(sig);
-        }
-    }
-}
-
-/// Blocks `sig` if replay holds it (see [`hold_default_fatal`]).
+/// Blocks `sig` if replay holds it and the history has events left (see
+/// `signals::hold_default_fatal`).
 fn hold(sig: c_int) {
-    if signals::mode() == signals::REPLAY
-        && DEFAULT_FATAL.contains(&sig)
-        && crate::ld::running().is_some_and(|ld| ld.next_record().is_some())
-    {
-        let bit = 1u64 << (sig - 1);
-        signals::add_held(bit);
-        sys::block_signals(bit);
-    }
-}
-
-/// Unblocks `sig` if replay held it (the program handles or ignores it now).
-fn let_go(sig: c_int) {
-    let bit = 1u64 << (sig - 1);
-    if signals::take_held(bit) != 0 {
-        let old = sys::block_signals(0);
-        sys::set_signal_mask(old & !bit);
-    }
-}
-
-/// The history has no event left: the held signals are unblocked, but those that already
-/// came only if `pending_too` (the process is in its first call after its last event, where
-/// the record's died; before that call it still computes what the record's computed).
-pub fn release_held(pending_too: bool) {
-    let mut bits = signals::held();
-    if !pending_too {
-        bits &= !sys::pending_signals();
-    }
-    let bits = signals::take_held(bits);
-    if bits != 0 {
-        let old = sys::block_signals(0);
-        sys::set_signal_mask(old & !bits);
+    if crate::ld::running().is_some_and(|ld| ld.next_record().is_some()) {
+        signals::hold(sig);
     }
 }
 
