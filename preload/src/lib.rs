@@ -23,6 +23,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::missing_safety_doc, clippy::undocumented_unsafe_blocks)]
 
+mod fatal;
 mod fds;
 mod guard;
 mod halting;

@@ -72,12 +72,12 @@ pub unsafe extern "C" fn sigaction(
                 if handler == libc::SIG_DFL {
                     hold(sig);
                 } else {
-                    signals::let_go(sig);
+                    crate::fatal::let_go(sig);
                 }
             }
             r
         } else {
-            signals::let_go(sig);
+            crate::fatal::let_go(sig);
             signals::keep(
                 sig,
                 signals::Disposition {
@@ -113,10 +113,10 @@ pub unsafe extern "C" fn sigaction(
 }
 
 /// Blocks `sig` if replay holds it and the history has events left (see
-/// `signals::hold_default_fatal`).
+/// `crate::fatal::hold_default_fatal`).
 fn hold(sig: c_int) {
     if crate::ld::running().is_some_and(|ld| ld.next_record().is_some()) {
-        signals::hold(sig);
+        crate::fatal::hold(sig);
     }
 }
 

@@ -420,7 +420,7 @@ impl Ld {
                 .collect(),
         });
         if ordered {
-            crate::signals::hold_default_fatal(self.next_record().is_some());
+            crate::fatal::hold_default_fatal(self.next_record().is_some());
         }
     }
 

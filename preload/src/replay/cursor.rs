@@ -46,7 +46,7 @@ pub fn advance(ld: &mut Ld, observed: &Record) {
     halting::after_event(ld);
     if ld.mode == Mode::Replay && ld.next_record().is_none() {
         nothing_left(ld);
-        crate::signals::release_held(false);
+        crate::fatal::release_held(false);
     }
 }
 
@@ -87,7 +87,7 @@ pub fn diverge(ld: &mut Ld, found: &str) -> ! {
         None => {
             // A signal that came before the end, held until now, ends the process where
             // the record's ended: in the call after its last event.
-            crate::signals::release_held(true);
+            crate::fatal::release_held(true);
             if let Some(sig) = killed_by {
                 // The recorded process died here: so does this one.
                 sys::kill_self(sig);
