@@ -7,8 +7,7 @@
 //! halting replay at the cut `ddbx inf` computes, and `--trace optimal`.
 
 use ddbx_tests::{
-    Ddbx, Output, TempDir, cut_of, full_histories, histories, native_outputs, parse_json, path_str,
-    progs,
+    Ddbx, Output, TempDir, full_histories, histories, native_outputs, path_str, progs,
 };
 use ddbx_wire::{Errno, Record};
 use std::path::Path;
@@ -48,24 +47,7 @@ fn client(rec: &Path) -> Vec<Record> {
 
 /// Halts a replay of `rec` at `p2:event` and checks the cut against `ddbx inf`'s.
 fn assert_halts_at_inf(rec: &Path, event: u64) {
-    let stop = format!("p2:{event}");
-    let inf = DDBX.json(["inf", path_str(rec), "--stop-at", &stop, "--json"]);
-    let messages = rec.with_file_name("halt.json");
-    let out = DDBX
-        .run([
-            "replay",
-            path_str(rec),
-            "--stop-at",
-            &stop,
-            "--json",
-            "--messages",
-            path_str(&messages),
-        ])
-        .output();
-    let text = std::fs::read_to_string(&messages).unwrap_or_default();
-    let v = parse_json(&text, "ddbx replay --json");
-    assert_eq!(v["outcome"], "halted", "{v}\nstderr:\n{}", out.stderr);
-    assert_eq!(cut_of(&v["cut"]), cut_of(&inf["cut"]), "{v}\ninf: {inf}");
+    DDBX.halts_at_where_inf_says(rec, &format!("p2:{event}"));
 }
 
 /// The whole matrix for one way of learning the outcome; `learnt` recognises the record that
