@@ -121,6 +121,52 @@ fn a_parent_reaping_in_sigsuspend_replays_its_batches() {
     DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
 }
 
+/// `sig_forkreap`: a SIGCHLD handler that reaps with `waitpid(-1, WNOHANG)` and forks a
+/// replacement for each child it reaped, inside the poll the signal interrupted (postgres's
+/// postmaster starts its background processes so). The first child ends right after the fork
+/// that made it, before any other event of the parent; the order of the others differs
+/// natively. Every replay prints the record's order, five times out of five, and halting
+/// replays halt. (The first SIGCHLD ran its handler inside that fork's own event, before the fork had returned the
+/// child's pid, so the handler reaped nothing; and the children forked inside the handler
+/// were not known by number, so their waits were not recorded.)
+#[test]
+fn a_sigchld_handler_that_forks_replacements_replays_them() {
+    let program = progs().join("sig_forkreap");
+    let (tmp, recorded) = DDBX.race(&program, &[], 3);
+    let rec = tmp.join("rec");
+    let lines: Vec<String> = std::fs::read_to_string(rec.join("history").join("p1.ron"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let after = |line: &str| {
+        let at = lines
+            .iter()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("{line}: {lines:?}"));
+        lines[at + 1].clone()
+    };
+    // The third child's end right after its fork, and a fork made by the handler right
+    // after the wait that reaped it.
+    assert_eq!(after("Fork(index: 3)"), "~g17@3", "{lines:?}");
+    assert_eq!(after("~w3"), "Fork(index: 4)", "{lines:?}");
+    // Every child reaped by a recorded wait that names it.
+    for k in 1..=6 {
+        assert!(lines.contains(&format!("~w{k}")), "~w{k}: {lines:?}");
+    }
+    // Halting replays stop where `ddbx inf` says, before and after the handler's forks. (A
+    // SIGCHLD whose child ended earlier than in the record ran another child's handler on
+    // its arrival, which then waited in the recorded wait for a child the halting replay
+    // held: it hung.)
+    for stop in ["p1:10", "p1:16"] {
+        DDBX.halts_at_where_inf_says(&rec, stop);
+    }
+    let more = tmp.join("more").join("rec");
+    std::fs::create_dir_all(more.parent().unwrap()).unwrap();
+    std::fs::rename(&rec, &more).unwrap();
+    DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
+}
+
 /// `term_early`: a child that leaves SIGTERM to its default action is killed by its parent
 /// while it reads; how many messages it printed first differs natively. In replay the
 /// parent's kill comes as soon as the parent gets there, often before the child has read as

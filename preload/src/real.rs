@@ -77,7 +77,6 @@ macro_rules! reals {
 
 reals! {
     fn fork() -> pid_t;
-    fn vfork() -> pid_t;
     fn _Fork() -> pid_t;
     fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int;
     fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int;

@@ -142,6 +142,21 @@ const KIDS: usize = 4096;
 static KID: [AtomicU64; KIDS] = [const { AtomicU64::new(0) }; KIDS];
 static KIDS_LEN: AtomicUsize = AtomicUsize::new(0);
 
+/// The number of the child a fork of this image is making until the fork has returned its
+/// pid (0: none).
+static FORKING: AtomicU32 = AtomicU32::new(0);
+
+/// A fork of child number `index` starts (0: the fork has returned).
+pub fn forking(index: u32) {
+    FORKING.store(index, SeqCst);
+}
+
+/// Whether child number `index` is being forked: it exists, or is about to, but its pid is
+/// not known yet (the fork's event is replayed in libc's fork handler, before fork returns).
+pub fn being_forked(index: u32) -> bool {
+    index > 0 && FORKING.load(SeqCst) == index
+}
+
 /// A fork of this image returned `pid`, its child number `index`.
 pub fn add_kid(pid: c_int, index: u32) {
     let n = KIDS_LEN.load(SeqCst);

@@ -93,6 +93,7 @@ pub unsafe extern "C" fn syscall(
     } else {
         atfork_parent();
     }
+    super::nohang::forked(r as libc::pid_t);
     sys::set_errno(errno);
     r
 }

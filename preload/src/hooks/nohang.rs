@@ -18,6 +18,7 @@ use libc::{c_int, pid_t};
 
 /// After a fork returned `pid` in this image: remembers the child's number. Returns `pid`.
 pub fn forked(pid: pid_t) -> pid_t {
+    crate::signals::forking(0);
     if pid > 0
         && let Some(ld) = crate::ld::running()
         && ld.fork_index > 0

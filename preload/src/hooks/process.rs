@@ -65,6 +65,7 @@ pub(super) extern "C" fn atfork_prepare() {
         replay::process::before_fork(ld);
     }
     ld.fork_index = ld.next_child();
+    crate::signals::forking(ld.fork_index);
 }
 
 /// libc's fork handler, in the parent after the fork: the fork event.
@@ -120,23 +121,43 @@ fn exiting(status: c_int) {
     ld::stop();
 }
 
-hook! {
-    /// fork(2): the fork handlers do the work.
-    fn fork() -> pid_t {
-        let _ = active();
+/// fork(2): the fork handlers do the work. The child's number is noted even inside a hook,
+/// when the program's signal handler forks there (postgres's reaper starts the background
+/// processes from its SIGCHLD handler): its waits and its SIGCHLDs name the child by number.
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fork() -> pid_t {
+    forked_by_program(|| {
         // SAFETY: no arguments.
-        super::nohang::forked(unsafe { real::fork() })
-    }
+        unsafe { real::fork() }
+    })
 }
 
-hook! {
-    /// vfork(2), run as fork: a vfork child would share (and clobber) our state and our
-    /// caller's stack frame.
-    fn vfork() -> pid_t {
-        let _ = active();
+/// vfork(2), run as fork: a vfork child would share (and clobber) our state and our caller's
+/// stack frame.
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn vfork() -> pid_t {
+    forked_by_program(|| {
         // SAFETY: no arguments.
-        super::nohang::forked(unsafe { real::fork() })
+        unsafe { real::fork() }
+    })
+}
+
+/// A fork the program makes with `call`: outside our hooks, or from its signal handler run
+/// inside one. The LD's own forks (none today) are left alone.
+fn forked_by_program(call: impl FnOnce() -> pid_t) -> pid_t {
+    let guard = Guard::enter();
+    if guard.is_some() {
+        let _ = active();
+    } else if !crate::signals::in_program_handler() {
+        return call();
     }
+    super::nohang::forked(call())
 }
 
 hook! {

@@ -27,6 +27,10 @@ pub fn gate(ld: &mut Ld) {
 /// says what the program did), or the record ended here with a kill.
 pub fn follow(ld: &mut Ld, fits: impl Fn(&Record) -> bool, found: impl Fn() -> String) -> Record {
     gate(ld);
+    if !ld.next_record().is_some_and(&fits) {
+        // The records ahead may be a signal handler's, which the record ran inside this call.
+        super::signals::inside_this_call(ld);
+    }
     match ld.next_record() {
         Some(r) if fits(r) => r.clone(),
         _ => diverge(ld, &found()),

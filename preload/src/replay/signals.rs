@@ -63,11 +63,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             guard::defer();
             break Due::Nothing;
         }
-        if !signals::take_arrival(p.sig)
-            && p.sig != force
-            && !child_ended(&p)
-            && !signals::later_arrived(events)
-        {
+        if !came(&p) && p.sig != force && !signals::later_arrived(events) {
             break Due::Waiting(p);
         }
         signals::planned_done();
@@ -92,19 +88,33 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
     due
 }
 
+/// Whether the signal of delivery `p` has come (an arrival is taken for it).
+///
 /// A SIGCHLD need not arrive: several children's ends may come as one arrival (the kernel
-/// keeps one pending SIGCHLD). It is due once the child whose end raised it in the record has
-/// ended (not reaped: that is the handler's), or at once when the record did not know the
-/// child; what its handler can observe, the waits, is replayed on its own
+/// keeps one pending SIGCHLD). One the record raised by a child this image knows has come once
+/// that child has ended (not reaped: that is the handler's), whatever arrived: an arrival may
+/// be another child's, which ended earlier than in the record (postgres's startup process
+/// before the backend of the first connection), and the handler, run on it, waited in the
+/// recorded wait for a child still running. One raised by a child the record did not know
+/// comes at once. What its handler can observe, the waits, is replayed on its own
 /// (`preload/src/hooks/nohang.rs`).
-fn child_ended(p: &Planned) -> bool {
+fn came(p: &Planned) -> bool {
     if p.sig != libc::SIGCHLD {
-        return false;
+        return signals::take_arrival(p.sig);
     }
-    match signals::kid_pid(p.kid) {
+    let ended = match signals::kid_pid(p.kid) {
         Some(pid) if p.kid > 0 => sys::child_ended(pid),
+        // Its fork has not returned yet (the fork's event is replayed before fork returns
+        // the pid): the child has not ended. A SIGCHLD the record had right after that event
+        // would otherwise run its handler there, before the child could end (postgres's
+        // postmaster reaped nothing and never started its background processes).
+        None if signals::being_forked(p.kid) => false,
         _ => true,
+    };
+    if ended {
+        signals::take_arrival(p.sig);
     }
+    ended
 }
 
 /// From the LD's handler, just after an arrival: delivers what is due.
@@ -204,6 +214,17 @@ pub fn at_gate(ld: &mut Ld) {
         Some(Record::Fail { err, .. }) if err.0 == libc::EINTR
     );
     settle(ld, true, |p, events| !p.in_call || p.gap < events || eintr);
+}
+
+/// The next record is not one the call the program makes now can make, and the record ran a
+/// handler inside a call in this gap between events: the records ahead are the handler's
+/// (postgres's postmaster forks its background processes from its SIGCHLD handler, inside
+/// the `select` the signal interrupted). Waits for those deliveries and runs them here.
+pub fn inside_this_call(ld: &mut Ld) {
+    if signals::mode() != signals::REPLAY {
+        return;
+    }
+    settle(ld, false, |p, events| p.in_call && p.gap == events);
 }
 
 /// At the end of an event, before the hook returns to the program: a delivery the record made
