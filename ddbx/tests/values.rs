@@ -101,6 +101,36 @@ fn clock_reads_the_record_did_not_log_do_not_diverge() {
     );
 }
 
+/// `abs_sleep`: a loop that sleeps until "now + 5 ms" of the monotonic clock (the program's
+/// clock, which replay hands back from the record) until a file the child makes after 100 ms
+/// exists. Each replay reads the clock about as often as the record did: its sleeps last 5 ms.
+/// (The deadline, computed from the record's clock, was in the real clock's past: every
+/// sleep returned at once and the loop read the clock thousands of times, as gunicorn's
+/// arbiter did for 30 s in `time.sleep`.)
+#[test]
+fn sleeps_until_a_time_of_the_replayed_clock_last_as_long_as_meant() {
+    let tmp = TempDir::new("values-abs-sleep");
+    let file = tmp.join("made");
+    let rec = tmp.join("rec");
+    let program = progs().join("abs_sleep");
+    let recorded = DDBX.record(&rec, &program, &[path_str(&file)]).success();
+    assert_eq!(recorded.stdout, "done\n");
+    let reads = |dir: &Path| {
+        let text = std::fs::read_to_string(dir.join("history/p1.ron")).unwrap();
+        text.lines().filter(|l| l.starts_with("~c1")).count()
+    };
+    let values = reads(&rec);
+    assert!(values >= 5, "the record read the clock {values} times");
+    DDBX.assert_replays(&rec, &recorded, 3, &histories(&rec), &histories);
+    for i in 1..=3 {
+        let replayed = reads(&tmp.join(&format!("replay{i}")));
+        assert!(
+            replayed <= 4 * values + 20,
+            "replay {i} read the clock {replayed} times, the record {values}: its sleeps did not sleep"
+        );
+    }
+}
+
 /// OpenSSL's `RAND_bytes` (its generator mixes the CPU's time stamp counter into every draw, so
 /// recording its getrandom seeds is not enough): the ids three clients draw with it come out as
 /// recorded. Before, every replay printed other ids (ldns's drill, a held-out DNS client, drew

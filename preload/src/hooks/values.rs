@@ -138,6 +138,46 @@ pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c
     r
 }
 
+/// clock_nanosleep(2). A sleep until an absolute time of a replayed clock: the program
+/// computed its deadline from the clock it was shown, the record's, which runs behind (or
+/// ahead of) the real one. The deadline moves by that difference, so the sleep lasts as long
+/// as the program meant (Python's `time.sleep` sleeps so: gunicorn's arbiter, sleeping 0.1 s
+/// at a time while its workers stopped, spun for 30 s, every sleep over at once).
+///
+/// # Safety
+/// Called by the program in place of libc's, with valid arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clock_nanosleep(
+    clock: clockid_t,
+    flags: c_int,
+    req: *const timespec,
+    rem: *mut timespec,
+) -> c_int {
+    let mut moved = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let mut deadline = req;
+    if flags & libc::TIMER_ABSTIME != 0 && !req.is_null() {
+        let guard = Guard::enter();
+        if let (Some(_), Some(ld)) = (&guard, values_ld())
+            && ld.mode == Mode::Replay
+            && let Some(ahead) = replay::values::offset(ld, ValueKey::Clock(clock))
+        {
+            // SAFETY: the program's timespec (checked non-null).
+            let t = unsafe { &*req };
+            let ns = t.tv_sec.saturating_mul(NS).saturating_add(t.tv_nsec);
+            let real = ns.saturating_sub(ahead);
+            moved.tv_sec = real.div_euclid(NS);
+            moved.tv_nsec = real.rem_euclid(NS);
+            deadline = &moved;
+        }
+    }
+    // The guard is left: a signal that ends the sleep runs where the program sleeps.
+    // SAFETY: the program's arguments, `deadline` its own or our copy of it moved.
+    unsafe { real::clock_nanosleep(clock, flags, deadline, rem) }
+}
+
 /// gettimeofday(2).
 ///
 /// # Safety

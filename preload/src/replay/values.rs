@@ -81,6 +81,13 @@ pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
     value
 }
 
+/// How far the clock `key`, as the program is shown it, runs ahead of the real one (in its
+/// unit; negative: behind), as of its last read; `None` before the first.
+pub fn offset(ld: &Ld, key: ValueKey) -> Option<i64> {
+    let (shown, real) = ld.replay.as_ref()?.values.last[Deltas::slot(key)?]?;
+    Some(shown.saturating_sub(real))
+}
+
 /// The recorded random bytes of this gap whose length `fits`, if any.
 pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>> {
     match take(
