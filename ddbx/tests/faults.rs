@@ -306,7 +306,7 @@ fn a_root_killed_from_outside_dies_of_the_same_signal_in_every_replay() {
             .collect();
         threads
             .into_iter()
-            .flat_map(|t| t.join().unwrap_or_default())
+            .flat_map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
     let wrong: Vec<&(i32, String)> = ends
