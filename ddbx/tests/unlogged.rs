@@ -1,5 +1,6 @@
 //! A process SIGKILLed between an outcome its peers can observe and the record of it (issue
-//! #11, item 4): a connect whose `Connect` the history does not have. Replay reconciles the
+//! #11, item 4): a connect whose `Connect` the history does not have, and an accept whose
+//! `Accept` the server's history does not have. Replay reconciles the
 //! killed process's tail with its peers' histories (`supervisor/src/recording/unlogged.rs`).
 //! The mirror, a send its killed sender never logged, is in `ddbx/tests/faults.rs`.
 //!
@@ -113,6 +114,47 @@ fn a_connect_cut_from_a_killed_history_is_reconciled_with_its_peer() {
         "{}",
         show.stdout
     );
+}
+
+/// The accept-side twin: the server SIGKILLed between its accept returning and the accept's
+/// record (`DDBX_LD_FAULT=accept`). Its clients' connects were made (the kernel completed
+/// them before the accept), each sent a message and then saw the connection reset; no
+/// history has the `Accept`, so the loader takes the server for one outside the session and
+/// the LD plays it over a socketpair. chatter sets `TCP_NODELAY` on its connected socket,
+/// which that AF_UNIX socket refused (EOPNOTSUPP): every replay diverged ("p3 at event 4:
+/// expected `Send(…)`, found `exit with status 1`"). The LD now lets TCP and IP options on a
+/// played connection succeed without effect, as they did on the recorded TCP socket.
+#[test]
+fn a_server_killed_before_its_accept_was_logged_replays_as_recorded() {
+    let tmp = TempDir::new("accept-kill");
+    let rec = tmp.join("rec");
+    let recorded = DDBX
+        .record(&rec, &progs().join("chatter"), &["2", "50"])
+        .env("DDBX_LD_FAULT", "accept")
+        .output();
+    assert_eq!(recorded.code, 128 + 9, "{}", recorded.stderr);
+    let root = std::fs::read_to_string(rec.join("history/p1.ron")).unwrap_or_default();
+    assert!(
+        !root.contains("\nAccept("),
+        "the accept is not logged:\n{root}"
+    );
+    let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
+    assert!(manifest.contains("Signaled(9)"), "{manifest}");
+    // A client whose connect the server's kernel completed: it sent, then was reset.
+    let connected = (2..=5)
+        .map(|i| std::fs::read_to_string(rec.join(format!("history/p{i}.ron"))))
+        .filter_map(Result::ok)
+        .filter(|h| h.contains("\nConnect(fd: 3, err: None, ") && h.contains("\nSend("))
+        .count();
+    assert!(connected >= 1, "no client connected before the kill");
+    for _ in 0..3 {
+        let replay = DDBX
+            .run(["replay", path_str(&rec)])
+            .limit(Duration::from_secs(60))
+            .output();
+        replay.assert_exit(128 + 9, &["replay reached the recorded end"]);
+        assert_eq!(replay.stdout, recorded.stdout);
+    }
 }
 
 /// The same over a Unix socket (the accept names the connecting pid): unix_race's three

@@ -135,6 +135,7 @@ reals! {
     fn getsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
     fn getpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
     fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int;
+    fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int;
     fn kill(pid: pid_t, sig: c_int) -> c_int;
     fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
     fn sigsuspend(mask: *const sigset_t) -> c_int;

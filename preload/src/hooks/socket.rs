@@ -116,6 +116,33 @@ hook! {
     }
 }
 
+hook! {
+    /// setsockopt(2) passes through, except on a connection whose peer the replay's LD plays
+    /// for a server outside the session: that socket is one end of an AF_UNIX socketpair
+    /// (`preload/src/replay/external.rs`), which has no TCP or IP options, so setting one
+    /// (`TCP_NODELAY` after the connect, as chatter, redis and many clients do) would fail
+    /// with EOPNOTSUPP where the recorded TCP socket took it. It succeeds without effect.
+    fn setsockopt(
+        fd: c_int,
+        level: c_int,
+        name: c_int,
+        val: *const libc::c_void,
+        len: socklen_t,
+    ) -> c_int {
+        let inet = matches!(level, libc::IPPROTO_TCP | libc::IPPROTO_IP | libc::IPPROTO_IPV6);
+        if inet
+            && fds::is_stream(fd)
+            && let Some(ld) = active()
+            && ld.mode == Mode::Replay
+            && replay::external::is_outside(ld, fd)
+        {
+            return 0;
+        }
+        // SAFETY: the program's arguments, passed on unchanged.
+        unsafe { real::setsockopt(fd, level, name, val, len) }
+    }
+}
+
 /// accept and accept4.
 ///
 /// # Safety

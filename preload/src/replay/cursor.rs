@@ -49,8 +49,12 @@ pub fn advance(ld: &mut Ld, observed: &Record) {
     // A halting replay may hold the actor here first: a held actor is not at its end.
     halting::after_event(ld);
     if ld.mode == Mode::Replay && ld.next_record().is_none() {
-        nothing_left(ld);
+        // Released before the GD hears of the end: the GD may then end this process with
+        // its recorded signal (then SIGKILL whatever is left); still blocked, that signal
+        // stayed pending and the SIGKILL ended the process instead (fault matrix seed 545:
+        // "p1 ended with signal 9, the record with signal 15", 4 replays in 40).
         crate::fatal::release_held(false);
+        nothing_left(ld);
     }
 }
 
