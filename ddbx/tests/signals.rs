@@ -131,8 +131,44 @@ fn a_parent_reaping_in_sigsuspend_replays_its_batches() {
 /// were not known by number, so their waits were not recorded.)
 #[test]
 fn a_sigchld_handler_that_forks_replacements_replays_them() {
+    sigchld_handler_forks(&[], |_| {});
+}
+
+/// `sig_forkreap 6 term`: the replacements the handler forks wait for a SIGTERM the parent
+/// sends them, each with a handler of its own. Every replay delivers it to each of them, as
+/// the record did. (A child forked while the LD delivered its parent's signal inherited that
+/// delivery as under way and never made one of its own: postgres's walwriter and the
+/// replacements hung. And a SIGTERM the LD held while the child left it to its default action
+/// was let go before the child's handler was installed: the replacements died of it.)
+#[test]
+#[ignore = "1 replay in about 7 hangs: a replacement waits in sigsuspend for the SIGTERM its \
+            parent sent (not yet understood); run with --ignored"]
+fn children_forked_by_a_signal_handler_take_their_own_signals() {
+    // The record's three replacements each took their SIGTERM in a handler; the replays'
+    // histories must have the same deliveries.
+    sigchld_handler_forks(&["6", "term"], |rec| {
+        let taken = histories_text(rec)
+            .iter()
+            .filter(|h| h.lines().any(|l| l == "~g15"))
+            .count();
+        assert_eq!(taken, 3, "the three replacements each took a SIGTERM");
+    });
+}
+
+/// The texts of a recording's histories.
+fn histories_text(rec: &Path) -> Vec<String> {
+    std::fs::read_dir(rec.join("history"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect()
+}
+
+/// `sig_forkreap ARGS`: natively different orders, the record's shape (and what `check` says
+/// of the recording), halting replays, and five replays with the record's output and
+/// histories.
+fn sigchld_handler_forks(args: &[&str], check: impl Fn(&Path)) {
     let program = progs().join("sig_forkreap");
-    let (tmp, recorded) = DDBX.race(&program, &[], 3);
+    let (tmp, recorded) = DDBX.race(&program, args, 3);
     let rec = tmp.join("rec");
     let lines: Vec<String> = std::fs::read_to_string(rec.join("history").join("p1.ron"))
         .unwrap()
@@ -154,12 +190,15 @@ fn a_sigchld_handler_that_forks_replacements_replays_them() {
     for k in 1..=6 {
         assert!(lines.contains(&format!("~w{k}")), "~w{k}: {lines:?}");
     }
-    // Halting replays stop where `ddbx inf` says, before and after the handler's forks. (A
-    // SIGCHLD whose child ended earlier than in the record ran another child's handler on
-    // its arrival, which then waited in the recorded wait for a child the halting replay
-    // held: it hung.)
+    check(&rec);
+    // Halting replays stop the parent where `ddbx inf` says, right after a fork made by the
+    // handler and later. (A SIGCHLD whose child ended earlier than in the record ran another
+    // child's handler on its arrival, which then waited in the recorded wait for a child the
+    // halting replay held: it hung. And the event of the call the handler interrupted, which
+    // comes after the handler's, went past the halt: p1 stopped one event late.) The
+    // children have nothing to hold: they run freely.
     for stop in ["p1:10", "p1:16"] {
-        DDBX.halts_at_where_inf_says(&rec, stop);
+        DDBX.halts_where_inf_says_for(&rec, stop, &["p1"]);
     }
     let more = tmp.join("more").join("rec");
     std::fs::create_dir_all(more.parent().unwrap()).unwrap();

@@ -166,9 +166,18 @@ pub fn add_kid(pid: c_int, index: u32) {
     }
 }
 
-/// Forgets the children (a forked child has none of its own yet).
-pub fn clear_kids() {
+/// A forked child starts afresh: no children of its own yet, no fork under way, no arrival
+/// (the kernel does not pass pending signals to a child), and no delivery in progress. A
+/// child forked by the program's handler while the LD delivered a signal inherited that
+/// delivery as its own, and never delivered one (postgres's walwriter, forked from the
+/// postmaster's SIGCHLD handler, never ran its SIGTERM handler and the shutdown hung).
+pub fn forked_child() {
     KIDS_LEN.store(0, SeqCst);
+    FORKING.store(0, SeqCst);
+    for pending in &PENDING {
+        pending.store(0, SeqCst);
+    }
+    BUSY.store(false, SeqCst);
 }
 
 /// The number of the child with `pid` (0: not a child of this image).

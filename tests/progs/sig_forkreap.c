@@ -3,7 +3,7 @@
  * postgres's postmaster starts its background processes once the startup process has ended
  * (issue #10, class 5).
  *
- *   sig_forkreap [TOTAL]
+ *   sig_forkreap [TOTAL [term]]
  *
  * The parent forks three children: the third exits at once, the first two wait until the
  * parent has reaped it (the parent closes its end of a pipe they read then), then a random
@@ -15,12 +15,19 @@
  * been made. The loop ends when all TOTAL are reaped. Prints one line, e.g.
  * "reaped c3 | c1 | c4 c2 | c5 | c6" ("|" between two runs of the handler), which differs
  * natively; a replay prints the record's line.
+ *
+ * With `term`, each replacement, instead of pausing, installs a SIGTERM handler and waits in
+ * sigsuspend(2) until it has run; the parent sends it SIGTERM when back from the handler that
+ * forked it (SIGTERM is blocked until then, so the replacement cannot miss it). A process
+ * forked inside a signal handler then needs a delivery of its own (postgres's walwriter,
+ * forked from the postmaster's SIGCHLD handler and stopped with SIGTERM at shutdown).
  */
 #include "common.h"
 #include <signal.h>
 
-static volatile sig_atomic_t made, reaped_n, runs;
-static int total = 6;
+static volatile sig_atomic_t made, reaped_n, runs, termed;
+static int total = 6, term_mode;
+static char signalled[64];
 static pid_t pids[64];
 static char line[512] = "reaped";
 static int gate[2] = {-1, -1};
@@ -34,8 +41,28 @@ static void note(const char *s)
         memcpy(line + n, s, strlen(s) + 1);
 }
 
+static void on_term(int sig)
+{
+    (void)sig;
+    termed = 1;
+}
+
+/* A replacement in `term` mode: waits for its SIGTERM, then exits. */
+static void wait_for_term(void)
+{
+    sigset_t empty;
+
+    if (signal(SIGTERM, on_term) == SIG_ERR)
+        _exit(3);
+    sigemptyset(&empty);
+    while (!termed)
+        sigsuspend(&empty);
+    _exit(0);
+}
+
 /* Forks child number made + 1: it waits for the end of `gate` if its read end is still
- * open, then `pauses` random times, and exits. */
+ * open, then `pauses` random times (or, a replacement in `term` mode, for its SIGTERM), and
+ * exits. */
 static void spawn(int pauses)
 {
     pid_t p = fork();
@@ -47,6 +74,8 @@ static void spawn(int pauses)
         char c;
 
         jitter_init();
+        if (term_mode && made >= 3)
+            wait_for_term();
         if (gate[0] >= 0) {
             close(gate[1]);
             while (read(gate[0], &c, 1) > 0)
@@ -95,6 +124,7 @@ int main(int argc, char **argv)
 
     if (argc > 1)
         total = atoi(argv[1]);
+    term_mode = argc > 2 && strcmp(argv[2], "term") == 0;
     if (total < 3 || total > 64)
         die("sig_forkreap: TOTAL must be 3..64");
     program_start();
@@ -103,10 +133,14 @@ int main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_chld;
     sigemptyset(&sa.sa_mask);
+    /* Blocked in the handler too (ppoll's empty mask is its base): the replacements it
+     * forks start with SIGTERM blocked. */
+    sigaddset(&sa.sa_mask, SIGTERM);
     if (sigaction(SIGCHLD, &sa, NULL) < 0)
         die("sigaction");
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    sigaddset(&chld, SIGTERM);
     sigemptyset(&empty);
     if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0)
         die("sigprocmask");
@@ -120,8 +154,16 @@ int main(int argc, char **argv)
     pfd.fd = idle[0];
     pfd.events = POLLIN;
     while (reaped_n < total) {
+        int i;
+
         if (ppoll(&pfd, 1, NULL, &empty) < 0 && errno != EINTR)
             die("ppoll");
+        for (i = 3; term_mode && i < made; i++)
+            if (!signalled[i]) {
+                signalled[i] = 1;
+                if (kill(pids[i], SIGTERM) < 0)
+                    die("kill");
+            }
     }
     printf("%s\n", line);
     return 0;

@@ -84,7 +84,6 @@ pub unsafe extern "C" fn sigaction(
             }
             r
         } else {
-            crate::fatal::let_go(sig);
             signals::keep(
                 sig,
                 signals::Disposition {
@@ -102,6 +101,11 @@ pub unsafe extern "C" fn sigaction(
                     Some(d) => signals::keep(sig, d),
                     None => signals::drop_handler(sig),
                 }
+            } else {
+                // Only now: a held signal that is pending goes to the LD's handler, which
+                // keeps it for its recorded place, not to the default action (a child forked
+                // by a handler, SIGTERM pending, died as it installed its own handler).
+                crate::fatal::let_go(sig);
             }
             r
         }

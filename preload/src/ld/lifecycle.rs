@@ -486,7 +486,7 @@ impl Ld {
         // The parent's unwritten values are the parent's; the child's history is new.
         self.values.len = 0;
         while crate::signals::next_note().is_some() {}
-        crate::signals::clear_kids();
+        crate::signals::forked_child();
         self.values.deltas = ddbx_wire::history::value::Deltas::new();
         self.counters = Default::default();
         self.probes.clear();

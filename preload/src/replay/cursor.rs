@@ -29,7 +29,13 @@ pub fn follow(ld: &mut Ld, fits: impl Fn(&Record) -> bool, found: impl Fn() -> S
     gate(ld);
     if !ld.next_record().is_some_and(&fits) {
         // The records ahead may be a signal handler's, which the record ran inside this call.
+        let before = ld.events();
         super::signals::inside_this_call(ld);
+        if ld.events() != before {
+            // This call's own event comes after the handler's: its entry is here (a halting
+            // replay holds the actor before it, not after).
+            gate(ld);
+        }
     }
     match ld.next_record() {
         Some(r) if fits(r) => r.clone(),
