@@ -58,6 +58,14 @@ pub const CONNECTING: u16 = 512;
 pub const EPOLL: u16 = 1024;
 /// `/dev/urandom` or `/dev/random`: what a read returns is recorded as a value.
 pub const RANDOM: u16 = 2048;
+/// Record: the peer of this TCP connection is a recorded process (`record/peers.rs`): its
+/// bytes are not kept.
+pub const PEER_RECORDED: u16 = 4096;
+/// Record: the peer of this connection is outside the session, or a Unix socket's (its bytes
+/// are kept; `record/peers.rs`).
+pub const PEER_OUTSIDE: u16 = 8192;
+/// Record: this process noted the connection's endpoint for its peer (`record/peers.rs`).
+pub const ENDPOINT_NOTED: u16 = 16384;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
 struct Description {
@@ -241,6 +249,24 @@ pub fn is_last_connection_ref(fd: c_int) -> bool {
     };
     let bits = d.bits.load(Ordering::Relaxed);
     bits & STREAM != 0 && bits & (LISTENING | OURS) == 0 && d.refs.load(Ordering::Relaxed) == 1
+}
+
+/// The fds whose description has all of `bits`.
+pub fn with_bits(bits: u16) -> Vec<c_int> {
+    let mut out = Vec::new();
+    for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
+        let known = slot.load(Ordering::Relaxed);
+        let Some(d) = known
+            .checked_sub(1)
+            .and_then(|s| DESCRIPTIONS.get(s as usize))
+        else {
+            continue;
+        };
+        if d.bits.load(Ordering::Relaxed) & bits == bits {
+            out.push(fd as c_int);
+        }
+    }
+    out
 }
 
 /// The fds of stream sockets (not listening) that have `FD_CLOEXEC` set: those an exec closes.
