@@ -251,6 +251,11 @@ pub fn is_last_connection_ref(fd: c_int) -> bool {
     bits & STREAM != 0 && bits & (LISTENING | OURS) == 0 && d.refs.load(Ordering::Relaxed) == 1
 }
 
+/// Whether `fd` is the last fd of this process on its open file description.
+pub fn is_last_ref(fd: c_int) -> bool {
+    description(fd).is_some_and(|d| d.refs.load(Ordering::Relaxed) == 1)
+}
+
 /// The fds whose description has all of `bits`.
 pub fn with_bits(bits: u16) -> Vec<c_int> {
     let mut out = Vec::new();

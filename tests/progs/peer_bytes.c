@@ -4,8 +4,7 @@
  *
  * The parent listens on 127.0.0.1 and forks a child that connects; they do ROUNDS (default
  * 50) round trips of 8 bytes (the child sends, the parent answers). Both ends are recorded,
- * so the LD keeps none of these bytes (preload/src/record/peers.rs); only the first message
- * each way may be kept, sent before the other end made itself known. After reaping the
+ * so the LD keeps none of these bytes (preload/src/record/peers.rs). After reaping the
  * child, the parent counts the lines of DIR/history/ *.ron that hold `data:`, before the end of
  * the record could drop any, and prints `kept N`. No race in the output beyond that count.
  */

@@ -66,6 +66,11 @@ hook! {
         let r = unsafe { real::listen(fd, backlog) };
         if r == 0 {
             fds::update(fd, fds::LISTENING, 0);
+            if let Some(ld) = active()
+                && ld.mode == Mode::Record
+            {
+                record::peers::listening(ld, fd);
+            }
         }
         r
     }
@@ -161,6 +166,11 @@ hook! {
             return 0;
         }
         let lets_go = letting_go(fd);
+        if let Some(ld) = active()
+            && ld.mode == Mode::Record
+        {
+            record::peers::closing(ld, fd);
+        }
         fds::forget(fd);
         if let Some(ld) = active() {
             if ld.mode == Mode::Replay {
