@@ -40,6 +40,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// `<runtime>/ep` was made by this process image (or found).
 static DIR_MADE: AtomicBool = AtomicBool::new(false);
 
+/// Some fd of this process (or of the parent it was forked from) has a note.
+static NOTED: AtomicBool = AtomicBool::new(false);
+
 /// The listener notes this process made: `pid << 16 | port` (0: free). A forked child inherits
 /// the listening socket and this table, but not the notes: only their maker removes them (a
 /// child that closes its copy, as prefork servers' children do, leaves the parent listening).
@@ -171,8 +174,12 @@ pub fn letting_go(ld: &Ld, fd: c_int) {
     fds::update(fd, 0, fds::ENDPOINT_NOTED);
 }
 
-/// At exit: removes the notes of every connection this process still holds.
+/// At exit: removes the notes of every connection this process still holds (none to look
+/// for unless it, or the parent it was forked from, made one: the fd table is not scanned).
 pub fn exiting(ld: &Ld) {
+    if !NOTED.load(Ordering::Relaxed) {
+        return;
+    }
     for fd in fds::with_bits(fds::ENDPOINT_NOTED) {
         letting_go(ld, fd);
     }
@@ -216,6 +223,7 @@ fn note_at(ld: &Ld, fd: c_int, name: &str) {
     };
     if r == 0 || crate::sys::errno() == libc::EEXIST {
         fds::update(fd, fds::ENDPOINT_NOTED, 0);
+        NOTED.store(true, Ordering::Relaxed);
     }
 }
 

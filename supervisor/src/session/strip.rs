@@ -46,11 +46,7 @@ pub(super) fn strip_managed_data(dir: &Path) -> Result<()> {
         .collect();
     // The LD keeps no bytes of a connection it knew was to a recorded process
     // (`preload/src/record/peers.rs`): most recordings have nothing to drop.
-    let mut any = false;
-    for (_, path) in &paths {
-        any |= keeps_bytes(path)?;
-    }
-    if !any {
+    if !any_keeps_bytes(&paths)? {
         return Ok(());
     }
     // Pass 1: the records that make channels, and a connect a killed process never logged.
@@ -239,6 +235,16 @@ impl Walk<'_> {
             self.bound.remove(&fd);
         }
     }
+}
+
+/// Whether one of the histories may hold bytes of a receive or send.
+fn any_keeps_bytes(paths: &[(ActorId, PathBuf)]) -> Result<bool> {
+    for (_, path) in paths {
+        if keeps_bytes(path)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Whether the history at `path` may hold bytes of a receive or send (a `data:` field): a
