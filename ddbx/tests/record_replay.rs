@@ -97,5 +97,16 @@ fn bytes_between_recorded_processes_are_not_kept_while_recording() {
         .map(|r| format!("{r:?}"))
         .collect();
     assert!(!text.contains("data: Some"), "bytes left in the histories");
+    // The parent's read of a file that took the number of the connection it closed is no
+    // event: closing a connection whose endpoint was noted must not leave the number known as
+    // a socket.
+    let h = histories(&rec);
+    let closed_then_read = h.values().any(|records| {
+        records.iter().enumerate().any(|(i, r)| {
+            matches!(r, Record::Close { fd } if records[i + 1..].iter().any(
+                |later| matches!(later, Record::Recv { fd: f, .. } if f == fd)))
+        })
+    });
+    assert!(!closed_then_read, "a read after a Close on its fd: {h:?}");
     DDBX.run(["replay", path_str(&rec)]).success();
 }

@@ -201,6 +201,16 @@ pub fn kind(fd: c_int) -> u16 {
     description(fd).map_or(0, |d| d.bits.load(Ordering::Relaxed))
 }
 
+/// The bits of `fd`'s description if the LD knows it already (0 otherwise): never classifies
+/// (an fd being closed, forgotten already, must not be classified again).
+pub fn known_kind(fd: c_int) -> u16 {
+    let known = fd_slot(fd).map_or(0, |s| s.load(Ordering::Relaxed));
+    known
+        .checked_sub(1)
+        .and_then(|s| DESCRIPTIONS.get(s as usize))
+        .map_or(0, |d| d.bits.load(Ordering::Relaxed))
+}
+
 /// Whether reads and writes on `fd` are recorded.
 pub fn is_stream(fd: c_int) -> bool {
     kind(fd) & STREAM != 0

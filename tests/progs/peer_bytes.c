@@ -6,7 +6,9 @@
  * 50) round trips of 8 bytes (the child sends, the parent answers). Both ends are recorded,
  * so the LD keeps none of these bytes (preload/src/record/peers.rs). After reaping the
  * child, the parent counts the lines of DIR/history/ *.ron that hold `data:`, before the end of
- * the record could drop any, and prints `kept N`. No race in the output beyond that count.
+ * the record could drop any, and prints `kept N`. Before that, right after closing the
+ * connection, it opens itself until the open gets the connection's old number and reads 4
+ * bytes from it there (a file: no event). No race in the output beyond that count.
  */
 #include "common.h" /* the helpers every test program shares */
 
@@ -42,6 +44,27 @@ static long kept_lines(const char *dir)
     return kept;
 }
 
+/* Opens path (this program) until the open gets number fd, the connection just closed, and
+ * reads its first 4 bytes from that number: a file, whose reads are not recorded. */
+static void reuse_number(const char *path, int fd)
+{
+    int opened[8], n = 0, got = -1;
+    char magic[4];
+
+    while (n < 8 && got != fd) {
+        got = open(path, O_RDONLY);
+        if (got < 0)
+            die("open");
+        opened[n++] = got;
+    }
+    if (got != fd)
+        fail("parent: the connection's number was not reused");
+    if (read(fd, magic, 4) != 4 || memcmp(magic, "\177ELF", 4) != 0)
+        fail("parent: not an ELF file");
+    while (n > 0)
+        close_or_die(opened[--n]);
+}
+
 int main(int argc, char **argv)
 {
     long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 50;
@@ -71,6 +94,7 @@ int main(int argc, char **argv)
         send_all(fd, buf, sizeof buf);
     }
     close_or_die(fd);
+    reuse_number(argv[0], fd);
     wait_ok(child);
     printf("kept %ld\n", kept_lines(argv[1]));
     return 0;

@@ -218,6 +218,9 @@ pub(super) fn let_go(ld: &mut crate::ld::Ld, fd: c_int, call: impl FnOnce() -> c
 pub fn let_go_at_exec() {
     for fd in fds::cloexec_connections() {
         if let Some(ld) = letting_go(fd) {
+            if ld.mode == Mode::Record {
+                record::peers::closing(ld, fd);
+            }
             // The exec closes it; if the exec fails, the fd is classified again when used.
             fds::forget(fd);
             let_go(ld, fd, || 0);

@@ -131,11 +131,11 @@ fn port_of(addr: &str) -> Option<u16> {
     addr.rsplit_once(':')?.1.parse().ok()
 }
 
-/// Before `fd` is closed (the program's close): a listening socket's note goes when this
-/// process closes its last fd on it.
+/// Before `fd` is closed and forgotten (the program's close, an exec): a connection's or a
+/// listening socket's note goes when this process closes its last fd on it.
 pub fn closing(ld: &Ld, fd: c_int) {
-    let kind = fds::kind(fd);
-    if kind & fds::LISTENING != 0 && kind & fds::ENDPOINT_NOTED != 0 && fds::is_last_ref(fd) {
+    let kind = fds::known_kind(fd);
+    if kind & fds::ENDPOINT_NOTED != 0 && fds::is_last_ref(fd) {
         let e = crate::sys::errno();
         letting_go(ld, fd);
         crate::sys::set_errno(e);
@@ -145,7 +145,7 @@ pub fn closing(ld: &Ld, fd: c_int) {
 /// Before this process lets go of `fd` (its last fd on the connection, or on the listening
 /// socket): removes its note.
 pub fn letting_go(ld: &Ld, fd: c_int) {
-    let kind = fds::kind(fd);
+    let kind = fds::known_kind(fd);
     if kind & fds::ENDPOINT_NOTED == 0 {
         return;
     }
