@@ -25,7 +25,8 @@
 //! session is not taken for a recorded one (a listener's note goes when the process closes its
 //! last fd on the listening socket, or exits); a process killed by SIGKILL leaves its notes
 //! (the address pair, or the port, would have to be reused by an outside peer within the same
-//! session), as does a listening socket closed by exec or dup2. Removing
+//! session), as do a listening socket closed by exec or dup2 and a connection closed by
+//! close_range (those paths forget the fd without a note being looked for). Removing
 //! a note another process still needs (a fork shares the socket) only keeps bytes: the pass
 //! drops them.
 //!
