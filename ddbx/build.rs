@@ -60,6 +60,7 @@ fn main() {
         );
         write_or_die(&embedded, b"");
         println!("cargo:rustc-env=DDBX_PRELOAD_SO={}", embedded.display());
+        println!("cargo:rustc-env=DDBX_PRELOAD_FNV={:016x}", fnv1a(b""));
         return;
     }
 
@@ -94,13 +95,28 @@ fn main() {
     }
     let built = target_dir.join("release").join("libddbx_preload.so");
     match std::fs::read(&built) {
-        Ok(bytes) => write_or_die(&embedded, &bytes),
+        Ok(bytes) => {
+            write_or_die(&embedded, &bytes);
+            // Hashed here, not at each start of ddbx (15 MB: about 20 ms).
+            println!("cargo:rustc-env=DDBX_PRELOAD_FNV={:016x}", fnv1a(&bytes));
+        }
         Err(e) => die(&format!(
             "expected {} after building the preload: {e}",
             built.display()
         )),
     }
     println!("cargo:rustc-env=DDBX_PRELOAD_SO={}", embedded.display());
+}
+
+/// FNV-1a, 64 bits: `ddbx_supervisor::session::runtime_dir::fnv1a` (a unit test of
+/// `ddbx/src/preload.rs` checks that both agree on the embedded bytes).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 fn env(name: &str) -> String {

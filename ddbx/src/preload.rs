@@ -16,12 +16,17 @@
 //! not writable by others.
 
 use crate::error::Error;
-use ddbx_supervisor::session::runtime_dir::{fnv1a, reachable_by_all};
+#[cfg(test)]
+use ddbx_supervisor::session::runtime_dir::fnv1a;
+use ddbx_supervisor::session::runtime_dir::reachable_by_all;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The preload library embedded at build time (empty when built without it).
 static EMBEDDED: &[u8] = include_bytes!(env!("DDBX_PRELOAD_SO"));
+
+/// The FNV-1a hash of [`EMBEDDED`], in hex, computed by `ddbx/build.rs`.
+const EMBEDDED_FNV: &str = env!("DDBX_PRELOAD_FNV");
 
 /// The environment variable that points ddbx at another preload (for development).
 pub const OVERRIDE: &str = "DDBX_PRELOAD";
@@ -53,7 +58,7 @@ pub fn locate(runtime_dir: &Path) -> Result<PathBuf, Error> {
         )));
     }
     let version = env!("CARGO_PKG_VERSION");
-    let leaf = format!("{version}-{:016x}", fnv1a(EMBEDDED));
+    let leaf = format!("{version}-{EMBEDDED_FNV}");
     let cache = cache_dir();
     let mut candidates = Vec::new();
     if let Some(cache) = cache
@@ -152,4 +157,14 @@ fn install(dir: &Path) -> std::io::Result<PathBuf> {
         return Err(e);
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_build_time_hash_is_the_hash_of_the_embedded_bytes() {
+        assert_eq!(EMBEDDED_FNV, format!("{:016x}", fnv1a(EMBEDDED)));
+    }
 }

@@ -5,7 +5,7 @@
 //! one recording are identical: same exit status, same output as the record, and the same
 //! histories (pids and ports aside) as the record wrote.
 
-use ddbx_tests::{Ddbx, histories, progs};
+use ddbx_tests::{Ddbx, TempDir, histories, path_str, progs};
 use ddbx_wire::Record;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
@@ -66,4 +66,47 @@ fn fork_of_a_child_that_inherits_a_connection() {
     };
     let inheritors = h.values().filter(|r| uses_inherited_connection(r)).count();
     assert_eq!(inheritors, 2, "{h:#?}");
+}
+
+/// The bytes of a channel between two recorded processes are not kept in the histories even
+/// while the program runs (`preload/src/record/peers.rs`: each end finds that its peer is
+/// recorded), instead of being kept and dropped when the record ends: the program counts the
+/// lines holding bytes in its own recording before it exits. The client's first send comes
+/// before the server's accept may have returned: the server's listening socket, noted at its
+/// listen, already says the peer is recorded. The replay still regenerates every byte from its
+/// sender.
+#[test]
+fn bytes_between_recorded_processes_are_not_kept_while_recording() {
+    let tmp = TempDir::new("peer-bytes");
+    let rec = tmp.join("rec");
+    let program = progs().join("peer_bytes");
+    let recorded = DDBX
+        .record(&rec, &program, &[path_str(&rec), "50"])
+        .success();
+    let kept: u64 = recorded
+        .stdout
+        .trim()
+        .strip_prefix("kept ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("expected `kept N`, found {:?}", recorded.stdout));
+    // 50 round trips: 200 receives and sends, each of which kept its bytes before.
+    assert_eq!(kept, 0, "lines that kept bytes during the record");
+    let text: String = histories(&rec)
+        .values()
+        .flatten()
+        .map(|r| format!("{r:?}"))
+        .collect();
+    assert!(!text.contains("data: Some"), "bytes left in the histories");
+    // The parent's read of a file that took the number of the connection it closed is no
+    // event: closing a connection whose endpoint was noted must not leave the number known as
+    // a socket.
+    let h = histories(&rec);
+    let closed_then_read = h.values().any(|records| {
+        records.iter().enumerate().any(|(i, r)| {
+            matches!(r, Record::Close { fd } if records[i + 1..].iter().any(
+                |later| matches!(later, Record::Recv { fd: f, .. } if f == fd)))
+        })
+    });
+    assert!(!closed_then_read, "a read after a Close on its fd: {h:?}");
+    DDBX.run(["replay", path_str(&rec)]).success();
 }

@@ -58,6 +58,14 @@ pub const CONNECTING: u16 = 512;
 pub const EPOLL: u16 = 1024;
 /// `/dev/urandom` or `/dev/random`: what a read returns is recorded as a value.
 pub const RANDOM: u16 = 2048;
+/// Record: the peer of this TCP connection is a recorded process (`record/peers.rs`): its
+/// bytes are not kept.
+pub const PEER_RECORDED: u16 = 4096;
+/// Record: the peer of this connection is outside the session, or a Unix socket's (its bytes
+/// are kept; `record/peers.rs`).
+pub const PEER_OUTSIDE: u16 = 8192;
+/// Record: this process noted the connection's endpoint for its peer (`record/peers.rs`).
+pub const ENDPOINT_NOTED: u16 = 16384;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
 struct Description {
@@ -193,6 +201,16 @@ pub fn kind(fd: c_int) -> u16 {
     description(fd).map_or(0, |d| d.bits.load(Ordering::Relaxed))
 }
 
+/// The bits of `fd`'s description if the LD knows it already (0 otherwise): never classifies
+/// (an fd being closed, forgotten already, must not be classified again).
+pub fn known_kind(fd: c_int) -> u16 {
+    let known = fd_slot(fd).map_or(0, |s| s.load(Ordering::Relaxed));
+    known
+        .checked_sub(1)
+        .and_then(|s| DESCRIPTIONS.get(s as usize))
+        .map_or(0, |d| d.bits.load(Ordering::Relaxed))
+}
+
 /// Whether reads and writes on `fd` are recorded.
 pub fn is_stream(fd: c_int) -> bool {
     kind(fd) & STREAM != 0
@@ -241,6 +259,29 @@ pub fn is_last_connection_ref(fd: c_int) -> bool {
     };
     let bits = d.bits.load(Ordering::Relaxed);
     bits & STREAM != 0 && bits & (LISTENING | OURS) == 0 && d.refs.load(Ordering::Relaxed) == 1
+}
+
+/// Whether `fd` is the last fd of this process on its open file description.
+pub fn is_last_ref(fd: c_int) -> bool {
+    description(fd).is_some_and(|d| d.refs.load(Ordering::Relaxed) == 1)
+}
+
+/// The fds whose description has all of `bits`.
+pub fn with_bits(bits: u16) -> Vec<c_int> {
+    let mut out = Vec::new();
+    for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
+        let known = slot.load(Ordering::Relaxed);
+        let Some(d) = known
+            .checked_sub(1)
+            .and_then(|s| DESCRIPTIONS.get(s as usize))
+        else {
+            continue;
+        };
+        if d.bits.load(Ordering::Relaxed) & bits == bits {
+            out.push(fd as c_int);
+        }
+    }
+    out
 }
 
 /// The fds of stream sockets (not listening) that have `FD_CLOEXEC` set: those an exec closes.

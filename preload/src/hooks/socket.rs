@@ -66,6 +66,11 @@ hook! {
         let r = unsafe { real::listen(fd, backlog) };
         if r == 0 {
             fds::update(fd, fds::LISTENING, 0);
+            if let Some(ld) = active()
+                && ld.mode == Mode::Record
+            {
+                record::peers::listening(ld, fd);
+            }
         }
         r
     }
@@ -188,6 +193,11 @@ hook! {
             return 0;
         }
         let lets_go = letting_go(fd);
+        if let Some(ld) = active()
+            && ld.mode == Mode::Record
+        {
+            record::peers::closing(ld, fd);
+        }
         fds::forget(fd);
         if let Some(ld) = active() {
             if ld.mode == Mode::Replay {
@@ -235,6 +245,9 @@ pub(super) fn let_go(ld: &mut crate::ld::Ld, fd: c_int, call: impl FnOnce() -> c
 pub fn let_go_at_exec() {
     for fd in fds::cloexec_connections() {
         if let Some(ld) = letting_go(fd) {
+            if ld.mode == Mode::Record {
+                record::peers::closing(ld, fd);
+            }
             // The exec closes it; if the exec fails, the fd is classified again when used.
             fds::forget(fd);
             let_go(ld, fd, || 0);

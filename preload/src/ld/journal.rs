@@ -264,6 +264,16 @@ fn write_line(fd: c_int, record: &Record) {
     }
     let saved = sys::errno();
     let mut line = LineBuf::new();
+    if let Some(n) = ddbx_wire::history::fast::write_line(record, &mut line.buf) {
+        // The common receive or send, formatted by hand.
+        line.len = n;
+        if line.push(b'\n') {
+            sys::write_all(fd, line.as_bytes());
+            sys::set_errno(saved);
+            return;
+        }
+        line.len = 0;
+    }
     if write_compact(&mut line, record).is_ok() && line.push(b'\n') {
         sys::write_all(fd, line.as_bytes());
     } else {

@@ -288,6 +288,14 @@ pub struct Ld {
     pub fault: &'static [u8],
 }
 
+impl Ld {
+    /// The session's runtime directory (where the GD's socket is).
+    pub fn runtime_dir(&self) -> Option<&[u8]> {
+        let cut = self.gd_path.iter().rposition(|b| *b == b'/')?;
+        Some(&self.gd_path[..cut])
+    }
+}
+
 /// Not started yet.
 const UNINIT: u32 = 0;
 /// [`lifecycle::start`] is running.

@@ -8,10 +8,10 @@ use ddbx_wire::{Errno, Record};
 use libc::c_int;
 
 /// Whether the bytes on `fd` are kept while recording: a stream socket whose peer may be
-/// outside the session (not one end of a socketpair). The GD drops the bytes of channels
-/// between two recorded processes when the record ends.
-fn keeps_bytes(fd: c_int) -> bool {
-    crate::fds::kind(fd) & crate::fds::PAIRED == 0
+/// outside the session (not one end of a socketpair or pipe, not a connection to a recorded
+/// process: `record/peers.rs`). `received`: a receive that returned bytes.
+fn keeps_bytes(ld: &Ld, fd: c_int, received: bool) -> bool {
+    super::peers::keeps_bytes(ld, fd, received)
 }
 
 /// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`;
@@ -31,10 +31,10 @@ pub fn recv(
             Some(t) if r >= 0 => t.received(fd, len, r as usize),
             _ => (Decision::Logged, false),
         };
-        let data = (r > 0 && keeps_bytes(fd) && !described).then(|| gather(r as usize));
+        let data = (r > 0 && !described && keeps_bytes(ld, fd, true)).then(|| gather(r as usize));
         ld.emit_decided(&received(fd, r, err, data), decision);
     } else {
-        let data = (r > 0 && keeps_bytes(fd)).then(|| gather(r as usize));
+        let data = (r > 0 && keeps_bytes(ld, fd, true)).then(|| gather(r as usize));
         ld.emit(&received(fd, r, err, data));
     }
     sys::set_errno(err);
@@ -51,13 +51,14 @@ pub fn send(
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
     if ld.trace.is_none() {
+        super::peers::before_send(ld, fd);
         let (r, turn) = if crate::fds::pipes::is_recorded(fd) {
             ld.write_in_turn(fd, || call(0, len))
         } else {
             (call(0, len), None)
         };
         let err = sys::errno();
-        let data = (r > 0 && keeps_bytes(fd))
+        let data = (r > 0 && keeps_bytes(ld, fd, false))
             .then(|| gather(0, r as usize))
             .filter(|d| d.len() == r as usize); // sendfile's bytes are not at hand
         ld.emit(&with_turn(sent(fd, r, err, data), turn));
@@ -86,7 +87,7 @@ pub fn send(
         // one is logged, with its bytes when no side channel says the peer is ours.
         ld.emit_decided(&sent(fd, r, err, None), Decision::Untraced);
     } else {
-        let data = (r > 0 && keeps_bytes(fd) && token.is_none())
+        let data = (r > 0 && token.is_none() && keeps_bytes(ld, fd, false))
             .then(|| gather(0, r as usize))
             .filter(|d| d.len() == r as usize);
         ld.emit(&sent(fd, r, err, data));

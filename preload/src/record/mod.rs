@@ -6,6 +6,7 @@
 //! them too, for the records of its own history).
 
 pub mod io;
+pub mod peers;
 pub mod probe;
 pub mod process;
 pub mod ready;

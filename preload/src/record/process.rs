@@ -35,6 +35,7 @@ pub fn exec(ld: &mut Ld) {
 
 /// The exit of this process with `status` (its last event).
 pub fn exit(ld: &mut Ld, status: c_int) {
+    super::peers::exiting(ld);
     ld.emit(&Record::Exit { status });
     ld.drain(true);
 }

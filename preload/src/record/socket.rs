@@ -39,6 +39,9 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
     };
     let rec = stamped(rec);
     note_connect(fd, &rec);
+    if r == 0 {
+        super::peers::connected(ld, fd);
+    }
     ld.emit(&rec);
     sys::set_errno(err);
     r
@@ -65,6 +68,9 @@ pub unsafe fn socket_error(
         None
     };
     if let Some(value) = value {
+        if value == 0 {
+            super::peers::connected(ld, fd);
+        }
         ld.emit(&Record::SocketError {
             fd,
             err: (value != 0).then_some(Errno(value)),
@@ -132,6 +138,7 @@ pub unsafe fn accept(
     }
     if r >= 0 {
         fds::set_accepted(r, flags);
+        super::peers::connected(ld, r);
     }
     ld.emit(&stamped(accepted(fd, r, err)));
     sys::set_errno(err);
@@ -194,6 +201,7 @@ pub fn connected(fd: c_int, remote: String, r: c_int, err: c_int) -> Record {
 /// The process lets go of the connection on `fd`, which `call` closes (close, close_range, a
 /// dup2 over it, an exec): a `Close` event.
 pub fn close(ld: &mut Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    super::peers::letting_go(ld, fd);
     let r = call();
     let err = sys::errno();
     ld.emit(&Record::Close { fd });

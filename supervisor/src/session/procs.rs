@@ -157,7 +157,24 @@ pub fn has_died(pid: i32, patience: std::time::Duration) -> bool {
 
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`.
 fn stat_field(pid: i32, n: usize) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    use std::io::Read;
+    // One read into a buffer the size of any stat line (read_to_string reads /proc in growing
+    // pieces: six system calls; this runs for every process that joins the session).
+    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        let n = file.read(&mut buf[len..]).ok()?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+    }
+    buf.truncate(len);
+    let text = String::from_utf8(buf).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: split after it.
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace()
@@ -186,21 +203,26 @@ pub fn peer_pid(stream: &std::os::unix::net::UnixStream) -> Option<i32> {
 pub fn is_descendant(pid: i32, ancestor: i32) -> bool {
     let parent_of = |p: i32| stat_field(p, 4).and_then(|f| f.parse::<i32>().ok());
     let mut child = pid;
+    let Some(mut parent) = parent_of(child) else {
+        return false;
+    };
     // Bounded: a chain is never longer than the number of processes, and each retry follows
-    // a re-parenting, which only shortens it.
+    // a re-parenting, which only shortens it. One read per process of the chain: the read that
+    // shows a parent still there also gives its own parent.
     for _ in 0..4096 {
-        let Some(parent) = parent_of(child) else {
-            return false;
-        };
         if parent == ancestor {
             return true;
         }
         if parent <= 1 {
             return false;
         }
-        // The parent may have gone since: then read the child's parent again.
-        if parent_of(parent).is_some() {
-            child = parent;
+        match parent_of(parent) {
+            Some(grandparent) => (child, parent) = (parent, grandparent),
+            // The parent has gone since: read the child's parent again.
+            None => match parent_of(child) {
+                Some(p) => parent = p,
+                None => return false,
+            },
         }
     }
     false

@@ -44,6 +44,11 @@ pub(super) fn strip_managed_data(dir: &Path) -> Result<()> {
         .map(|a| (a.id, Manifest::history_path(dir, a.id)))
         .filter(|(_, p)| p.exists())
         .collect();
+    // The LD keeps no bytes of a connection it knew was to a recorded process
+    // (`preload/src/record/peers.rs`): most recordings have nothing to drop.
+    if !any_keeps_bytes(&paths)? {
+        return Ok(());
+    }
     // Pass 1: the records that make channels, and a connect a killed process never logged.
     let mut kept: Vec<Kept> = Vec::new();
     for (actor, path) in &paths {
@@ -229,6 +234,42 @@ impl Walk<'_> {
         } else {
             self.bound.remove(&fd);
         }
+    }
+}
+
+/// Whether one of the histories may hold bytes of a receive or send.
+fn any_keeps_bytes(paths: &[(ActorId, PathBuf)]) -> Result<bool> {
+    for (_, path) in paths {
+        if keeps_bytes(path)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether the history at `path` may hold bytes of a receive or send (a `data:` field): a
+/// scan of its text, without parsing it.
+fn keeps_bytes(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    const NEEDLE: &[u8] = b"data: ";
+    let mut file = ddbx_wire::file::open_regular(path)
+        .map_err(|e| Error::io_at("cannot read the history", path, e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    // The last bytes of the previous chunk are kept at the front: a needle across two reads.
+    let mut kept = 0;
+    loop {
+        let n = file
+            .read(&mut buf[kept..])
+            .map_err(|e| Error::io_at("cannot read the history", path, e))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = kept + n;
+        if buf[..end].windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+            return Ok(true);
+        }
+        kept = (NEEDLE.len() - 1).min(end);
+        buf.copy_within(end - kept..end, 0);
     }
 }
 

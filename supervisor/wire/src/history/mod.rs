@@ -24,6 +24,7 @@
 
 mod connects;
 mod data;
+pub mod fast;
 pub mod intent;
 mod reader;
 mod record;

@@ -223,12 +223,15 @@ impl<R: BufRead> Reader<R> {
             self.unsettled = None;
             return Ok(Some(Entry::Skip { first, n: skip.n }));
         }
-        let record: Record = ron::from_str(line).map_err(|e| {
-            self.error(format!(
-                "expected a history record such as `Recv(fd: 4, n: 17)`, found `{}` ({e})",
-                clip(line)
-            ))
-        })?;
+        let record: Record = match super::fast::parse_line(line) {
+            Some(record) => record,
+            None => ron::from_str(line).map_err(|e| {
+                self.error(format!(
+                    "expected a history record such as `Recv(fd: 4, n: 17)`, found `{}` ({e})",
+                    clip(line)
+                ))
+            })?,
+        };
         let event = self.events + 1;
         self.check(&record, event)?;
         self.events = event;
