@@ -268,41 +268,35 @@ pub fn is_last_ref(fd: c_int) -> bool {
 
 /// The fds whose description has all of `bits`.
 pub fn with_bits(bits: u16) -> Vec<c_int> {
-    let mut out = Vec::new();
-    for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
-        let known = slot.load(Ordering::Relaxed);
-        let Some(d) = known
+    known_descriptions()
+        .filter(|(_, d)| d.bits.load(Ordering::Relaxed) & bits == bits)
+        .map(|(fd, _)| fd)
+        .collect()
+}
+
+/// Every fd the LD knows, with its description.
+fn known_descriptions() -> impl Iterator<Item = (c_int, &'static Description)> {
+    FD_DESCRIPTION.iter().enumerate().filter_map(|(fd, slot)| {
+        let d = slot
+            .load(Ordering::Relaxed)
             .checked_sub(1)
-            .and_then(|s| DESCRIPTIONS.get(s as usize))
-        else {
-            continue;
-        };
-        if d.bits.load(Ordering::Relaxed) & bits == bits {
-            out.push(fd as c_int);
-        }
-    }
-    out
+            .and_then(|s| DESCRIPTIONS.get(s as usize))?;
+        Some((fd as c_int, d))
+    })
 }
 
 /// The fds of stream sockets (not listening) that have `FD_CLOEXEC` set: those an exec closes.
 pub fn cloexec_connections() -> Vec<c_int> {
     let mut out = Vec::new();
-    for (fd, slot) in FD_DESCRIPTION.iter().enumerate() {
-        let known = slot.load(Ordering::Relaxed);
-        let Some(d) = known
-            .checked_sub(1)
-            .and_then(|s| DESCRIPTIONS.get(s as usize))
-        else {
-            continue;
-        };
+    for (fd, d) in known_descriptions() {
         let bits = d.bits.load(Ordering::Relaxed);
         if bits & STREAM == 0 || bits & (LISTENING | OURS) != 0 {
             continue;
         }
         // SAFETY: no pointer arguments.
-        let flags = unsafe { crate::real::fcntl(fd as c_int, libc::F_GETFD, 0) };
+        let flags = unsafe { crate::real::fcntl(fd, libc::F_GETFD, 0) };
         if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
-            out.push(fd as c_int);
+            out.push(fd);
         }
     }
     out

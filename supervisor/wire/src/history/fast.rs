@@ -30,9 +30,12 @@ pub fn write_line(record: &Record, out: &mut [u8]) -> Option<usize> {
     if fd < 0 {
         put(b"-")?;
     }
-    put(decimal(u64::from(fd.unsigned_abs()), &mut digits))?;
+    put(super::value::unsigned_decimal(
+        u64::from(fd.unsigned_abs()),
+        &mut digits,
+    ))?;
     put(b", n: ")?;
-    put(decimal(n, &mut digits))?;
+    put(super::value::unsigned_decimal(n, &mut digits))?;
     put(b")")?;
     Some(len)
 }
@@ -76,19 +79,6 @@ fn number(b: &[u8]) -> Option<(u64, &[u8])> {
         n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
     }
     Some((n, &b[digits..]))
-}
-
-fn decimal(mut m: u64, buf: &mut [u8; 24]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }
 
 #[cfg(test)]

@@ -344,8 +344,18 @@ impl Deltas {
 
 /// `n` in decimal, in the end of `buf`.
 fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
+    let digits = unsigned_decimal(n.unsigned_abs(), buf).len();
+    let mut i = buf.len() - digits;
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
+/// `m` in decimal, in the end of `buf` (room is left for a sign: 20 digits at most).
+pub(crate) fn unsigned_decimal(mut m: u64, buf: &mut [u8; 24]) -> &[u8] {
     let mut i = buf.len();
-    let mut m = n.unsigned_abs();
     loop {
         i -= 1;
         buf[i] = b'0' + (m % 10) as u8;
@@ -353,10 +363,6 @@ fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
         if m == 0 {
             break;
         }
-    }
-    if n < 0 {
-        i -= 1;
-        buf[i] = b'-';
     }
     &buf[i..]
 }
