@@ -48,6 +48,8 @@ pub(super) struct Tables {
     pub(super) halting: Option<Halting>,
     /// Replay: actors waiting at the end of a history that ends without `Exit`.
     pub(super) at_end: Vec<ActorId>,
+    /// Replay: the actors at their end to which the GD sent their recorded signal again.
+    pub(super) signalled_again: Vec<ActorId>,
     /// Replay: observed globals, in the order the notes came.
     pub(super) observed: Vec<Observation>,
     /// Replay: connections being passed from the process that took them to the actor whose
@@ -403,6 +405,7 @@ impl Tables {
             notes: Vec::new(),
             halting,
             at_end: Vec::new(),
+            signalled_again: Vec::new(),
             observed: Vec::new(),
             handovers: Handovers::default(),
             execs: Execs::default(),

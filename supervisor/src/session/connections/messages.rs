@@ -191,7 +191,7 @@ pub(super) fn at_end(gd: &GdState, actor: ActorId) {
     if !tables.at_end.contains(&actor) {
         tables.at_end.push(actor);
     }
-    signal_again(gd, &tables, actor);
+    signal_again(gd, &mut tables, actor);
     // A live process at its end has created every child its record has, which must have
     // joined; a dead one (see `lost`), and one that exited, every child its history creates
     // (a child forked just before its parent died or exited may not have said hello yet:
@@ -234,24 +234,23 @@ fn signalled(gd: &GdState, by: ActorId, pid: i32, sig: i32) {
     let mut tables = gd.lock();
     tables.registry.signalled(pid, by, sig);
     if let Some(target) = tables.registry.live_actor(pid) {
-        signal_again(gd, &tables, target);
+        signal_again(gd, &mut tables, target);
     }
 }
 
 /// Replay: `actor`, at its end, was killed there in the record by a signal other processes of
 /// the session sent. Once each of them has sent it in this replay too, the GD sends it again,
-/// each time the actor says it is at its end (right after its last event, and when it waits
-/// there for good: a handler may take the first). Two signals of one number sent close
-/// together arrive as one: the program's handler took the merged one, and the fatal one never
-/// came (a gunicorn worker waited at its end for its second SIGTERM while the arbiter waited
-/// 30 s for the worker to end).
-fn signal_again(gd: &GdState, tables: &Tables, actor: ActorId) {
+/// once. Two signals of one number sent close together arrive as one: the program's handler
+/// took the merged one, and the fatal one never came (a gunicorn worker waited at its end for
+/// its second SIGTERM while the arbiter waited 30 s for the worker to end).
+fn signal_again(gd: &GdState, tables: &mut Tables, actor: ActorId) {
     let Some(sig) = gd.recorded_signal(actor) else {
         return;
     };
     let senders = gd.recorded_senders(actor, sig);
     if senders.is_empty()
         || !tables.at_end.contains(&actor)
+        || tables.signalled_again.contains(&actor)
         || !senders
             .iter()
             .all(|by| tables.registry.was_signalled(actor, *by, sig))
@@ -259,6 +258,7 @@ fn signal_again(gd: &GdState, tables: &Tables, actor: ActorId) {
         return;
     }
     if let Some(pid) = tables.registry.live_pid_of(actor) {
+        tables.signalled_again.push(actor);
         procs::signal(pid, sig);
     }
 }
