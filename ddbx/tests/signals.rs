@@ -206,24 +206,6 @@ fn sigchld_handler_forks(args: &[&str], check: impl Fn(&Path)) {
     DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
 }
 
-/// `term_merged`: a child killed by the second of two SIGTERMs that two processes send it,
-/// after its handler took the first. Two signals of one number that arrive together merge into
-/// one, so in replay the fatal one may never come (a gunicorn worker waited at its end for
-/// it, and its arbiter waited 30 s for the worker): the GD sends a recorded fatal signal
-/// again once every process that sent it in the record has sent it in the replay, and not
-/// before. Three replays end as the record did (sent again after the parent's kill alone, it
-/// killed the child before the killer's kill, which then failed).
-#[test]
-fn a_child_killed_by_the_second_of_two_senders_dies_after_both_sent() {
-    let tmp = TempDir::new("term-merged");
-    let rec = tmp.join("rec");
-    let recorded = DDBX
-        .record(&rec, &progs().join("term_merged"), &[])
-        .success();
-    assert_eq!(recorded.stdout, "handled\nchild killed by signal 15\n");
-    DDBX.assert_replays(&rec, &recorded, 3, &histories(&rec), &histories);
-}
-
 /// `term_early`: a child that leaves SIGTERM to its default action is killed by its parent
 /// while it reads; how many messages it printed first differs natively. In replay the
 /// parent's kill comes as soon as the parent gets there, often before the child has read as

@@ -9,10 +9,7 @@
 //! its EXEC child, a script stopping its server), that is too early or needless: the sender's
 //! replay sends it again at the same point of its own history. So while recording, each kill
 //! is told to the GD, which notes it on the receiving actor in the manifest, and replay lets
-//! such a process wait for its killer. In replay each kill is told to the GD too: two signals
-//! of one number sent close together arrive as one, and the one that killed the process in
-//! the record may have merged into one its handler took; the GD sends it again once the
-//! process is at its end (`supervisor/src/session/connections/messages.rs`).
+//! such a process wait for its killer.
 
 use super::{active, hook};
 use crate::{real, record, signals, sys};
@@ -20,22 +17,18 @@ use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
 hook! {
-    /// kill(2): told to the GD and sent as asked; while recording, told first (the GD notes
-    /// it before the receiver can die of it), in replay after (the GD, sending a merged
-    /// signal again, must not kill the receiver before this kill reaches it).
+    /// kill(2): noted for the GD while recording, then sent as asked.
     fn kill(pid: pid_t, sig: c_int) -> c_int {
-        let mut ld = (pid > 0 && sig > 0 && pid != sys::getpid())
-            .then(active)
-            .flatten();
-        if let Some(ld) = ld.as_deref_mut().filter(|ld| ld.mode == Mode::Record) {
+        if pid > 0
+            && sig > 0
+            && pid != sys::getpid()
+            && let Some(ld) = active()
+            && ld.mode == Mode::Record
+        {
             record::process::kill(ld, pid, sig);
         }
         // SAFETY: no pointer arguments.
-        let r = unsafe { real::kill(pid, sig) };
-        if let Some(ld) = ld.filter(|ld| ld.mode == Mode::Replay) {
-            record::process::kill(ld, pid, sig);
-        }
-        r
+        unsafe { real::kill(pid, sig) }
     }
 }
 

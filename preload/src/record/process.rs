@@ -55,8 +55,7 @@ pub fn reaped(ld: &mut Ld, child: pid_t, status: Option<ExitStatus>) {
 }
 
 /// The program sends signal `sig` to process `pid` (not an event: the GD notes it on the
-/// receiving actor, whose replay then waits for its killer; replay tells the GD too, see
-/// `preload/src/hooks/signal.rs`).
+/// receiving actor, whose replay then waits for its killer).
 pub fn kill(ld: &mut Ld, pid: pid_t, sig: c_int) {
     let saved = sys::errno();
     let msg = LdToGd::Signal {

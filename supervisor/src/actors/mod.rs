@@ -158,20 +158,6 @@ impl Registry {
         }
     }
 
-    /// Whether `by` has sent `sig` to `actor`.
-    pub fn was_signalled(&self, actor: ActorId, by: ActorId, sig: i32) -> bool {
-        self.info(actor)
-            .is_some_and(|i| i.signalled_by.contains(&(by, sig)))
-    }
-
-    /// The live process that is `actor`.
-    pub fn live_pid_of(&self, actor: ActorId) -> Option<i32> {
-        self.procs
-            .iter()
-            .find(|(_, p)| p.actor == actor && !p.exited)
-            .map(|(pid, _)| *pid)
-    }
-
     /// What the registry knows of `actor`.
     fn info(&self, actor: ActorId) -> Option<&ActorInfo> {
         self.actors.iter().find(|a| a.id == actor)

@@ -48,8 +48,6 @@ pub(super) struct Tables {
     pub(super) halting: Option<Halting>,
     /// Replay: actors waiting at the end of a history that ends without `Exit`.
     pub(super) at_end: Vec<ActorId>,
-    /// Replay: the actors at their end to which the GD sent their recorded signal again.
-    pub(super) signalled_again: Vec<ActorId>,
     /// Replay: observed globals, in the order the notes came.
     pub(super) observed: Vec<Observation>,
     /// Replay: connections being passed from the process that took them to the actor whose
@@ -184,7 +182,7 @@ impl GdState {
             .ok()
             .and_then(|b| b.get(..8).and_then(|s| s.try_into().ok()))
             .map_or(0, u64::from_le_bytes);
-        if end.signalled_by.iter().any(|(_, s)| *s == sig) || done >= end.events {
+        if end.signalled_by.contains(&sig) || done >= end.events {
             return None;
         }
         let name =
@@ -208,21 +206,6 @@ impl GdState {
     /// Replay: the signal that ended `actor` in the record, if one did.
     pub(crate) fn recorded_signal(&self, actor: ActorId) -> Option<i32> {
         self.ends.as_ref()?.get(&actor)?.signal
-    }
-
-    /// Replay: the recorded actors that sent `sig` to `actor` in the record.
-    pub(crate) fn recorded_senders(&self, actor: ActorId, sig: i32) -> Vec<ActorId> {
-        self.ends
-            .as_ref()
-            .and_then(|e| e.get(&actor))
-            .map(|end| {
-                end.signalled_by
-                    .iter()
-                    .filter(|(_, s)| *s == sig)
-                    .map(|(by, _)| *by)
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     /// Replay: whether every child the record has for `actor` has joined this run (`logged`:
@@ -405,7 +388,6 @@ impl Tables {
             notes: Vec::new(),
             halting,
             at_end: Vec::new(),
-            signalled_again: Vec::new(),
             observed: Vec::new(),
             handovers: Handovers::default(),
             execs: Execs::default(),

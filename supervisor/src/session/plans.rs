@@ -118,8 +118,8 @@ fn killed_tails(recording: &Recording, killed: &[ActorId]) -> KilledTails {
 pub(crate) struct RecordedEnd {
     /// The number of events in its history.
     pub(crate) events: u64,
-    /// Signals that recorded actors sent it (replayed by their senders), with who sent each.
-    pub(crate) signalled_by: Vec<(ActorId, i32)>,
+    /// Signals that recorded actors sent it (replayed by their senders).
+    pub(crate) signalled_by: Vec<i32>,
     /// The actors it created (fork, spawn): all of them exist once it is at its end.
     pub(crate) children: Vec<ActorId>,
     /// Those of them its history never says it created (killed between the fork and its
@@ -141,7 +141,7 @@ pub(super) fn recorded_ends(
         .iter()
         .map(|info| {
             let events = recording.sketch(info.id).map_or(0, |h| h.events);
-            let signalled_by = info.signalled_by.clone();
+            let signalled_by = info.signalled_by.iter().map(|(_, sig)| *sig).collect();
             let children = recording
                 .manifest
                 .actors

@@ -5,7 +5,7 @@
 
 use super::note;
 use crate::session::events::{MainEvent, SessionEvent};
-use crate::session::gd_state::{GdState, Passthrough, Tables};
+use crate::session::gd_state::{GdState, Passthrough};
 use crate::session::halted::{HaltedActor, Observation};
 use crate::session::halting::PassiveNote;
 use crate::session::outcome::{Divergence, End};
@@ -41,7 +41,7 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             peer_pid,
         } => return Some(who_is(gd, &local, &remote, peer_pid)),
         LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
-        LdToGd::Signal { actor, pid, sig } => signalled(gd, actor, pid, sig),
+        LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
         LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
         LdToGd::Reaped {
             actor: _,
@@ -191,7 +191,6 @@ pub(super) fn at_end(gd: &GdState, actor: ActorId) {
     if !tables.at_end.contains(&actor) {
         tables.at_end.push(actor);
     }
-    signal_again(gd, &mut tables, actor);
     // A live process at its end has created every child its record has, which must have
     // joined; a dead one (see `lost`), and one that exited, every child its history creates
     // (a child forked just before its parent died or exited may not have said hello yet:
@@ -227,41 +226,6 @@ pub(super) fn at_end(gd: &GdState, actor: ActorId) {
 }
 
 // Facts about the processes.
-
-/// `by` sent `sig` to the process `pid` (record: noted in the manifest; replay: see
-/// [`signal_again`]).
-fn signalled(gd: &GdState, by: ActorId, pid: i32, sig: i32) {
-    let mut tables = gd.lock();
-    tables.registry.signalled(pid, by, sig);
-    if let Some(target) = tables.registry.live_actor(pid) {
-        signal_again(gd, &mut tables, target);
-    }
-}
-
-/// Replay: `actor`, at its end, was killed there in the record by a signal other processes of
-/// the session sent. Once each of them has sent it in this replay too, the GD sends it again,
-/// once. Two signals of one number sent close together arrive as one: the program's handler
-/// took the merged one, and the fatal one never came (a gunicorn worker waited at its end for
-/// its second SIGTERM while the arbiter waited 30 s for the worker to end).
-fn signal_again(gd: &GdState, tables: &mut Tables, actor: ActorId) {
-    let Some(sig) = gd.recorded_signal(actor) else {
-        return;
-    };
-    let senders = gd.recorded_senders(actor, sig);
-    if senders.is_empty()
-        || !tables.at_end.contains(&actor)
-        || tables.signalled_again.contains(&actor)
-        || !senders
-            .iter()
-            .all(|by| tables.registry.was_signalled(actor, *by, sig))
-    {
-        return;
-    }
-    if let Some(pid) = tables.registry.live_pid_of(actor) {
-        tables.signalled_again.push(actor);
-        procs::signal(pid, sig);
-    }
-}
 
 /// `actor` did I/O that is not recorded (`what`).
 fn passthrough(gd: &GdState, actor: ActorId, what: String) {
