@@ -5,8 +5,9 @@
 //! (see `hooks/`), keeps track of which fd is which channel end, and for every
 //! nondeterministic outcome either writes it to the actor's history (`record/`) or makes the
 //! call come out as the history says (`replay/`). It is a guest in someone else's process: no
-//! output on the program's stdout/stderr, no threads, no locks on the hook path, and a
-//! re-entrancy guard so that its own I/O is never recorded.
+//! output on the program's stdout/stderr, no threads, no locks on the hook path, a heap of its
+//! own (`alloc`: the LD runs inside the program's signal handlers, which may have interrupted
+//! libc's malloc), and a re-entrancy guard so that its own I/O is never recorded.
 //!
 //! A panic never falls through to the real call (which would be a missing event): the copy
 //! that `ddbx` embeds is built by `ddbx/build.rs` with `panic = "abort"`, so a panic prints its
@@ -16,13 +17,14 @@
 //!
 //! Without `DDBX_GD` in the environment it does nothing but pass every call through.
 //!
-//! The modules, from the bottom up (each uses only those before it): `sys`, `guard`, `real`,
+//! The modules, from the bottom up (each uses only those before it): `alloc`, `sys`, `guard`, `real`,
 //! `symbols`, `fds`, `trace`, `ld` (the state, the GD connection, the history writer, the
 //! lifecycle), `halting`, `readiness`, `record`, `replay`, `hooks`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::missing_safety_doc, clippy::undocumented_unsafe_blocks)]
 
+mod alloc;
 mod fatal;
 mod fds;
 mod guard;
