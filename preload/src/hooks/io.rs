@@ -296,6 +296,7 @@ hook! {
 hook! {
     /// send(2).
     fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+        let flags = send_flags(fd, flags);
         // SAFETY: `buf` holds `n` readable bytes (send's contract).
         unsafe { send_from(fd, buf, n, |part, m| real::send(fd, part, m, flags)) }
     }
@@ -312,10 +313,21 @@ fn drops_address(fd: c_int) -> bool {
         && crate::ld::running().is_some_and(|ld| ld.mode == Mode::Replay)
 }
 
+/// The flags a send on `fd` is made with: in replay, on a recorded stream socket, without
+/// `MSG_MORE`, which holds the bytes back in the kernel (see `preload/src/hooks/socket.rs`, `uncorked`).
+fn send_flags(fd: c_int, flags: c_int) -> c_int {
+    if flags & libc::MSG_MORE != 0 && drops_address(fd) {
+        flags & !libc::MSG_MORE
+    } else {
+        flags
+    }
+}
+
 hook! {
     /// sendto(2).
     fn sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t {
         let (addr, len) = if drops_address(fd) { (std::ptr::null(), 0) } else { (addr, len) };
+        let flags = send_flags(fd, flags);
         // SAFETY: `buf` holds `n` readable bytes, `addr` is null or `len` readable
         // bytes (sendto's contract).
         unsafe { send_from(fd, buf, n, |part, m| real::sendto(fd, part, m, flags, addr, len)) }
@@ -353,6 +365,7 @@ unsafe fn on_sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
     // SAFETY: `msg` is not null and points to the program's msghdr (sendmsg's contract).
     let iovs = unsafe { IoVecs::of_msg(msg) };
     let drop_address = drops_address(fd);
+    let flags = send_flags(fd, flags);
     on_send(
         fd,
         iovs.total(),

@@ -13,6 +13,12 @@ hook! {
         let fd = unsafe { real::socket(domain, ty, protocol) };
         if fd >= 0 {
             fds::set(fd, fds::socket_bits(domain, ty));
+            if matches!(domain, libc::AF_INET | libc::AF_INET6)
+                && ty & 0xf == libc::SOCK_STREAM
+                && active().is_some_and(|ld| ld.mode == Mode::Replay)
+            {
+                uncorked(fd);
+            }
         }
         fd
     }
@@ -121,12 +127,51 @@ hook! {
     }
 }
 
+/// In replay, a TCP socket sends each write at once (`TCP_NODELAY`; sockets accepted from it
+/// inherit it), and the program cannot hold bytes back (a `TCP_NODELAY` of 0 and `TCP_CORK`
+/// succeed without effect, `MSG_MORE` is dropped from sends). Bytes held back in the sender's
+/// kernel are lost when its close resets the connection (it leaves bytes unread): with
+/// Nagle's algorithm waiting for a delayed ACK, the peer got 34 bytes in the record and 4 in a
+/// replay (`tests/progs/reset_unsent.c`; mosquitto_sub's last acknowledgements). Replay needs
+/// every byte the record's receiver got; a receiver that got fewer, then a reset, has that
+/// failure from its history. How a stream is cut into segments is not an outcome: the
+/// receives take the recorded counts.
+fn uncorked(fd: c_int) {
+    let one: c_int = 1;
+    // SAFETY: an int option, from our local.
+    unsafe {
+        real::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const c_int).cast(),
+            std::mem::size_of::<c_int>() as socklen_t,
+        )
+    };
+}
+
+/// Whether setting option `name` at `level` to `val` would hold bytes back (see [`uncorked`]).
+///
+/// # Safety
+/// `val` must be null or point to `len` readable bytes.
+unsafe fn holds_back(level: c_int, name: c_int, val: *const libc::c_void, len: socklen_t) -> bool {
+    if level != libc::IPPROTO_TCP || val.is_null() || (len as usize) < std::mem::size_of::<c_int>()
+    {
+        return false;
+    }
+    // SAFETY: at least an int, as the caller promises.
+    let on = unsafe { *(val as *const c_int) } != 0;
+    (name == libc::TCP_NODELAY && !on) || (name == libc::TCP_CORK && on)
+}
+
 hook! {
-    /// setsockopt(2) passes through, except on a connection whose peer the replay's LD plays
-    /// for a server outside the session: that socket is one end of an AF_UNIX socketpair
-    /// (`preload/src/replay/external.rs`), which has no TCP or IP options, so setting one
-    /// (`TCP_NODELAY` after the connect, as chatter, redis and many clients do) would fail
-    /// with EOPNOTSUPP where the recorded TCP socket took it. It succeeds without effect.
+    /// setsockopt(2) passes through, except in replay on a stream socket: an option that would
+    /// hold bytes back succeeds without effect ([`uncorked`]); and on a connection whose peer
+    /// the replay's LD plays for a server outside the session: that socket is one end of an
+    /// AF_UNIX socketpair (`preload/src/replay/external.rs`), which has no TCP or IP options,
+    /// so setting one (`TCP_NODELAY` after the connect, as chatter, redis and many clients do)
+    /// would fail with EOPNOTSUPP where the recorded TCP socket took it. It succeeds without
+    /// effect.
     fn setsockopt(
         fd: c_int,
         level: c_int,
@@ -139,7 +184,8 @@ hook! {
             && fds::is_stream(fd)
             && let Some(ld) = active()
             && ld.mode == Mode::Replay
-            && replay::external::is_outside(ld, fd)
+            // SAFETY: the program's option value, as setsockopt(2) wants it.
+            && (replay::external::is_outside(ld, fd) || unsafe { holds_back(level, name, val, len) })
         {
             return 0;
         }
