@@ -148,7 +148,10 @@ fn a_long_recording_takes_no_more_memory_than_a_short_one() {
             &format!("4 clients x {messages} messages: "),
         )
     };
-    let (short_record, short_replay) = run(few);
+    // The short run's peak, the larger of two: one short record in a suite run peaked at
+    // 27.7 MB where the others (short and long) peak at 39 MB, which this test took for growth.
+    let ((r1, p1), (r2, p2)) = (run(few), run(few));
+    let (short_record, short_replay) = (r1.max(r2), p1.max(p2));
     let (long_record, long_replay) = run(many);
     // Allocator noise and the kernel's accounting move a peak by a few MB.
     let slack = 8 * 1024;
