@@ -427,6 +427,11 @@ pub fn arrived(sig: c_int, info: *const siginfo_t) {
     PENDING[i].fetch_add(1, SeqCst);
 }
 
+/// Whether a real arrival of `sig` is waiting (not taken).
+pub fn has_arrival(sig: c_int) -> bool {
+    PENDING[sig as usize].load(SeqCst) > 0
+}
+
 /// Takes one real arrival of `sig`, if one is waiting.
 pub fn take_arrival(sig: c_int) -> bool {
     PENDING[sig as usize]

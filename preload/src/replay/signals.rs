@@ -99,10 +99,19 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
 /// comes at once. What its handler can observe, the waits, is replayed on its own
 /// (`preload/src/hooks/nohang.rs`).
 fn came(p: &Planned) -> bool {
-    if p.sig != libc::SIGCHLD {
-        return signals::take_arrival(p.sig);
+    let came = has_come(p);
+    if came {
+        signals::take_arrival(p.sig);
     }
-    let ended = match signals::kid_pid(p.kid) {
+    came
+}
+
+/// [`came`], without taking the arrival.
+fn has_come(p: &Planned) -> bool {
+    if p.sig != libc::SIGCHLD {
+        return signals::has_arrival(p.sig);
+    }
+    match signals::kid_pid(p.kid) {
         Some(pid) if p.kid > 0 => sys::child_ended(pid),
         // Its fork has not returned yet (the fork's event is replayed before fork returns
         // the pid): the child has not ended. A SIGCHLD the record had right after that event
@@ -110,11 +119,7 @@ fn came(p: &Planned) -> bool {
         // postmaster reaped nothing and never started its background processes).
         None if signals::being_forked(p.kid) => false,
         _ => true,
-    };
-    if ended {
-        signals::take_arrival(p.sig);
     }
-    ended
 }
 
 /// From the LD's handler, just after an arrival: delivers what is due.
@@ -235,7 +240,31 @@ pub fn after_event(ld: &mut Ld) {
     }
     guard::on_leave(left_hook);
     settle(ld, false, |p, events| p.in_call && p.gap < events);
+    await_computation_delivery(ld);
     deliver_past_the_end(std::ptr::null_mut());
+}
+
+/// At the end of an event whose gap has a delivery the record made in the program's
+/// computation (and the program does not block its signal): waits for the signal to arrive
+/// (at most [`MAX_WAIT_MS`]), so that the handler runs as the program leaves the hook
+/// ([`left_hook`]). The record's handler ran before the program's next hooked call; left to
+/// the entry of the next event, a signal that came later than in the record (a script's
+/// `kill`, slower under load) found the program already in a call the record never made:
+/// mosquitto, its SIGTERM handler clearing its loop's flag, was in another `epoll_wait`
+/// where the record closed its listener (`tests/progs/sig_computing.c`).
+fn await_computation_delivery(ld: &mut Ld) {
+    let Some(p) = signals::next_planned() else {
+        return;
+    };
+    let blocked = sys::block_signals(0) & (1u64 << (p.sig - 1)) != 0;
+    if p.in_call || p.gap != ld.events() || signals::waits_taken() < p.waits_before || blocked {
+        return;
+    }
+    let mut waited_ms = 0;
+    while !has_come(&p) && waited_ms < MAX_WAIT_MS {
+        wait_for(ld, p.sig);
+        waited_ms += WAIT_MS;
+    }
 }
 
 /// How long a due delivery waits for its signal at most (ms). Standard signals coalesce: two

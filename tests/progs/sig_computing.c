@@ -1,0 +1,91 @@
+/*
+ * sig_computing: a SIGTERM whose handler clears a loop's flag lands in the program's
+ * computation between two polls (mosquitto's main loop, ended by a script's `kill`).
+ *
+ * The root forks a child on a socketpair. The child installs its handler, says so, and loops
+ * while the flag is set: a poll of its end of the pair (1 ms, nothing comes), then about 10 ms
+ * of computation; it then sends the root how many polls it made, and ends. The root waits
+ * for the word, pauses, sends SIGTERM, reads the count and prints
+ *     polls before the SIGTERM: 3
+ * The pause is 30 ms or 300 ms, chosen from the CPU's cycle counter (not a recorded outcome:
+ * record and replay differ), so the replay's signal may come much later than the record's.
+ */
+#include "common.h"
+#include <signal.h>
+
+static volatile sig_atomic_t run = 1;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    run = 0;
+}
+
+/* Whether this run pauses long: one bit of the CPU's cycle counter, which ddbx does not
+ * record (it replays clock and random reads). */
+static int long_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return (int)((__builtin_ia32_rdtsc() >> 10) & 1);
+#elif defined(__aarch64__)
+    unsigned long ticks;
+
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(ticks));
+    return (int)((ticks >> 4) & 1);
+#else
+#error "sig_computing needs a cycle counter"
+#endif
+}
+
+static void child(int fd)
+{
+    struct sigaction sa;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int polls = 0;
+    char line[32];
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    if (sigaction(SIGTERM, &sa, NULL) < 0)
+        die("sigaction");
+    write_all(fd, "r", 1);
+    while (run) {
+        if (poll(&pfd, 1, 1) < 0 && errno != EINTR)
+            die("poll");
+        polls++;
+        for (volatile long i = 0; i < 10000000 && run; i++)
+            ;
+    }
+    snprintf(line, sizeof line, "%d\n", polls);
+    write_str(fd, line);
+    close_or_die(fd);
+    _exit(0);
+}
+
+int main(void)
+{
+    int sv[2];
+    char c, line[32];
+    pid_t pid;
+
+    program_start();
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        die("socketpair");
+    pid = fork_or_die();
+    if (pid == 0) {
+        close_or_die(sv[0]);
+        child(sv[1]);
+    }
+    close_or_die(sv[1]);
+    if (read_retry(sv[0], &c, 1) != 1)
+        die("ready");
+    if (usleep(long_pause() ? 300000 : 30000) < 0)
+        die("usleep");
+    if (kill(pid, SIGTERM) < 0)
+        die("kill");
+    read_line(sv[0], line, sizeof line);
+    chomp(line);
+    wait_ok(pid);
+    printf("polls before the SIGTERM: %s\n", line);
+    return 0;
+}
