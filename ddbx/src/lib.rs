@@ -94,8 +94,9 @@ pub mod preload;
 pub mod term;
 
 pub use api::{
-    Driver, Event, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome,
-    ReplayOptions, ReplayOutcome, record, replay, replay_driven, resolve_program,
+    DEFAULT_RUNS, Driver, Event, FailingRun, Failure, HaltingReplay, Messages, Observer,
+    OutcomeKind, RecordOptions, RecordOutcome, Recorder, ReplayOptions, ReplayOutcome, RunReport,
+    UntilFail, UntilFailOutcome, record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};
