@@ -125,6 +125,17 @@ pub fn run(args: Args) -> Result<i32, Error> {
         unsafe { std::env::remove_var(ddbx_supervisor::wire::env::TRACE) };
     }
     if args.until_fail {
+        let args = super::until_fail::Args {
+            command: args.command,
+            out: args.out,
+            json: args.json,
+            json_lines: args.json_lines,
+            messages: args.messages,
+            env_exclude: args.env_exclude,
+            runs: args.runs,
+            jobs: args.jobs,
+            fail_if: args.fail_if,
+        };
         return super::until_fail::run(args, messages);
     }
     let lines = args

@@ -21,7 +21,6 @@
 use super::json;
 use super::json_lines::JsonLines;
 use super::progress::{self, Steps};
-use super::record::Args;
 use crate::api::{
     DEFAULT_RUNS, Failure, Messages, OnRun, RecordOptions, Recorder, RunReport, UntilFail,
     UntilFailOutcome,
@@ -29,7 +28,31 @@ use crate::api::{
 use crate::debugger::render::cut_json;
 use crate::error::Error;
 use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// What `ddbx record --until-fail` was given (from `record`'s arguments).
+#[derive(Debug)]
+pub struct Args {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// `-o DIR`.
+    pub out: Option<PathBuf>,
+    /// `--json`.
+    pub json: bool,
+    /// `--json-lines`.
+    pub json_lines: bool,
+    /// `--messages FILE`.
+    pub messages: Option<PathBuf>,
+    /// `--env-exclude PATTERN`s.
+    pub env_exclude: Vec<String>,
+    /// `--runs N`.
+    pub runs: Option<u32>,
+    /// `--jobs J`.
+    pub jobs: Option<u32>,
+    /// `--fail-if PREDICATE`.
+    pub fail_if: Option<String>,
+}
 
 /// Runs `ddbx record --until-fail`; returns the exit code.
 pub fn run(args: Args, messages: Messages) -> Result<i32, Error> {
