@@ -159,12 +159,49 @@ fn a_program_that_never_fails_gives_the_none_failed_exit() {
     assert_eq!(end["runs"], 3, "{end}");
     assert_eq!(end["failing_run"], Value::Null, "{end}");
     assert!(!rec.exists(), "nothing is kept when no run failed");
+    assert!(
+        !out.stderr.contains("runs ended"),
+        "no progress line into a pipe"
+    );
 
     // The text says so too.
     let out = DDBX
         .run(["record", "--until-fail", "--runs", "2", "--", "true"])
         .output();
     out.assert_exit(1, &["no run failed in 2 runs", "no recording was kept"]);
+}
+
+#[test]
+fn a_terminal_shows_the_runs_ended_and_the_failures() {
+    let tmp = TempDir::new("until-fail-tty");
+    let rec = tmp.join("rec");
+    let line = [
+        DDBX.0,
+        "record",
+        "--until-fail",
+        "--runs",
+        "3",
+        "-o",
+        path_str(&rec),
+        "--",
+        path_str(&flaky()),
+        CLIENTS,
+        "quiet",
+    ]
+    .map(|w| format!("'{w}'"))
+    .join(" ");
+    let shown = ddbx_tests::Run::new("script")
+        .args(["-qefc", &line, "/dev/null"])
+        .env("TERM", "xterm")
+        .env("DDBX_PROGRESS_DELAY_MS", "0")
+        .output();
+    assert_eq!(shown.code, 1, "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("recording until a run fails")
+            && shown.stdout.contains("of at most 3 runs ended, 0 failed"),
+        "no progress line at a terminal: {:?}",
+        shown.stdout
+    );
 }
 
 #[test]

@@ -104,6 +104,10 @@ pub struct Args {
     /// consistent state of its recording (`ddbx help predicates`; probes and counters).
     #[arg(long, value_name = "PREDICATE", requires = "until_fail")]
     pub fail_if: Option<String>,
+    /// Do not remember this recording as the latest made here (each run of --until-fail is
+    /// one such record; only the failing run, kept, is remembered).
+    #[arg(long, hide = true)]
+    pub no_latest: bool,
     /// The program to record and its arguments (after `--`).
     #[arg(value_name = "PROGRAM", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -155,7 +159,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
         observer,
         env_exclude: args.env_exclude,
     })?;
-    super::latest::remember(&outcome.dir);
+    if !args.no_latest {
+        super::latest::remember(&outcome.dir);
+    }
     if quiet {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({

@@ -23,6 +23,7 @@ pub(super) fn spawn(
     let mut command = Command::new(ddbx);
     command
         .arg("record")
+        .arg("--no-latest")
         .arg("--json")
         .arg("--messages")
         .arg(&json)
