@@ -4,6 +4,8 @@
 //! This crate is the `ddbx` command ([`cli`]) and the API it is a thin layer over:
 //!
 //! * [`record`] runs a program under ddbx and leaves a recording directory;
+//! * [`Recorder::until_fail`] records a flaky program again and again until a run fails, and
+//!   keeps only that run's recording;
 //! * [`replay`] runs a recording again, forcing every nondeterministic outcome;
 //! * [`HaltingReplay`] replays with `stop if` predicates, stops at each halt with every
 //!   process alive, and continues (`cont`, a new `stop_if`) or kills on request;

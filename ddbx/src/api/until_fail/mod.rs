@@ -166,7 +166,7 @@ pub struct UntilFailOutcome {
     pub runs: u32,
     /// SIGINT or SIGTERM stopped the search (nothing is kept then, unless a run had failed).
     pub interrupted: Option<i32>,
-    /// 0: a failing run was kept; [`exit::NOT_FOUND`]: none failed; 130/143: interrupted.
+    /// 0: a failing run was kept; [`crate::exit::NOT_FOUND`]: none failed; 130/143: interrupted.
     pub exit_code: i32,
     /// Time from the first run's start to the end.
     pub elapsed: Duration,
