@@ -13,7 +13,7 @@ use ddbx_supervisor::wire::manifest::ExitStatus;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,8 @@ pub(super) struct Search {
     /// Runs in progress in `ddbx record` processes: their pids.
     in_flight: BTreeMap<u32, i32>,
     started: Instant,
+    /// The SIGINT or SIGTERM the signal thread read (0: none yet).
+    signalled: Arc<AtomicI32>,
 }
 
 /// Where the search stands when its loop ends.
@@ -55,6 +57,7 @@ impl Search {
             messages: Vec::new(),
             in_flight: BTreeMap::new(),
             started: Instant::now(),
+            signalled: Arc::new(AtomicI32::new(0)),
         };
         search.say(format!(
             "ddbx: recording `{}` until a run fails (at most {} runs, {} at a time) into {}",
@@ -79,7 +82,7 @@ impl Search {
     pub(super) fn run(&mut self, jobs: u32) -> Result<Found, Error> {
         let (tx, rx) = channel();
         let signals = match (&self.until.ddbx, self.options.handle_signals) {
-            (Some(_), true) => Some(SignalThread::start(tx.clone())?),
+            (Some(_), true) => Some(SignalThread::start(tx.clone(), &self.signalled)?),
             _ => None,
         };
         let result = self.run_loop(jobs, &tx, &rx);
@@ -127,6 +130,12 @@ impl Search {
                 }
                 Message::Ended { run, ran } => {
                     self.in_flight.remove(&run);
+                    // A ^C reaches the program's processes as well as ddbx: a run that ended
+                    // then may have died of it, which is no failure of its own.
+                    if let Some(signal) = self.interrupt_seen() {
+                        found.interrupted.get_or_insert(signal);
+                        self.stop_all();
+                    }
                     let stopping =
                         found.failing.is_some() || found.interrupted.is_some() || error.is_some();
                     if stopping {
@@ -171,6 +180,15 @@ impl Search {
         match error {
             Some(e) if found.failing.is_none() => Err(e),
             _ => Ok(found),
+        }
+    }
+
+    /// SIGINT or SIGTERM sent to ddbx, read by the signal thread or still pending (it is sent
+    /// to a process group at once, so it is pending here when a run dies of it).
+    fn interrupt_seen(&self) -> Option<i32> {
+        match self.signalled.load(Ordering::Relaxed) {
+            0 => procs::pending_stop_signal(),
+            signal => Some(signal),
         }
     }
 
@@ -395,17 +413,19 @@ struct SignalThread {
 }
 
 impl SignalThread {
-    fn start(tx: Sender<Message>) -> Result<SignalThread, Error> {
+    fn start(tx: Sender<Message>, signalled: &Arc<AtomicI32>) -> Result<SignalThread, Error> {
         let io = |e: std::io::Error| Error::Internal(format!("cannot read SIGINT/SIGTERM: {e}"));
         let old_mask = procs::block_stop_signals().map_err(io)?;
         let reader = StopSignalReader::open().map_err(io)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let signalled = Arc::clone(signalled);
         let thread = std::thread::Builder::new()
             .name("ddbx-until-fail-signals".into())
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     if let Some(signal) = reader.wait(Duration::from_millis(100)) {
+                        signalled.store(signal, Ordering::Relaxed);
                         let _ = tx.send(Message::Signal(signal));
                     }
                 }
