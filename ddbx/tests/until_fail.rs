@@ -250,7 +250,7 @@ fn two_jobs_at_once_capture_the_failure() {
 }
 
 /// `ddbx record --until-fail --jobs 2` of ext_server (which waits for clients that never
-/// come), in a process group of its own; returns once a run's server is listening, with the
+/// come), in a process group of its own; returns once both runs' servers are listening, with the
 /// rest of ddbx's stdout (kept open: a server writing to a closed pipe would die of SIGPIPE,
 /// and that would be a failing run).
 fn start_waiting(
@@ -270,11 +270,15 @@ fn start_waiting(
             .stderr(Stdio::null()),
     );
     let mut stdout = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(line.starts_with("port "), "{line:?}");
+    // Two servers listen at once: two runs are in progress together (with one job the second
+    // would never start, the first waiting forever).
+    for _ in 0..2 {
+        let mut line = String::new();
+        stdout
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(line.starts_with("port "), "{line:?}");
+    }
     (child, group, stdout)
 }
 
