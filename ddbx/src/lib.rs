@@ -4,6 +4,8 @@
 //! This crate is the `ddbx` command ([`cli`]) and the API it is a thin layer over:
 //!
 //! * [`record`] runs a program under ddbx and leaves a recording directory;
+//! * [`Recorder::until_fail`] records a flaky program again and again until a run fails, and
+//!   keeps only that run's recording;
 //! * [`replay`] runs a recording again, forcing every nondeterministic outcome;
 //! * [`HaltingReplay`] replays with `stop if` predicates, stops at each halt with every
 //!   process alive, and continues (`cont`, a new `stop_if`) or kills on request;
@@ -94,8 +96,9 @@ pub mod preload;
 pub mod term;
 
 pub use api::{
-    Driver, Event, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome,
-    ReplayOptions, ReplayOutcome, record, replay, replay_driven, resolve_program,
+    DEFAULT_RUNS, Driver, Event, FailingRun, Failure, HaltingReplay, Messages, Observer,
+    OutcomeKind, RecordOptions, RecordOutcome, Recorder, ReplayOptions, ReplayOutcome, RunReport,
+    UntilFail, UntilFailOutcome, record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};

@@ -6,6 +6,9 @@
 //! * `halting.rs`: [`HaltingReplay`] is such a replay on a thread of its own, driven from
 //!   halt to halt by the caller.
 //!
+//! * `until_fail.rs`: [`Recorder::until_fail`] records a program again and again until a run
+//!   fails, and keeps that run's recording.
+//!
 //! * `events.rs`: what a run tells an [`Observer`] as it happens ([`Event`]).
 //!
 //! This file holds what both directions share: where ddbx's lines go ([`Messages`]), how a
@@ -16,11 +19,15 @@ mod events;
 mod halting;
 mod record;
 mod replay;
+mod until_fail;
 
 pub use events::{Event, Observer};
 pub use halting::HaltingReplay;
 pub use record::{RecordOptions, RecordOutcome, record};
 pub use replay::{Driver, ReplayOptions, ReplayOutcome, replay, replay_driven};
+pub use until_fail::{
+    DEFAULT_RUNS, FailingRun, Failure, OnRun, Recorder, RunReport, UntilFail, UntilFailOutcome,
+};
 
 use crate::error::Error;
 use crate::exit;

@@ -119,7 +119,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
 }
 
 /// A statically linked program ignores LD_PRELOAD: ddbx would see none of its calls.
-fn refuse_static(program: &Path) -> Result<(), Error> {
+pub(super) fn refuse_static(program: &Path) -> Result<(), Error> {
     use ddbx_supervisor::wire::elf;
     use std::io::Read;
     let mut head = Vec::with_capacity(elf::HEADER_BYTES);
@@ -137,7 +137,7 @@ fn refuse_static(program: &Path) -> Result<(), Error> {
 }
 
 /// This process's environment without ddbx's own variables, as the program will get it.
-fn session_env() -> Vec<(String, String)> {
+pub(super) fn session_env() -> Vec<(String, String)> {
     std::env::vars_os()
         .map(|(k, v)| {
             (

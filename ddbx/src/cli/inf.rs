@@ -123,5 +123,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
             None => println!("`{}` never holds in this recording", request.text),
         }
     }
-    Ok(if cut.is_some() { 0 } else { 1 })
+    Ok(if cut.is_some() {
+        0
+    } else {
+        crate::exit::NOT_FOUND
+    })
 }

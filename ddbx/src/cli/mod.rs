@@ -21,6 +21,7 @@ pub mod races;
 pub mod record;
 pub mod replay;
 pub mod show;
+pub mod until_fail;
 pub mod view;
 
 use crate::error::Error;
@@ -45,11 +46,12 @@ Examples:
   ddbx replay --stop-if 'x1==1 && x4==1'
                                      without DIR: the latest recording made from this
                                      directory (also ps, show, inf, races, view)
+  ddbx record --until-fail -- ./test record until a run fails, keep that run
   ddbx doctor                        check that this machine can record
   source <(ddbx completions bash)    completions (also zsh, fish); `ddbx man` for the pages
 
 Exit codes: the program's own status (record; replay that reached the end),
-2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
+1 nothing found (inf: P never holds; record --until-fail: no run failed), 2 usage, 101 diverged, 102 bad recording, 103 unsupported, 104 internal error,
 130/143 interrupted by SIGINT/SIGTERM.";
 
 /// ddbx: record and replay multi-process socket programs.

@@ -26,6 +26,9 @@ Examples:
   ddbx record -o runs/first -- python3 app.py --workers 2
   ddbx record --json --messages out.json -- sh ./start-all.sh
   ddbx record --trace optimal -o run2 -- ./prog   (log only racing receives)
+  ddbx record --until-fail -o flaky -- ./test      (record until a run fails; keep that one)
+  ddbx record --until-fail --runs 500 --jobs 2 -- ./test
+  ddbx record --until-fail --fail-if 'server.errors >= 1' -- ./start-all.sh
 
 PROGRAM is looked up in PATH like a shell does. The program's own output passes
 through untouched; ddbx's lines go to stderr (or --messages FILE). The recording
@@ -33,6 +36,20 @@ directory must be new or empty; without -o it is ddbx-run-N (N = smallest free).
 
 Exit code: the program's own (128+signal if it was killed); 2 usage, 103 unsupported,
 104 internal error, 130/143 interrupted.
+
+--until-fail records the program again and again (at most --runs N, default 100;
+--jobs J at once, each its own ddbx record process) until a run fails: its root
+exits non-zero or is killed by a signal, or --fail-if P holds at some consistent
+state of its recording (as `ddbx inf DIR P` finds it; probes and counters). That
+run's recording is kept in DIR (the others are deleted) and `ddbx replay DIR`
+fails the same way. Its exit code: 0 a failing run was kept, 1 no run failed in N
+runs (nothing kept), 2, 103, 104, 130/143 as above. --json: {\"command\": \"record\",
+\"until_fail\": true, \"outcome\": \"failed\"|\"none_failed\"|\"interrupted\", \"exit_code\",
+\"runs\", \"max_runs\", \"jobs\", \"elapsed_s\", \"failing_run\": {\"run\", \"recording\",
+\"root_status\", \"exit_code\", \"failure\": \"exit\"|\"signal\"|\"fail_if\", \"cut\"} | null,
+\"replay\": \"ddbx replay DIR\" | null, \"messages\"}; --json-lines: one {\"event\":
+\"run_ended\", \"run\", \"ended\", \"root_status\", \"failed\", \"failure\"} per run, then
+\"end\". The program's output passes through (its stdin is /dev/null).
 
 --json writes one object at the end to the message stream: {\"command\": \"record\",
 \"outcome\": \"complete\"|\"unsupported\"|\"interrupted\", \"exit_code\", \"recording\",
@@ -73,6 +90,24 @@ pub struct Args {
     /// takes them from its own environment and refuses to start without them.
     #[arg(long = "env-exclude", value_name = "PATTERN")]
     pub env_exclude: Vec<String>,
+    /// Record again and again until a run fails (exit status not 0, a signal, or --fail-if);
+    /// keep that run's recording in DIR and delete the others.
+    #[arg(long)]
+    pub until_fail: bool,
+    /// With --until-fail: at most N runs [default: 100].
+    #[arg(long, value_name = "N", requires = "until_fail", value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
+    /// With --until-fail: J runs at once, each a `ddbx record` process of its own [default: 1].
+    #[arg(long, value_name = "J", requires = "until_fail", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// With --until-fail: a run whose program exits 0 fails too when PREDICATE holds at some
+    /// consistent state of its recording (`ddbx help predicates`; probes and counters).
+    #[arg(long, value_name = "PREDICATE", requires = "until_fail")]
+    pub fail_if: Option<String>,
+    /// Do not remember this recording as the latest made here (each run of --until-fail is
+    /// one such record; only the failing run, kept, is remembered).
+    #[arg(long, hide = true)]
+    pub no_latest: bool,
     /// The program to record and its arguments (after `--`).
     #[arg(value_name = "PROGRAM", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -93,6 +128,20 @@ pub fn run(args: Args) -> Result<i32, Error> {
         // SAFETY: as above.
         unsafe { std::env::remove_var(ddbx_supervisor::wire::env::TRACE) };
     }
+    if args.until_fail {
+        let args = super::until_fail::Args {
+            command: args.command,
+            out: args.out,
+            json: args.json,
+            json_lines: args.json_lines,
+            messages: args.messages,
+            env_exclude: args.env_exclude,
+            runs: args.runs,
+            jobs: args.jobs,
+            fail_if: args.fail_if,
+        };
+        return super::until_fail::run(args, messages);
+    }
     let lines = args
         .json_lines
         .then(|| JsonLines::open(args.messages.as_deref()))
@@ -110,7 +159,9 @@ pub fn run(args: Args) -> Result<i32, Error> {
         observer,
         env_exclude: args.env_exclude,
     })?;
-    super::latest::remember(&outcome.dir);
+    if !args.no_latest {
+        super::latest::remember(&outcome.dir);
+    }
     if quiet {
         let (divergence, problem) = json::end_details(&outcome.end);
         let value = serde_json::json!({

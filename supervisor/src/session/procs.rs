@@ -260,6 +260,23 @@ pub fn block_stop_signals() -> std::io::Result<SigSet> {
         .map_err(std::io::Error::from)
 }
 
+/// SIGINT or SIGTERM if one is pending for this process or thread (blocked, not read yet).
+pub fn pending_stop_signal() -> Option<i32> {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigpending fills the set we pass, which is valid for writes; it is read only
+    // after it succeeded.
+    let set = unsafe {
+        if libc::sigpending(set.as_mut_ptr()) != 0 {
+            return None;
+        }
+        set.assume_init()
+    };
+    [libc::SIGINT, libc::SIGTERM]
+        .into_iter()
+        // SAFETY: the set was filled by sigpending.
+        .find(|&sig| unsafe { libc::sigismember(&set, sig) } == 1)
+}
+
 /// Restores a signal mask saved by [`block_stop_signals`].
 pub fn restore_mask(old: &SigSet) {
     // Only an invalid `how` makes this fail.

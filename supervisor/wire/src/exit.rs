@@ -5,7 +5,8 @@
 //! | code | meaning |
 //! |---|---|
 //! | the program's own | `record`: the root process's status as a shell sees it (128 + signal when killed); `replay`: the recorded root status, when the replay reached the recorded end |
-//! | 0 | `ps`, `show`, `help`: success |
+//! | 0 | `ps`, `show`, `help`: success; `inf`: P holds; `record --until-fail`: a failing run was kept |
+//! | [`NOT_FOUND`] = 1 | `inf`: P never holds; `record --until-fail`: no run failed within `--runs` |
 //! | [`USAGE`] = 2 | bad command line, unknown actor, output directory not empty, program not found |
 //! | [`DIVERGED`] = 101 | the replay did not follow the recording |
 //! | [`BAD_RECORDING`] = 102 | missing, corrupt or truncated-beyond-use recording, or another format version |
@@ -13,6 +14,9 @@
 //! | [`INTERNAL`] = 104 | ddbx itself failed (a system call, a bug) |
 //! | [`INTERRUPTED_SIGINT`] = 130, [`INTERRUPTED_SIGTERM`] = 143 | ddbx got SIGINT / SIGTERM and stopped every process |
 
+/// What was looked for never happened: `inf`'s predicate never holds, no run of `record
+/// --until-fail` failed.
+pub const NOT_FOUND: i32 = 1;
 /// Bad command line, unknown actor, unusable output directory, program not found.
 pub const USAGE: i32 = 2;
 /// The replay did not follow the recording.
