@@ -15,6 +15,8 @@ use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+/// How long the processes sent their recorded fatal signal at the end get to die of it.
+const SIGNAL_GRACE: Duration = Duration::from_secs(1);
 /// How long a stopping session waits before killing again (processes forked meanwhile).
 const KILL_AGAIN: Duration = Duration::from_millis(50);
 /// How long a halting replay may stand still before its requests are sent again.
@@ -122,8 +124,14 @@ impl<'a> MainLoop<'a> {
                 MainEvent::Note(line) => self.transcript.say(line),
                 // They were killed there in the record: end them the same way.
                 MainEvent::AllAtEnd { spare, first } => {
-                    for (pid, sig) in first {
-                        procs::signal(pid, sig);
+                    for (pid, sig) in &first {
+                        procs::signal(*pid, *sig);
+                    }
+                    // A signal acts when its process next runs: a SIGKILL sent before then
+                    // takes its place (a run that abort()ed replayed as killed by signal 9).
+                    let until = Instant::now() + SIGNAL_GRACE;
+                    for (pid, _) in &first {
+                        procs::has_died(*pid, until.saturating_duration_since(Instant::now()));
                     }
                     procs::kill_descendants_but(&spare);
                 }
