@@ -50,7 +50,15 @@ pub fn recorded_wait(
     }
     match signals::mode() {
         signals::RECORD => {
+            // A SIGCHLD raised by the end of the child a blocking wait returns runs the
+            // handler on the way out of the call, before the outcome is noted: the history
+            // would say the handler came first, and the replay's handler would take the
+            // wait's child (`tests/progs/sig_reapboth.c`). Kept blocked during the call, it
+            // runs just after the note: the same run, in an order the history tells right.
+            let blocking = options & libc::WNOHANG == 0;
+            let old = blocking.then(|| sys::block_signals(1 << (libc::SIGCHLD - 1)));
             let r = call(pid, options);
+            let err = sys::errno();
             let child = match r {
                 0 => Some(0),
                 p if p > 0 => Some(signals::kid_index(p)).filter(|i| *i > 0),
@@ -59,9 +67,18 @@ pub fn recorded_wait(
             if let Some(child) = child {
                 signals::note_reaped(child);
             }
+            if let Some(old) = old {
+                sys::set_signal_mask(old);
+            }
+            sys::set_errno(err);
             r
         }
         signals::REPLAY => {
+            if !signals::in_program_handler()
+                && let Some(ld) = crate::ld::running()
+            {
+                replay::signals::before_planned_wait(ld);
+            }
             let events = crate::ld::running().map_or(0, |ld| ld.events());
             let Some(child) = signals::take_planned_wait(events) else {
                 return call(pid, options);

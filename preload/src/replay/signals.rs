@@ -232,6 +232,19 @@ pub fn inside_this_call(ld: &mut Ld) {
     settle(ld, false, |p, events| p.in_call && p.gap == events);
 }
 
+/// Before a wait of the program's main line whose outcome the record logged: the deliveries
+/// the record made before it (after the waits before them) run first, each waiting for its
+/// signal, so that the handler's own waits take the outcomes the record's handler got. A
+/// program that reaps both in its SIGCHLD handler and in its main line (bash: its handler and
+/// its `wait` builtin) otherwise had its main line take the handler's outcomes when the signal
+/// came later than in the record: the children each one reaped differed in every replay of
+/// `tests/progs/sig_reapboth.c`, a blocking wait took a recorded "none yet" and reaped a child
+/// the record's handler reaped later (`lost: 1`), and bash's `wait` failed (its script went to
+/// its `EXIT` trap where the record went on).
+pub fn before_planned_wait(ld: &mut Ld) {
+    settle(ld, true, |_, _| true);
+}
+
 /// At the end of an event, before the hook returns to the program: a delivery the record made
 /// inside this event's call has come by now.
 pub fn after_event(ld: &mut Ld) {
