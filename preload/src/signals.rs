@@ -214,6 +214,7 @@ fn push_note(v: u64) {
 }
 
 const WAIT_NOTE: u64 = 1 << 63;
+const CLOSE_NOTE: u64 = 1 << 62;
 
 /// A non-blocking wait of the program returned child number `child` (0: none): noted in the
 /// same ring as the deliveries, so that the lines keep their order.
@@ -221,8 +222,16 @@ pub fn note_reaped(child: u32) {
     push_note(WAIT_NOTE | u64::from(child));
 }
 
+/// The program's handler, inside a hooked call, closed channel end `fd` (see
+/// `ddbx_wire::history::value::Value::Closed`): noted in the same ring, in order.
+pub fn note_closed(fd: c_int) {
+    push_note(CLOSE_NOTE | fd as u32 as u64);
+}
+
 /// What a note says.
 pub enum Note {
+    /// A channel end closed by a handler inside a hooked call.
+    Closed(c_int),
     /// A delivery: signal, in a call, the child whose end raised it.
     Signal(c_int, bool, Option<u32>),
     /// A non-blocking wait's outcome.
@@ -242,6 +251,9 @@ pub fn next_note() -> Option<Note> {
     }
     if v & WAIT_NOTE != 0 {
         return Some(Note::Reaped(v as u32));
+    }
+    if v & CLOSE_NOTE != 0 {
+        return Some(Note::Closed(v as u32 as c_int));
     }
     let ended = (v >> 32) as u32;
     Some(Note::Signal(
@@ -521,6 +533,22 @@ pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
 
 /// How many of the program's handlers the LD is running (nested).
 static IN_HANDLER: AtomicU32 = AtomicU32::new(0);
+
+/// How many of the LD's signal handlers are running now (nested): the LD's own work they
+/// interrupted may be halfway through a message to the GD.
+static IN_SIGNAL: AtomicU32 = AtomicU32::new(0);
+
+/// Runs `f` as the LD's handler of an arrival (see [`in_signal_context`]).
+pub fn in_signal(f: impl FnOnce()) {
+    IN_SIGNAL.fetch_add(1, SeqCst);
+    f();
+    IN_SIGNAL.fetch_sub(1, SeqCst);
+}
+
+/// Whether the LD is inside its own signal handler, where it must not talk to the GD.
+pub fn in_signal_context() -> bool {
+    IN_SIGNAL.load(SeqCst) > 0
+}
 
 /// Whether the LD is running one of the program's signal handlers now.
 pub fn in_program_handler() -> bool {

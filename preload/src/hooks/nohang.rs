@@ -94,6 +94,14 @@ pub fn recorded_wait(
                 }
                 return 0;
             }
+            if options & libc::WNOHANG != 0
+                && crate::ld::gd::may_send()
+                && let Some(ld) = crate::ld::running()
+            {
+                // Made blocking below: a halting replay must let the child end first (the
+                // wait comes between two events, before the actor asks for the next one).
+                replay::process::before_wait(ld);
+            }
             match signals::kid_pid(child) {
                 // The recorded child, however long it takes to end. A signal that interrupts
                 // the wait meanwhile does not end it: the record's wait returned the child

@@ -166,7 +166,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
             }
             signals::REPLAY if !signals::overflowed() => {
                 signals::arrived(sig, info);
-                crate::replay::signals::arrival(ctx);
+                signals::in_signal(|| crate::replay::signals::arrival(ctx));
             }
             _ => signals::call_handler(sig, d, info, ctx),
         }

@@ -232,34 +232,55 @@ hook! {
     }
 }
 
-hook! {
-    /// close(2). The LD's own fds cannot be closed by the program.
-    fn close(fd: c_int) -> c_int {
-        if fds::is_ours(fd) {
-            return 0;
-        }
-        let lets_go = letting_go(fd);
-        if let Some(ld) = active()
-            && ld.mode == Mode::Record
+/// close(2). The LD's own fds cannot be closed by the program.
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    let Some(_guard) = crate::guard::Guard::enter() else {
+        // Inside a hooked call: the LD's own close, or the program's handler's (its calls are
+        // not events there). A channel end the handler lets go of is noted for the analysis:
+        // the readers of a pipe whose write end sig_forkreap's SIGCHLD handler closes see its
+        // end long before the process exits, and taken for held until then, that end made a
+        // cycle with the process's wait for those readers (a halting replay hung).
+        if crate::signals::in_program_handler()
+            && fds::known_kind(fd) & (fds::STREAM | fds::OURS) == fds::STREAM
         {
-            record::peers::closing(ld, fd);
-        }
-        fds::forget(fd);
-        if let Some(ld) = active() {
-            if ld.mode == Mode::Replay {
-                // Stop playing an outside peer on it.
-                replay::external::forget(ld, fd);
-            }
-            if let Some(t) = ld.trace.as_mut() {
-                t.forget_fd(fd);
-            }
+            crate::signals::note_closed(fd);
         }
         // SAFETY: no pointer arguments.
-        let call = || unsafe { real::close(fd) };
-        match lets_go {
-            Some(ld) => let_go(ld, fd, call),
-            None => call(),
+        return unsafe { real::close(fd) };
+    };
+    closing(fd)
+}
+
+/// close(2) of the program, outside any hooked call.
+fn closing(fd: c_int) -> c_int {
+    if fds::is_ours(fd) {
+        return 0;
+    }
+    let lets_go = letting_go(fd);
+    if let Some(ld) = active()
+        && ld.mode == Mode::Record
+    {
+        record::peers::closing(ld, fd);
+    }
+    fds::forget(fd);
+    if let Some(ld) = active() {
+        if ld.mode == Mode::Replay {
+            // Stop playing an outside peer on it.
+            replay::external::forget(ld, fd);
         }
+        if let Some(t) = ld.trace.as_mut() {
+            t.forget_fd(fd);
+        }
+    }
+    // SAFETY: no pointer arguments.
+    let call = || unsafe { real::close(fd) };
+    match lets_go {
+        Some(ld) => let_go(ld, fd, call),
+        None => call(),
     }
 }
 

@@ -13,12 +13,24 @@ use std::sync::atomic::Ordering;
 /// fcntl(2)'s F_SETSIG (Linux, `<fcntl.h>` with `_GNU_SOURCE`; the libc crate lacks it).
 const F_SETSIG: c_int = 10;
 
+/// Whether the LD is writing a message to the GD now (a signal handler that interrupted it
+/// must not write one of its own into the middle of it).
+static SENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a message may be sent from here: not from inside a signal handler that interrupted
+/// the LD's own write of one.
+pub fn may_send() -> bool {
+    !crate::signals::in_signal_context() || !SENDING.load(Ordering::SeqCst)
+}
+
 impl Ld {
     /// Sends a one-way message to the GD (ignored if the GD is gone).
     pub fn send(&mut self, msg: &LdToGd) {
         if self.gd_fd >= 0 {
             let line = proto::encode(msg);
+            let was = SENDING.swap(true, Ordering::SeqCst);
             sys::write_all(self.gd_fd, line.as_bytes());
+            SENDING.store(was, Ordering::SeqCst);
         }
     }
 

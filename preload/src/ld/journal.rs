@@ -127,6 +127,10 @@ impl Ld {
                     self.log_value(&Value::Reaped { child });
                     continue;
                 }
+                crate::signals::Note::Closed(fd) => {
+                    self.log_value(&Value::Closed { fd });
+                    continue;
+                }
             };
             self.log_value(&Value::Signal {
                 sig,

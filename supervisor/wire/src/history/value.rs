@@ -72,6 +72,13 @@ pub enum Value {
         /// The child's number, 0 for none.
         child: u32,
     },
+    /// The program's handler, run inside a hooked call (whose own calls are not events),
+    /// closed this channel end (`~h5`): the analysis learns when the process let go of it (a
+    /// pipe's readers see its end once every holder has). Replay gives it no value.
+    Closed {
+        /// The fd it closed.
+        fd: i32,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -89,6 +96,8 @@ pub enum ValueKey {
     Signal,
     /// A non-blocking wait's outcome.
     Reaped,
+    /// A close made by a handler inside a hooked call.
+    Closed,
 }
 
 impl Value {
@@ -101,6 +110,7 @@ impl Value {
             Value::Random { .. } => ValueKey::Random,
             Value::Signal { .. } => ValueKey::Signal,
             Value::Reaped { .. } => ValueKey::Reaped,
+            Value::Closed { .. } => ValueKey::Closed,
         }
     }
 
@@ -113,6 +123,7 @@ impl Value {
             Value::Random { .. } => 0,
             Value::Signal { sig, .. } => i64::from(*sig),
             Value::Reaped { child } => i64::from(*child),
+            Value::Closed { fd } => i64::from(*fd),
         }
     }
 
@@ -124,6 +135,9 @@ impl Value {
             ValueKey::TimeOfDay => Value::TimeOfDay { us: n },
             ValueKey::Reaped => Value::Reaped {
                 child: u32::try_from(n).unwrap_or(0),
+            },
+            ValueKey::Closed => Value::Closed {
+                fd: i32::try_from(n).unwrap_or(-1),
             },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
@@ -174,7 +188,7 @@ impl Deltas {
                 ValueKey::TimeOfDay => out.write_str("~u"),
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
-                ValueKey::Signal | ValueKey::Reaped => Ok(()),
+                ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed => Ok(()),
             }
         };
         if let Value::Signal {
@@ -192,6 +206,9 @@ impl Deltas {
         }
         if let Value::Reaped { child } = value {
             return write!(out, "~w{child}");
+        }
+        if let Value::Closed { fd } = value {
+            return write!(out, "~h{fd}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -238,7 +255,9 @@ impl Deltas {
             }
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
-            ValueKey::Random | ValueKey::Signal | ValueKey::Reaped => return None,
+            ValueKey::Random | ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed => {
+                return None;
+            }
         }
         let n = value.number();
         let slot = slot(key);
@@ -315,6 +334,10 @@ impl Deltas {
                 let child: u32 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::Reaped { child });
             }
+            Some(b'h') => {
+                let fd: i32 = rest[1..].parse().map_err(|_| bad())?;
+                return Ok(Value::Closed { fd });
+            }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             _ => return Err(bad()),
@@ -384,6 +407,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Random => "random".into(),
         ValueKey::Signal => "signal".into(),
         ValueKey::Reaped => "non-blocking wait".into(),
+        ValueKey::Closed => "close in a handler".into(),
     }
 }
 
@@ -442,6 +466,7 @@ mod tests {
             },
             Value::Reaped { child: 3 },
             Value::Reaped { child: 0 },
+            Value::Closed { fd: 6 },
             Value::Clock {
                 clock: i32::MAX,
                 ns: i64::MIN,
@@ -458,6 +483,7 @@ mod tests {
         assert_eq!(lines[10], "~G10");
         assert_eq!(lines[11], "~G17@3");
         assert_eq!(lines[12], "~w3");
+        assert_eq!(lines[14], "~h6");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -469,7 +495,10 @@ mod tests {
                 Some(n) => assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), l),
                 None => assert!(matches!(
                     v,
-                    Value::Random { .. } | Value::Signal { .. } | Value::Reaped { .. }
+                    Value::Random { .. }
+                        | Value::Signal { .. }
+                        | Value::Reaped { .. }
+                        | Value::Closed { .. }
                 )),
             }
         }
@@ -480,7 +509,7 @@ mod tests {
         let mut r = Deltas::default();
         for bad in [
             "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
-            "~g17@", "~g17@x", "~w", "~wx",
+            "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx",
         ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
