@@ -347,6 +347,12 @@ impl BindingWalk<'_> {
                         stream.recvs.push(StreamUse::of(here, *n));
                     }
                 }
+                Record::Peek { fd, n } => {
+                    if let Some(end) = fds.get(fd) {
+                        let stream = self.stream(end.channel, end.incoming());
+                        stream.peeks.push(StreamUse::of(here, *n));
+                    }
+                }
                 Record::Ready { fds: ready, .. } => {
                     for rf in ready.iter().filter(|f| f.ev.contains(Events::IN)) {
                         self.ready_fd(h, &roles, &fds, here, rf.fd);
@@ -491,6 +497,7 @@ fn bind(fds: &mut HashMap<i32, End>, fd: i32, end: Option<&End>) {
 fn used_fd(r: &Record) -> Option<i32> {
     match r {
         Record::Recv { fd, .. }
+        | Record::Peek { fd, .. }
         | Record::Send { fd, .. }
         | Record::NoData { fd }
         | Record::Close { fd }
@@ -551,6 +558,7 @@ fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
             | Record::ConnectAgain { fd, .. }
             | Record::SocketError { fd, .. }
             | Record::Recv { fd, .. }
+            | Record::Peek { fd, .. }
             | Record::NoData { fd }
             | Record::Close { fd }
             | Record::Shutdown { fd, .. }

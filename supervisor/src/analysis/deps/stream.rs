@@ -31,6 +31,8 @@ impl StreamUse {
 pub(super) struct Stream {
     pub(super) sends: Vec<StreamUse>,
     pub(super) recvs: Vec<StreamUse>,
+    /// `Peek` events: receives with `MSG_PEEK`, which see bytes without consuming them.
+    pub(super) peeks: Vec<StreamUse>,
     /// `Ready` events reporting `in` on a receiving end.
     pub(super) readies: Vec<Event>,
     /// `Ready` events reporting `hup` or `rdhup` on a receiving end: the end of the stream.
@@ -38,9 +40,9 @@ pub(super) struct Stream {
 }
 
 impl Deps {
-    /// Numbers the bytes of one direction and adds the data and readiness needs. Returns the
-    /// events that saw the end of the stream (a 0-byte receive, `in` with every byte sent
-    /// consumed, `hup`/`rdhup`), which also need the sending end let go of.
+    /// Numbers the bytes of one direction and adds the data, peek and readiness needs. Returns
+    /// the events that saw the end of the stream (a 0-byte receive or peek, `in` with every
+    /// byte sent consumed, `hup`/`rdhup`), which also need the sending end let go of.
     pub(super) fn settle_stream(
         &mut self,
         channel: ChannelId,
@@ -51,6 +53,7 @@ impl Deps {
         s.sends.sort();
         s.recvs.sort();
         s.readies.sort();
+        s.peeks.sort();
         if !s.sends.is_empty() && s.sends.iter().all(|u| u.turn.is_some()) {
             // A pipe: its writes are numbered in the order the pipe took them, whoever made
             // them, and each waits in replay for the one before it.
@@ -114,6 +117,26 @@ impl Deps {
             }
             consumed += n;
             prefix.push(consumed);
+        }
+        for peek in &s.peeks {
+            // The bytes after those consumed before it, consuming none.
+            let ((a, k), n) = (peek.event, peek.bytes);
+            let offset = prefix[s.recvs.partition_point(|r| r.event < peek.event)];
+            let need = if n == 0 {
+                ends_of_stream.push(peek.event);
+                last_send
+            } else if offset + n <= total {
+                sender_of(offset + n - 1)
+            } else {
+                self.diagnostics.push(format!(
+                    "unsent_bytes: {a} event {k} peeked at bytes [{offset}, {}) of channel {channel} {dir}, but only {total} were sent",
+                    offset + n
+                ));
+                (total > offset).then(|| sender_of(total - 1)).flatten()
+            };
+            if let Some(e) = need {
+                self.add_need(peek.event, e);
+            }
         }
         for &ready in &s.readies {
             let before = s.recvs.partition_point(|r| r.event < ready);
