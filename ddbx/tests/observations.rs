@@ -82,7 +82,10 @@ fn a_server_that_peeks_at_each_line_replays_lists_its_races_and_halts_at_a_peek(
 #[test]
 fn a_recording_that_logged_peeks_as_receives_still_replays() {
     // What the record wrote before peeks had a record of their own: `Recv` with the peek's
-    // count. The replay hands the peeked bytes again to the read after it, as it did then.
+    // count, and no FIONREAD values. The replay hands the peeked bytes again to the read after
+    // it, as it did then; and the FIONREAD the server makes between its peek and its read,
+    // which must say at least the peeked bytes are waiting, gets the real count plus the
+    // bytes the LD took from the kernel for the peek (the real count alone is 0 there).
     let program = progs().join("peek_lines");
     let tmp = TempDir::new("old-peeks");
     let rec = tmp.join("rec");
@@ -93,9 +96,36 @@ fn a_recording_that_logged_peeks_as_receives_still_replays() {
     let file = rec.join("history").join("p1.ron");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("\nPeek("), "{text}");
-    std::fs::write(&file, text.replace("\nPeek(", "\nRecv(")).unwrap();
+    assert!(text.contains("\n~q="), "{text}");
+    let old: String = text
+        .replace("\nPeek(", "\nRecv(")
+        .lines()
+        .filter(|l| !l.starts_with("~q"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, old).unwrap();
     for i in 1..=3 {
         let replayed = DDBX.run(["replay", path_str(&rec)]).success();
         assert_eq!(replayed.stdout, recorded.stdout, "replay {i}");
     }
+}
+
+#[test]
+fn a_reader_that_sizes_its_reads_with_fionread_replays_5_times_and_halts_where_inf_says() {
+    // Before FIONREAD's count was a value, every replay of such a recording diverged at once:
+    // `expected Recv(fd: 4, n: 10), found a receive of up to 5 bytes on fd 4 (the record got
+    // 10)`: the replay's count was what had arrived by then, not what the record saw.
+    let (tmp, stdout) = race_and_replay(&["fionread"]);
+    assert!(stdout.contains(" fionread "), "{stdout}");
+    let rec = tmp.join("rec");
+    let text = std::fs::read_to_string(rec.join("history").join("p1.ron")).unwrap();
+    let counts = text.lines().filter(|l| l.starts_with("~q=")).count();
+    // One per read logged, and one before each client's end (0 waiting, then a read of 0).
+    let reads = stdout.matches(" fionread ").count() + stdout.matches(" end").count();
+    assert_eq!(counts, reads, "one `~q` value per FIONREAD:\n{text}");
+    // Halfway through the server's reads, and at its last event.
+    let h = histories(&rec);
+    let events = h["p1"].len();
+    DDBX.halts_at_where_inf_says(&rec, &format!("p1:{}", events / 2));
+    DDBX.halts_at_where_inf_says(&rec, &format!("p1:{events}"));
 }

@@ -9,7 +9,8 @@
  * Default (vsftpd's way of reading a command line): for a readable connection, a receive with
  * MSG_PEEK of up to 64 bytes (recv, recvfrom and recvmsg in turns), then, if the peeked bytes
  * hold a newline, a read() of exactly the line; else a read() of every peeked byte, kept until
- * the rest of the line comes. A peek of 0 bytes is the end: the connection is closed. It logs
+ * the rest of the line comes. Between the two, ioctl(FIONREAD) must say at least the peeked
+ * bytes are waiting (else exit 1). A peek of 0 bytes is the end: the connection is closed. It logs
  *     c2 line 0 (peeked 7+9)
  * (the sizes of the peeks that made up the line, in order), answers "ok\n", and logs "c2 end"
  * at the end.
@@ -84,11 +85,16 @@ static int peek_then_read(struct conn *c, int *turn)
     char buf[64], *nl;
     ssize_t k = peek(c->fd, buf, sizeof buf, (*turn)++), r;
     size_t take, used = strlen(c->sizes), have = strlen(c->text);
+    int waiting = 0;
 
     if (k < 0)
         die("recv MSG_PEEK");
     if (k == 0)
         return 0;
+    if (ioctl(c->fd, FIONREAD, &waiting) < 0)
+        die("ioctl FIONREAD");
+    if (waiting < k)
+        fail("FIONREAD says fewer bytes are waiting than were peeked");
     snprintf(c->sizes + used, sizeof c->sizes - used, "%s%zd", used ? "+" : "", k);
     nl = memchr(buf, '\n', (size_t)k);
     take = nl ? (size_t)(nl - buf) + 1 : (size_t)k;

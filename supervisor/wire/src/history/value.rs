@@ -19,6 +19,7 @@
 //! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
 //! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
+//! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -72,6 +73,12 @@ pub enum Value {
         /// The child's number, 0 for none.
         child: u32,
     },
+    /// `ioctl(FIONREAD)` (`SIOCINQ`) on a recorded stream socket or pipe: how many bytes were
+    /// waiting, as the program was told (libevent sizes its reads with it).
+    Waiting {
+        /// The count.
+        n: i64,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -89,6 +96,8 @@ pub enum ValueKey {
     Signal,
     /// A non-blocking wait's outcome.
     Reaped,
+    /// What `FIONREAD` said.
+    Waiting,
 }
 
 impl Value {
@@ -101,6 +110,7 @@ impl Value {
             Value::Random { .. } => ValueKey::Random,
             Value::Signal { .. } => ValueKey::Signal,
             Value::Reaped { .. } => ValueKey::Reaped,
+            Value::Waiting { .. } => ValueKey::Waiting,
         }
     }
 
@@ -113,6 +123,7 @@ impl Value {
             Value::Random { .. } => 0,
             Value::Signal { sig, .. } => i64::from(*sig),
             Value::Reaped { child } => i64::from(*child),
+            Value::Waiting { n } => *n,
         }
     }
 
@@ -125,6 +136,7 @@ impl Value {
             ValueKey::Reaped => Value::Reaped {
                 child: u32::try_from(n).unwrap_or(0),
             },
+            ValueKey::Waiting => Value::Waiting { n },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
     }
@@ -174,6 +186,7 @@ impl Deltas {
                 ValueKey::TimeOfDay => out.write_str("~u"),
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
+                ValueKey::Waiting => out.write_str("~q"),
                 ValueKey::Signal | ValueKey::Reaped => Ok(()),
             }
         };
@@ -238,6 +251,7 @@ impl Deltas {
             }
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
+            ValueKey::Waiting => put(b"~q", &mut len)?,
             ValueKey::Random | ValueKey::Signal | ValueKey::Reaped => return None,
         }
         let n = value.number();
@@ -317,6 +331,7 @@ impl Deltas {
             }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
+            Some(b'q') => (ValueKey::Waiting, &rest[1..]),
             _ => return Err(bad()),
         };
         let (absolute, digits) = match number.as_bytes().first() {
@@ -384,6 +399,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Random => "random".into(),
         ValueKey::Signal => "signal".into(),
         ValueKey::Reaped => "non-blocking wait".into(),
+        ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
     }
 }
 
@@ -442,6 +458,7 @@ mod tests {
             },
             Value::Reaped { child: 3 },
             Value::Reaped { child: 0 },
+            Value::Waiting { n: 17 },
             Value::Clock {
                 clock: i32::MAX,
                 ns: i64::MIN,
@@ -458,6 +475,7 @@ mod tests {
         assert_eq!(lines[10], "~G10");
         assert_eq!(lines[11], "~G17@3");
         assert_eq!(lines[12], "~w3");
+        assert_eq!(lines[14], "~q=17");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -480,7 +498,7 @@ mod tests {
         let mut r = Deltas::default();
         for bad in [
             "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
-            "~g17@", "~g17@x", "~w", "~wx",
+            "~g17@", "~g17@x", "~w", "~wx", "~q", "~qx",
         ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
