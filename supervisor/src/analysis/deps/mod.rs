@@ -78,6 +78,7 @@
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
 
 mod build;
+mod roles;
 mod stream;
 
 use crate::analysis::channels::{Channel, match_channels};
