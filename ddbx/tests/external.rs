@@ -150,6 +150,46 @@ fn a_server_with_outside_clients_replays_alone() {
     changed.assert_exit(101, &["sent to an outside peer", "differ"]);
 }
 
+#[test]
+fn a_server_that_peeks_at_outside_clients_replays_alone() {
+    // Each read is a `MSG_PEEK` first: the peek is a `Peek` (no bytes kept), the read after it
+    // keeps the client's bytes, and the replay's played client is fed them once, at the peek.
+    let program = progs().join("ext_server");
+    let tmp = TempDir::new("ext-peek");
+    let wording = tmp.join("wording");
+    std::fs::write(&wording, "you are number\n").unwrap_or_else(|e| panic!("{e}"));
+    let args = [
+        CLIENTS.to_string(),
+        path_str(&wording).to_string(),
+        "peek".to_string(),
+    ];
+    let rec = tmp.join("rec");
+    let recorded = serve_with(&program, &args, Some(&rec), &[]);
+    let want = histories(&rec);
+    let peeks = want["p1"]
+        .iter()
+        .filter(|r| matches!(r, ddbx_wire::Record::Peek { n, .. } if *n > 0))
+        .count();
+    assert!(peeks >= CLIENTS, "{:?}", want["p1"]);
+    for i in 1..=3 {
+        let out_dir = tmp.join(&format!("replay{i}"));
+        let replayed = DDBX
+            .run([
+                "replay",
+                "--history-out",
+                path_str(&out_dir),
+                path_str(&rec),
+            ])
+            .success();
+        assert_eq!(
+            requests(&replayed.stdout),
+            requests(&recorded),
+            "replay {i}"
+        );
+        assert_same_histories(&want, &histories(&out_dir), &format!("replay {i}"));
+    }
+}
+
 /// The server's output without its first line (`port P`: the kernel's choice in each run).
 fn requests(out: &str) -> Vec<&str> {
     out.lines().skip(1).collect()

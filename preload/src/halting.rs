@@ -105,6 +105,7 @@ pub fn gate(ld: &mut Ld) {
         ld.next_record(),
         Some(
             Record::Recv { .. }
+                | Record::Peek { .. }
                 | Record::Accept { .. }
                 | Record::Connect { err: None, .. }
                 | Record::Ready { .. }

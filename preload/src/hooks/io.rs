@@ -32,7 +32,7 @@ fn on_recv(
         return call(len);
     };
     match ld.mode {
-        Mode::Record => record::io::recv(ld, fd, len, call, gather),
+        Mode::Record => record::io::recv(ld, fd, (len, into.flags), call, gather),
         Mode::Replay => replay::io::recv(ld, fd, len, into, call),
     }
 }

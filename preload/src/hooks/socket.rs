@@ -378,7 +378,8 @@ hook! {
     }
 }
 
-/// ioctl(2): FIONBIO sets or clears non-blocking mode.
+/// ioctl(2): FIONBIO sets or clears non-blocking mode; FIONREAD (`SIOCINQ`) on a recorded
+/// stream socket or pipe is a value ([`waiting`]).
 ///
 /// # Safety
 /// Called by the program in place of ioctl, with `arg` as ioctl wants it for `req`.
@@ -390,6 +391,18 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
     };
     // SAFETY: the program's arguments, passed on unchanged.
     let r = unsafe { real::ioctl(fd, req, arg) };
+    let kind = fds::kind(fd);
+    if r == 0
+        && req == libc::FIONREAD as c_ulong
+        && arg != 0
+        && kind & fds::STREAM != 0
+        && kind & (fds::LISTENING | fds::OURS) == 0
+    {
+        // SAFETY: FIONREAD's argument points to an int (not null, checked), which the call
+        // just wrote.
+        unsafe { waiting(fd, &mut *(arg as *mut c_int)) };
+        return r;
+    }
     if r == 0 && req == libc::FIONBIO && arg != 0 {
         // SAFETY: FIONBIO's argument points to an int (not null, checked), which the call
         // just read.
@@ -401,4 +414,34 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
         }
     }
     r
+}
+
+/// `ioctl(fd, FIONREAD)` said `count` bytes are waiting on a recorded channel end: how many is
+/// an outcome of the race between the peer's sends and this call (libevent sizes its reads
+/// with it), so record logs it as a value (`~q=17`) and replay tells the program the
+/// recorded count. A count the record did not log is the real one plus the bytes the LD
+/// holds for the fd (taken from the kernel ahead of the program, `replay/held.rs`).
+fn waiting(fd: c_int, count: &mut c_int) {
+    use ddbx_wire::history::value::{Value, ValueKey};
+    let Some(ld) = super::ld_for_io(fd) else {
+        return;
+    };
+    match ld.mode {
+        Mode::Record if ld.trace.is_none() => record::values::log(
+            ld,
+            &Value::Waiting {
+                n: i64::from(*count),
+            },
+        ),
+        Mode::Record => {} // optimal tracing logs no values
+        Mode::Replay if ld.trace.is_some() => {
+            let held = replay::held::held_bytes(ld, fd);
+            *count = count.saturating_add(c_int::try_from(held).unwrap_or(c_int::MAX));
+        }
+        Mode::Replay => {
+            let real = i64::from(*count) + replay::held::held_bytes(ld, fd) as i64;
+            let n = replay::values::number(ld, ValueKey::Waiting, real);
+            *count = c_int::try_from(n).unwrap_or(c_int::MAX);
+        }
+    }
 }

@@ -14,17 +14,24 @@ fn keeps_bytes(ld: &Ld, fd: c_int, received: bool) -> bool {
     super::peers::keeps_bytes(ld, fd, received)
 }
 
-/// A receive of at most `len` bytes on `fd`; `call(n)` does the real receive of at most `n`;
-/// `gather(n)` copies the first `n` bytes received.
+/// A receive of at most `len` bytes on `fd` with these `flags`; `call(n)` does the real
+/// receive of at most `n`; `gather(n)` copies the first `n` bytes received.
 pub fn recv(
     ld: &mut Ld,
     fd: c_int,
-    len: usize,
+    (len, flags): (usize, c_int),
     mut call: impl FnMut(usize) -> isize,
     gather: impl Fn(usize) -> Vec<u8>,
 ) -> isize {
     let r = call(len);
     let err = sys::errno();
+    if flags & libc::MSG_PEEK != 0 && r >= 0 {
+        // Seen, not taken: the receive that takes these bytes keeps them (an outside peer's)
+        // and tells optimal tracing; a peek is always logged.
+        ld.emit(&Record::Peek { fd, n: r as u64 });
+        sys::set_errno(err);
+        return r;
+    }
     if ld.trace.is_some() {
         // Bytes are kept only from peers that describe none (outside the session).
         let (decision, described) = match ld.trace.as_mut() {

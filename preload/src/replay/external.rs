@@ -243,6 +243,32 @@ pub fn feed(ld: &mut Ld, fd: c_int, index: usize) {
     }
 }
 
+/// A `Peek` of `n` bytes on `fd`: feed the receives after it that take those bytes (the
+/// record kept them there), each once; a peek of the end of the stream feeds up to it.
+pub fn feed_peeked(ld: &mut Ld, fd: c_int, n: usize) {
+    let Some(r) = ld.replay.as_ref() else { return };
+    let from = ld.events() as usize;
+    let mut covered = 0u64;
+    let mut due = Vec::new();
+    for (i, rec) in r.records.iter().enumerate().skip(from) {
+        match rec {
+            Record::Recv { fd: f, n: m, .. } if *f == fd => {
+                due.push(i);
+                covered += m;
+                if (n > 0 && covered >= n as u64) || *m == 0 {
+                    break;
+                }
+            }
+            Record::Accept { new_fd, .. } if *new_fd == fd => break,
+            Record::Connect { fd: f, .. } if *f == fd => break,
+            _ => {}
+        }
+    }
+    for i in due {
+        feed(ld, fd, i);
+    }
+}
+
 /// A ready set reports `fd` readable: feed its next receive, if the history has one before the
 /// fd is used for another connection.
 pub fn feed_next(ld: &mut Ld, fd: c_int) {

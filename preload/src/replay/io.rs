@@ -21,10 +21,13 @@ pub fn recv(
     mut call: impl FnMut(usize) -> isize,
 ) -> isize {
     ld.in_wait = true;
+    let peek = receiver.flags() & libc::MSG_PEEK != 0;
     let rec = cursor::follow(
         ld,
         |r| match r {
+            // A recording made before peeks had their record logged them as `Recv`.
             Record::Recv { fd: f, .. } | Record::NoData { fd: f } => *f == fd,
+            Record::Peek { fd: f, .. } => *f == fd && peek,
             Record::Fail {
                 call: Call::Recv,
                 fd: f,
@@ -33,11 +36,15 @@ pub fn recv(
             Record::Untraced => true,
             _ => false,
         },
-        || format!("a receive of up to {len} bytes on fd {fd}"),
+        || {
+            let what = if peek { "a peek" } else { "a receive" };
+            format!("{what} of up to {len} bytes on fd {fd}")
+        },
     );
     ld.in_wait = false;
     match rec {
         Record::Untraced => untraced_recv(ld, fd, len, receiver),
+        Record::Peek { n, .. } => peek_recv(ld, fd, (len, n as usize), receiver, &rec),
         Record::Recv { n, .. } => {
             let n = n as usize;
             if n > len {
@@ -83,6 +90,36 @@ pub fn recv(
         }
         _ => unreachable_record(ld),
     }
+}
+
+/// A `Peek` of `n` bytes (the program's buffers hold `len`): the same `n` bytes, once they
+/// have arrived, left held for the receive that takes them (`held.rs`).
+fn peek_recv(
+    ld: &mut Ld,
+    fd: c_int,
+    (len, n): (usize, usize),
+    receiver: &mut impl Receiver,
+    rec: &Record,
+) -> isize {
+    if n > len {
+        cursor::diverge(
+            ld,
+            &format!("a peek of up to {len} bytes on fd {fd} (the record saw {n})"),
+        );
+    }
+    if super::external::is_outside(ld, fd) {
+        super::external::feed_peeked(ld, fd, n);
+    }
+    held::wait_for(ld, fd, n, receiver.flags());
+    let r = held::hand_over(ld, fd, n, receiver);
+    if r != n as isize {
+        cursor::diverge(
+            ld,
+            &format!("a peek on fd {fd} that returned {r} although {n} bytes were waiting"),
+        );
+    }
+    cursor::advance(ld, rec);
+    r
 }
 
 /// Optimal tracing: a receive whose outcome was not logged. It gets what the record rule

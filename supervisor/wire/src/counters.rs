@@ -4,7 +4,7 @@
 //! search.
 //!
 //! After `k` events of an actor: `events` = k; `recvs` counts `Recv` records (end of stream
-//! included), `sends` `Send` records, `accepts` `Accept` records, `forks` `Fork` and `Spawn`
+//! included; a `Peek` takes nothing and is not counted), `sends` `Send` records, `accepts` `Accept` records, `forks` `Fork` and `Spawn`
 //! records; `alive` is 1 when the actor has been created (k ≥ 1) and has not exited by k, else
 //! 0. A probe with the name of a counter is shadowed by the counter.
 

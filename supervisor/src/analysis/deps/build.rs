@@ -287,16 +287,11 @@ impl BindingWalk<'_> {
         };
         let roles = fd_roles(h);
         // Ends a handler closed inside a hooked call (`~h`): let go of at that call's event.
-        let mut closed = h.values.iter().filter_map(|(gap, v)| match v {
-            Value::Closed { fd } => Some((*gap, *fd)),
-            _ => None,
-        });
-        let mut next_closed = closed.next();
+        let mut closes = handler_closes(h).peekable();
         for (i, r) in h.records.iter().enumerate() {
             let here = (a, i as u64 + 1);
-            while let Some((_, fd)) = next_closed.filter(|(gap, _)| *gap <= i as u64) {
+            while let Some((_, fd)) = closes.next_if(|(gap, _)| *gap <= i as u64) {
                 self.let_go(&mut fds, &mut unused, fd, here);
-                next_closed = closed.next();
             }
             if let Some(fd) = used_fd(r) {
                 unused.remove(&fd);
@@ -343,10 +338,14 @@ impl BindingWalk<'_> {
                         stream.sends.push(send);
                     }
                 }
-                Record::Recv { fd, n, .. } => {
+                Record::Recv { fd, n, .. } | Record::Peek { fd, n } => {
                     if let Some(end) = fds.get(fd) {
                         let stream = self.stream(end.channel, end.incoming());
-                        stream.recvs.push(StreamUse::of(here, *n));
+                        let uses = match r {
+                            Record::Peek { .. } => &mut stream.peeks,
+                            _ => &mut stream.recvs,
+                        };
+                        uses.push(StreamUse::of(here, *n));
                     }
                 }
                 Record::Ready { fds: ready, .. } => {
@@ -476,6 +475,15 @@ impl BindingWalk<'_> {
     }
 }
 
+/// The channel ends the program's handler closed inside a hooked call (`~h` value lines),
+/// with the gap each came in.
+fn handler_closes(h: &History) -> impl Iterator<Item = (u64, i32)> + '_ {
+    h.values.iter().filter_map(|(gap, v)| match v {
+        Value::Closed { fd } => Some((*gap, *fd)),
+        _ => None,
+    })
+}
+
 /// Binds `fd` to `end`, or unbinds it when the connect/accept made no channel.
 fn bind(fds: &mut HashMap<i32, End>, fd: i32, end: Option<&End>) {
     match end {
@@ -493,6 +501,7 @@ fn bind(fds: &mut HashMap<i32, End>, fd: i32, end: Option<&End>) {
 fn used_fd(r: &Record) -> Option<i32> {
     match r {
         Record::Recv { fd, .. }
+        | Record::Peek { fd, .. }
         | Record::Send { fd, .. }
         | Record::NoData { fd }
         | Record::Close { fd }

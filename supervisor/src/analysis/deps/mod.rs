@@ -37,6 +37,10 @@
 //!     `shared_recv_end` when several actors receive and it is not a hand-off). A
 //!     `Recv{n > 0}` consuming bytes `[o, o+n)` needs the `Send` that sent byte `o+n-1`; a
 //!     `Recv{n: 0}` (end of stream) needs the last `Send` of the direction, if any.
+//!     A `Peek{n}` (a receive with `MSG_PEEK`) consumes nothing: it sees bytes `[o, o+n)`,
+//!     `o` being the bytes the receives before it consumed, and needs the `Send` of byte
+//!     `o+n-1` (a `Peek{n: 0}` is an end of stream, like `Recv{n: 0}`); it has no
+//!     [`DataRange`], since it covers no bytes of its own.
 //!   * **ends of streams**: an actor *holds* a channel end from the connect or accept that
 //!     bound it (or, for a forked child, from its creation; a spawned child only once it uses
 //!     the fd, since the fds an exec closes are not in its history) until it lets go of it: its
@@ -378,6 +382,40 @@ mod tests {
         assert_eq!(d.event_count(ActorId(1)), 1);
         assert_eq!(d.describe((ActorId(1), 1)), "p1 event 1 (Start)");
         assert!(d.diagnostics().is_empty());
+    }
+
+    #[test]
+    fn a_peek_needs_the_sends_of_what_it_saw_and_consumes_nothing() {
+        // p1 makes a socketpair and forks p2, which sends 5 bytes twice on its end; p1 peeks
+        // and reads each 5 bytes in turn, then peeks at the end of the stream.
+        let child = "Start(pid: 2, ppid: 1, origin: Fork(parent: \"p1\", index: 1), argv: [\"a\"], host: \"h\")\n";
+        let d = Deps::from_histories(&[
+            hist(
+                1,
+                &format!(
+                    "{START}Pair(fd: 3, peer_fd: 4)\nFork(index: 1)\nClose(fd: 4)\n\
+                     Peek(fd: 3, n: 5)\nRecv(fd: 3, n: 5)\nPeek(fd: 3, n: 5)\nRecv(fd: 3, n: 5)\n\
+                     Peek(fd: 3, n: 0)\n"
+                ),
+            ),
+            hist(
+                2,
+                &format!(
+                    "{child}Close(fd: 3)\nSend(fd: 4, n: 5)\nSend(fd: 4, n: 5)\nExit(status: 0)\n"
+                ),
+            ),
+        ]);
+        let p2 = ActorId(2);
+        assert_eq!(d.needs(ActorId(1), 5), [(p2, 3)]);
+        assert_eq!(d.needs(ActorId(1), 6), [(p2, 3)]);
+        assert_eq!(d.needs(ActorId(1), 7), [(p2, 4)]);
+        assert_eq!(d.needs(ActorId(1), 8), [(p2, 4)]);
+        // The end of the stream: the last send, and the sender letting go (its exit).
+        assert_eq!(d.needs(ActorId(1), 9), [(p2, 4), (p2, 5)]);
+        assert_eq!(d.data_range(ActorId(1), 5), None, "a peek covers no bytes");
+        let second = d.data_range(ActorId(1), 8).unwrap();
+        assert_eq!((second.start, second.end), (5, 10));
+        assert!(d.diagnostics().is_empty(), "{:?}", d.diagnostics());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! How each fd number of a history is used over time (as a listening socket or as a stream),
-//! which tells what a readiness query on it waited for.
+//! How each fd number of a history is used over time — as a listening socket or as a stream —
+//! which decides what a ready set's `in` on it needs (the module docs of [`super`],
+//! "readiness"): fd numbers are reused and closes are not always recorded.
 
 use ddbx_wire::History;
 use ddbx_wire::history::{Call, Record};
@@ -48,6 +49,7 @@ pub(super) fn fd_roles(h: &History) -> HashMap<i32, Vec<FdUse>> {
             | Record::ConnectAgain { fd, .. }
             | Record::SocketError { fd, .. }
             | Record::Recv { fd, .. }
+            | Record::Peek { fd, .. }
             | Record::NoData { fd }
             | Record::Close { fd }
             | Record::Shutdown { fd, .. }

@@ -31,16 +31,34 @@ impl StreamUse {
 pub(super) struct Stream {
     pub(super) sends: Vec<StreamUse>,
     pub(super) recvs: Vec<StreamUse>,
+    /// `Peek` events: receives with `MSG_PEEK`, which see bytes without consuming them.
+    pub(super) peeks: Vec<StreamUse>,
     /// `Ready` events reporting `in` on a receiving end.
     pub(super) readies: Vec<Event>,
     /// `Ready` events reporting `hup` or `rdhup` on a receiving end: the end of the stream.
     pub(super) hangups: Vec<Event>,
 }
 
+/// What a direction's receives and sends came to, for its peeks.
+struct Seen<'a> {
+    /// `prefix[i]`: the bytes consumed by the first `i` receives.
+    prefix: &'a [u64],
+    /// The offset after each send, and the send.
+    ends: &'a [(u64, Event)],
+    /// The bytes sent in all.
+    total: u64,
+}
+
+/// The send of byte `byte`: the first send whose end is past it (`ends` as in [`Seen`]).
+fn sender_of(ends: &[(u64, Event)], byte: u64) -> Option<Event> {
+    let i = ends.partition_point(|(end, _)| *end <= byte);
+    ends.get(i).map(|(_, e)| *e)
+}
+
 impl Deps {
-    /// Numbers the bytes of one direction and adds the data and readiness needs. Returns the
-    /// events that saw the end of the stream (a 0-byte receive, `in` with every byte sent
-    /// consumed, `hup`/`rdhup`), which also need the sending end let go of.
+    /// Numbers the bytes of one direction and adds the data, peek and readiness needs. Returns
+    /// the events that saw the end of the stream (a 0-byte receive or peek, `in` with every
+    /// byte sent consumed, `hup`/`rdhup`), which also need the sending end let go of.
     pub(super) fn settle_stream(
         &mut self,
         channel: ChannelId,
@@ -51,6 +69,7 @@ impl Deps {
         s.sends.sort();
         s.recvs.sort();
         s.readies.sort();
+        s.peeks.sort();
         if !s.sends.is_empty() && s.sends.iter().all(|u| u.turn.is_some()) {
             // A pipe: its writes are numbered in the order the pipe took them, whoever made
             // them, and each waits in replay for the one before it.
@@ -76,10 +95,7 @@ impl Deps {
             total += send.bytes;
             ends.push((total, send.event));
         }
-        let sender_of = |byte: u64| -> Option<Event> {
-            let i = ends.partition_point(|(end, _)| *end <= byte);
-            ends.get(i).map(|(_, e)| *e)
-        };
+        let sender_of = |byte: u64| sender_of(&ends, byte);
         let last_send = ends.iter().rev().find(|(end, _)| *end > 0).map(|(_, e)| *e);
         let mut consumed = 0;
         // prefix[i]: the bytes consumed by the first i receives.
@@ -115,6 +131,12 @@ impl Deps {
             consumed += n;
             prefix.push(consumed);
         }
+        let seen = Seen {
+            prefix: &prefix,
+            ends: &ends,
+            total,
+        };
+        ends_of_stream.extend(self.peek_needs(channel, dir, s, &seen));
         for &ready in &s.readies {
             let before = s.recvs.partition_point(|r| r.event < ready);
             let offset = prefix[before];
@@ -130,6 +152,48 @@ impl Deps {
         }
         ends_of_stream.sort();
         ends_of_stream.dedup();
+        ends_of_stream
+    }
+
+    /// The needs of a direction's peeks: each needs the send of the last byte it saw, counted
+    /// from where the receives before it left off (it consumes nothing). Returns the peeks
+    /// that saw the end of the stream.
+    fn peek_needs(
+        &mut self,
+        channel: ChannelId,
+        dir: Direction,
+        s: &Stream,
+        seen: &Seen,
+    ) -> Vec<Event> {
+        let mut ends_of_stream = Vec::new();
+        let total = seen.total;
+        let last_send = seen
+            .ends
+            .iter()
+            .rev()
+            .find(|(end, _)| *end > 0)
+            .map(|(_, e)| *e);
+        for peek in &s.peeks {
+            let ((a, k), n) = (peek.event, peek.bytes);
+            let offset = seen.prefix[s.recvs.partition_point(|r| r.event < peek.event)];
+            let need = if n == 0 {
+                ends_of_stream.push(peek.event);
+                last_send
+            } else if offset + n <= total {
+                sender_of(seen.ends, offset + n - 1)
+            } else {
+                self.diagnostics.push(format!(
+                    "unsent_bytes: {a} event {k} peeked at bytes [{offset}, {}) of channel {channel} {dir}, but only {total} were sent",
+                    offset + n
+                ));
+                (total > offset)
+                    .then(|| sender_of(seen.ends, total - 1))
+                    .flatten()
+            };
+            if let Some(e) = need {
+                self.add_need(peek.event, e);
+            }
+        }
         ends_of_stream
     }
 

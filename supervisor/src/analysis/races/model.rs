@@ -298,6 +298,7 @@ impl<'a> FdUses<'a> {
                 }
                 Record::Connect { fd, .. }
                 | Record::Recv { fd, .. }
+                | Record::Peek { fd, .. }
                 | Record::NoData { fd }
                 | Record::Send { fd, .. } => add(*fd, None),
                 _ => {}

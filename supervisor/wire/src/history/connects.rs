@@ -61,7 +61,10 @@ pub fn connect_outcome(records: &[Record], index: usize) -> ConnectOutcome {
                     None
                 }
             }),
-            Record::Recv { fd: f, .. } | Record::Send { fd: f, .. } | Record::NoData { fd: f }
+            Record::Recv { fd: f, .. }
+            | Record::Peek { fd: f, .. }
+            | Record::Send { fd: f, .. }
+            | Record::NoData { fd: f }
                 if *f == fd =>
             {
                 Some(ConnectOutcome::Connected)
@@ -131,6 +134,7 @@ impl ChannelFilter {
             Record::ConnectAgain { fd, .. }
             | Record::SocketError { fd, .. }
             | Record::Recv { fd, .. }
+            | Record::Peek { fd, .. }
             | Record::Send { fd, .. }
             | Record::NoData { fd }
             | Record::Fail { fd, .. } => vec![*fd],

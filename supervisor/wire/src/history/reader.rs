@@ -338,6 +338,7 @@ fn check_fds(r: &Record, event: u64) -> Result<(), String> {
         | Record::ConnectAgain { fd, .. }
         | Record::SocketError { fd, .. }
         | Record::Recv { fd, .. }
+        | Record::Peek { fd, .. }
         | Record::NoData { fd }
         | Record::Close { fd }
         | Record::Shutdown { fd, .. }

@@ -280,6 +280,16 @@ pub enum Record {
         /// The new fd.
         new_fd: i32,
     },
+    /// A receive with `MSG_PEEK` on a stream socket that returned `n` bytes (`0`: the end of
+    /// the stream): it saw the next `n` bytes without taking them, so the stream did not
+    /// advance and the next receive gets them again (vsftpd peeks at each command line before
+    /// reading it). The bytes of an outside peer are kept by the receive that takes them.
+    Peek {
+        /// The socket.
+        fd: i32,
+        /// Bytes seen.
+        n: u64,
+    },
 }
 
 /// Which directions a [`Record::Shutdown`] shut down.
@@ -335,6 +345,7 @@ impl Record {
             Record::Shutdown { .. } => "Shutdown",
             Record::Pipe { .. } => "Pipe",
             Record::Dup { .. } => "Dup",
+            Record::Peek { .. } => "Peek",
         }
     }
 
@@ -413,6 +424,7 @@ pub fn is_bystander(records: &[Record]) -> bool {
             Record::Connect { .. }
                 | Record::Accept { .. }
                 | Record::Recv { .. }
+                | Record::Peek { .. }
                 | Record::NoData { .. }
                 | Record::Send { .. }
                 | Record::Fail { .. }

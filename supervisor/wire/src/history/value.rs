@@ -19,6 +19,7 @@
 //! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
 //! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
+//! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -79,6 +80,12 @@ pub enum Value {
         /// The fd it closed.
         fd: i32,
     },
+    /// `ioctl(FIONREAD)` (`SIOCINQ`) on a recorded stream socket or pipe: how many bytes were
+    /// waiting, as the program was told (libevent sizes its reads with it).
+    Waiting {
+        /// The count.
+        n: i64,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -98,6 +105,8 @@ pub enum ValueKey {
     Reaped,
     /// A close made by a handler inside a hooked call.
     Closed,
+    /// What `FIONREAD` said.
+    Waiting,
 }
 
 impl Value {
@@ -111,6 +120,7 @@ impl Value {
             Value::Signal { .. } => ValueKey::Signal,
             Value::Reaped { .. } => ValueKey::Reaped,
             Value::Closed { .. } => ValueKey::Closed,
+            Value::Waiting { .. } => ValueKey::Waiting,
         }
     }
 
@@ -124,6 +134,7 @@ impl Value {
             Value::Signal { sig, .. } => i64::from(*sig),
             Value::Reaped { child } => i64::from(*child),
             Value::Closed { fd } => i64::from(*fd),
+            Value::Waiting { n } => *n,
         }
     }
 
@@ -139,6 +150,7 @@ impl Value {
             ValueKey::Closed => Value::Closed {
                 fd: i32::try_from(n).unwrap_or(-1),
             },
+            ValueKey::Waiting => Value::Waiting { n },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
     }
@@ -188,6 +200,7 @@ impl Deltas {
                 ValueKey::TimeOfDay => out.write_str("~u"),
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
+                ValueKey::Waiting => out.write_str("~q"),
                 ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed => Ok(()),
             }
         };
@@ -255,6 +268,7 @@ impl Deltas {
             }
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
+            ValueKey::Waiting => put(b"~q", &mut len)?,
             ValueKey::Random | ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed => {
                 return None;
             }
@@ -340,6 +354,7 @@ impl Deltas {
             }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
+            Some(b'q') => (ValueKey::Waiting, &rest[1..]),
             _ => return Err(bad()),
         };
         let (absolute, digits) = match number.as_bytes().first() {
@@ -408,6 +423,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Signal => "signal".into(),
         ValueKey::Reaped => "non-blocking wait".into(),
         ValueKey::Closed => "close in a handler".into(),
+        ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
     }
 }
 
@@ -467,6 +483,7 @@ mod tests {
             Value::Reaped { child: 3 },
             Value::Reaped { child: 0 },
             Value::Closed { fd: 6 },
+            Value::Waiting { n: 17 },
             Value::Clock {
                 clock: i32::MAX,
                 ns: i64::MIN,
@@ -484,6 +501,7 @@ mod tests {
         assert_eq!(lines[11], "~G17@3");
         assert_eq!(lines[12], "~w3");
         assert_eq!(lines[14], "~h6");
+        assert_eq!(lines[15], "~q=17");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -509,7 +527,8 @@ mod tests {
         let mut r = Deltas::default();
         for bad in [
             "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
-            "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx",
+            "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx", "~g17@", "~g17@x", "~w", "~wx", "~q",
+            "~qx",
         ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
