@@ -5,8 +5,8 @@
 //! exist by then.
 
 use ddbx_tests::{
-    Ddbx, TempDir, assert_same_histories, cut_of, full_histories, histories, parse_json, path_str,
-    progs, spawn_in_group,
+    Ddbx, Histories, TempDir, assert_same_histories, cut_of, full_histories, histories, parse_json,
+    path_str, progs, spawn_in_group,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -171,22 +171,19 @@ fn a_server_that_peeks_at_outside_clients_replays_alone() {
         .filter(|r| matches!(r, ddbx_wire::Record::Peek { n, .. } if *n > 0))
         .count();
     assert!(peeks >= CLIENTS, "{:?}", want["p1"]);
+    replays_alone(&tmp, &rec, &recorded, &want);
+}
+
+/// Three replays of `rec` without any client: the record's requests (`recorded`: its output)
+/// in the same order, and its histories (`want`).
+fn replays_alone(tmp: &TempDir, rec: &std::path::Path, recorded: &str, want: &Histories) {
     for i in 1..=3 {
         let out_dir = tmp.join(&format!("replay{i}"));
         let replayed = DDBX
-            .run([
-                "replay",
-                "--history-out",
-                path_str(&out_dir),
-                path_str(&rec),
-            ])
+            .run(["replay", "--history-out", path_str(&out_dir), path_str(rec)])
             .success();
-        assert_eq!(
-            requests(&replayed.stdout),
-            requests(&recorded),
-            "replay {i}"
-        );
-        assert_same_histories(&want, &histories(&out_dir), &format!("replay {i}"));
+        assert_eq!(requests(&replayed.stdout), requests(recorded), "replay {i}");
+        assert_same_histories(want, &histories(&out_dir), &format!("replay {i}"));
     }
 }
 
@@ -221,23 +218,7 @@ fn event_loop_with_outside_clients(mode: &str) {
     let rec = tmp.join("rec");
     let recorded = serve_with(&program, &args, Some(&rec), &[]);
     let want = histories(&rec);
-    for i in 1..=3 {
-        let out_dir = tmp.join(&format!("replay{i}"));
-        let replayed = DDBX
-            .run([
-                "replay",
-                "--history-out",
-                path_str(&out_dir),
-                path_str(&rec),
-            ])
-            .success();
-        assert_eq!(
-            requests(&replayed.stdout),
-            requests(&recorded),
-            "replay {i}"
-        );
-        assert_same_histories(&want, &histories(&out_dir), &format!("replay {i}"));
-    }
+    replays_alone(&tmp, &rec, &recorded, &want);
 
     let half = format!("p1:{}", want["p1"].len() / 2);
     let inf = DDBX.json(["inf", path_str(&rec), "--stop-at", &half, "--json"]);

@@ -520,4 +520,21 @@ static UNUSED void nodelay(int fd)
         die("setsockopt TCP_NODELAY");
 }
 
+/* One bit of the CPU's cycle counter: a coin that ddbx does not record (it replays clock and
+ * random reads, /dev/urandom included), so that record and replay may differ where a program
+ * wants them to. */
+static UNUSED int cycle_bit(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return (int)((__builtin_ia32_rdtsc() >> 10) & 1);
+#elif defined(__aarch64__)
+    unsigned long ticks;
+
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(ticks));
+    return (int)((ticks >> 4) & 1);
+#else
+#error "needs a cycle counter"
+#endif
+}
+
 #endif

@@ -24,25 +24,9 @@
 #define MESSAGES 8
 #define TOTAL (MESSAGES * 4 + 2)
 
-/* Whether this run pauses between messages: one bit of the CPU's cycle counter, which ddbx
- * does not record (it replays clock and random reads, /dev/urandom included). */
-static int pauses(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return (int)((__builtin_ia32_rdtsc() >> 10) & 1);
-#elif defined(__aarch64__)
-    unsigned long ticks;
-
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(ticks));
-    return (int)((ticks >> 4) & 1);
-#else
-#error "reset_unsent needs a cycle counter"
-#endif
-}
-
 static void client(int port)
 {
-    int fd = connect_to(port), i, slow = pauses(), unread = 0;
+    int fd = connect_to(port), i, slow = cycle_bit(), unread = 0;
 
     for (i = 0; i < WARM_UP; i++) {
         write_all(fd, "w", 1);

@@ -21,22 +21,6 @@ static void on_term(int sig)
     run = 0;
 }
 
-/* Whether this run pauses long: one bit of the CPU's cycle counter, which ddbx does not
- * record (it replays clock and random reads). */
-static int long_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return (int)((__builtin_ia32_rdtsc() >> 10) & 1);
-#elif defined(__aarch64__)
-    unsigned long ticks;
-
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(ticks));
-    return (int)((ticks >> 4) & 1);
-#else
-#error "sig_computing needs a cycle counter"
-#endif
-}
-
 static void child(int fd)
 {
     struct sigaction sa;
@@ -79,7 +63,7 @@ int main(void)
     close_or_die(sv[1]);
     if (read_retry(sv[0], &c, 1) != 1)
         die("ready");
-    if (usleep(long_pause() ? 300000 : 30000) < 0)
+    if (usleep(cycle_bit() ? 300000 : 30000) < 0)
         die("usleep");
     if (kill(pid, SIGTERM) < 0)
         die("kill");
