@@ -17,7 +17,7 @@
 //! Without `DDBX_GD` in the environment it does nothing but pass every call through.
 //!
 //! The modules, from the bottom up (each uses only those before it): `sys`, `guard`, `real`,
-//! `symbols`, `fds`, `trace`, `ld` (the state, the GD connection, the history writer, the
+//! `symbols`, `fds`, `trace`, `locks` (threads and lock order), `ld` (the state, the GD connection, the history writer, the
 //! lifecycle), `halting`, `readiness`, `record`, `replay`, `hooks`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -29,6 +29,7 @@ mod guard;
 mod halting;
 mod hooks;
 mod ld;
+mod locks;
 mod readiness;
 mod real;
 mod record;

@@ -14,6 +14,7 @@ pub mod nohang;
 pub mod pipe;
 pub mod probe;
 pub mod process;
+pub mod pthread;
 pub mod signal;
 pub mod socket;
 pub mod stdio;

@@ -80,6 +80,7 @@ pub(super) extern "C" fn atfork_parent() {
 
 /// libc's fork handler, in the child: becomes the new actor (or runs unrecorded).
 pub(super) extern "C" fn atfork_child() {
+    crate::locks::forked_child();
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();
     match ld.become_child() {

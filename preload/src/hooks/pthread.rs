@@ -1,0 +1,499 @@
+//! Threads and their locks: `pthread_create`, `pthread_join`, `pthread_exit`, the mutex calls
+//! and the condition variable calls (`preload/src/locks/`).
+//!
+//! These are not `hook!`s: a lock call first tests whether the process has created a thread
+//! (one relaxed load) and goes straight to libc when not, so that single-threaded programs pay
+//! nothing for them; only then does it enter the guard.
+
+use ddbx_wire::locks::{Access, Op, kind};
+use libc::{c_int, c_void, pthread_cond_t, pthread_mutex_t, timespec};
+
+use crate::guard::Guard;
+use crate::locks::{self, REPLAY, order};
+use crate::real;
+
+/// What a new thread starts with: the program's function and argument, and its id.
+struct Start {
+    f: *mut c_void,
+    arg: *mut c_void,
+    id: u32,
+}
+
+/// Where every thread created through the hook starts: sets the thread's id, runs the
+/// program's function, and notes the thread's end. `C-unwind`, with nothing to drop across
+/// the call: `pthread_exit` and cancellation unwind through it.
+extern "C-unwind" fn trampoline(start: *mut c_void) -> *mut c_void {
+    // SAFETY: the Box made by `pthread_create` below, handed to this thread alone.
+    let Start { f, arg, id } = *unsafe { Box::from_raw(start.cast::<Start>()) };
+    locks::set_me(id);
+    // SAFETY: the program's start routine, as it gave it to pthread_create.
+    let f: extern "C-unwind" fn(*mut c_void) -> *mut c_void = unsafe { std::mem::transmute(f) };
+    let ret = f(arg);
+    ended();
+    ret
+}
+
+/// The calling thread ends: noted on the thread table (object 0).
+fn ended() {
+    if !locks::threaded() {
+        return;
+    }
+    let Some(_guard) = Guard::enter() else { return };
+    let me = locks::me();
+    if me != 0 {
+        on_table(me, Op::Exit, 0);
+    }
+}
+
+/// An access to the thread table (object 0) by `me`: recorded, or waited for in replay.
+/// Returns the recorded access (replay), whose `arg` decides the outcome.
+fn on_table(me: u32, op: Op, arg: u32) -> Option<Access> {
+    if locks::mode() == REPLAY {
+        let plan = locks::replay_plan()?;
+        return match order::wait_turn(plan, 0, me, op) {
+            order::Turn::Mine(at, a) => {
+                order::advance(0, at);
+                Some(a)
+            }
+            order::Turn::Free => None,
+            order::Turn::Diverged(why) => {
+                locks::give_up(&why);
+                None
+            }
+        };
+    }
+    locks::note(0, locks::access(me, op, arg));
+    None
+}
+
+/// pthread_create(3): the new thread gets the next id in the recorded order of creations.
+///
+/// # Safety
+/// As for pthread_create: `start` is a thread start routine, `thread` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: *mut c_void,
+    arg: *mut c_void,
+) -> c_int {
+    let real = || {
+        // SAFETY: the caller's arguments, valid for the real function.
+        unsafe { real::pthread_create(thread, attr, start, arg) }
+    };
+    let Some(_guard) = Guard::enter() else {
+        return real();
+    };
+    if super::active().is_none() || !locks::start_threads() {
+        return real();
+    }
+    let me = locks::me();
+    if me == 0 {
+        return real();
+    }
+    let id = if locks::mode() == REPLAY {
+        match on_table(me, Op::Create, 0) {
+            Some(a) => a.arg,
+            None => 0,
+        }
+    } else {
+        let id = locks::next_thread();
+        locks::note(0, locks::access(me, Op::Create, id));
+        id
+    };
+    let boxed = Box::into_raw(Box::new(Start { f: start, arg, id }));
+    // SAFETY: `trampoline` has the start routine's ABI on this platform; `boxed` is freed
+    // by the new thread, or here if none starts.
+    let r = unsafe { real::pthread_create(thread, attr, trampoline as *mut c_void, boxed.cast()) };
+    if r != 0 {
+        // SAFETY: no thread took it.
+        drop(unsafe { Box::from_raw(boxed) });
+    } else if !thread.is_null() {
+        // SAFETY: pthread_create wrote the handle.
+        locks::register_thread(unsafe { *thread }, id);
+    }
+    r
+}
+
+/// pthread_join(3): noted on the thread table once it returns.
+///
+/// # Safety
+/// As for pthread_join.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_void) -> c_int {
+    // SAFETY: the caller's arguments.
+    let r = unsafe { real::pthread_join(thread, ret) };
+    if r == 0 && locks::threaded() {
+        let Some(_guard) = Guard::enter() else {
+            return r;
+        };
+        let me = locks::me();
+        if me != 0 {
+            on_table(me, Op::Join, locks::thread_of(thread));
+        }
+    }
+    r
+}
+
+/// pthread_exit(3): the thread's end is noted first.
+///
+/// # Safety
+/// As for pthread_exit.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_exit(ret: *mut c_void) -> ! {
+    ended();
+    // SAFETY: as the caller asked; it does not return.
+    unsafe { real::pthread_exit(ret) };
+    // SAFETY: pthread_exit does not return.
+    unsafe { libc::abort() }
+}
+
+/// Which calling thread orders its lock calls: `Some(me)` once the process has threads, the
+/// guard is free and the thread is known.
+macro_rules! ordered_or {
+    ($real:expr) => {{
+        if !locks::threaded() {
+            return $real;
+        }
+        let Some(guard) = Guard::enter() else {
+            return $real;
+        };
+        let me = locks::me();
+        if me == 0 {
+            return $real;
+        }
+        (guard, me)
+    }};
+}
+
+/// One access to the object at `addr`: record makes the call (`call`) and notes its result;
+/// replay waits for the access's turn and lets `mine` make it come out as recorded (`free`:
+/// the call when replay does not order this object).
+fn access(
+    addr: usize,
+    kind: u32,
+    me: u32,
+    op: Op,
+    call: impl FnOnce() -> c_int,
+    mine: impl FnOnce(Access) -> c_int,
+) -> c_int {
+    if locks::mode() != REPLAY {
+        let r = call();
+        if let Some(o) = locks::record_object(addr, kind, me) {
+            locks::note(o, locks::access(me, op, r as u32));
+        }
+        return r;
+    }
+    let Some(plan) = locks::replay_plan() else {
+        return call();
+    };
+    let Some(o) = order::object_of(plan, addr, me) else {
+        return call();
+    };
+    match order::wait_turn(plan, o, me, op) {
+        order::Turn::Mine(at, a) => {
+            let r = mine(a);
+            order::advance(o, at);
+            r
+        }
+        order::Turn::Free => call(),
+        order::Turn::Diverged(why) => {
+            locks::give_up(&why);
+            call()
+        }
+    }
+}
+
+/// Replay of an acquisition the record made (`arg` 0) or failed (`arg`: its error): made for
+/// real, blocking (the previous holder let go at its own turn), or failed without a call.
+fn acquire_as_recorded(m: *mut pthread_mutex_t, a: Access) -> c_int {
+    if a.arg != 0 {
+        return a.arg as c_int;
+    }
+    // SAFETY: the program's mutex, as it passed it.
+    unsafe { real::pthread_mutex_lock(m) }
+}
+
+/// pthread_mutex_lock(3).
+///
+/// # Safety
+/// As for pthread_mutex_lock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's mutex.
+    let real = || unsafe { real::pthread_mutex_lock(m) };
+    let (_guard, me) = ordered_or!(real());
+    access(m as usize, kind::MUTEX, me, Op::Lock, real, |a| {
+        acquire_as_recorded(m, a)
+    })
+}
+
+/// pthread_mutex_trylock(3): its EBUSY is recorded and replayed.
+///
+/// # Safety
+/// As for pthread_mutex_trylock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's mutex.
+    let real = || unsafe { real::pthread_mutex_trylock(m) };
+    let (_guard, me) = ordered_or!(real());
+    access(m as usize, kind::MUTEX, me, Op::TryLock, real, |a| {
+        acquire_as_recorded(m, a)
+    })
+}
+
+/// pthread_mutex_timedlock(3): its ETIMEDOUT is recorded and replayed.
+///
+/// # Safety
+/// As for pthread_mutex_timedlock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut pthread_mutex_t,
+    t: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's mutex and time.
+    let real = || unsafe { real::pthread_mutex_timedlock(m, t) };
+    let (_guard, me) = ordered_or!(real());
+    access(m as usize, kind::MUTEX, me, Op::TimedLock, real, |a| {
+        acquire_as_recorded(m, a)
+    })
+}
+
+/// pthread_mutex_clocklock(3): as timedlock.
+///
+/// # Safety
+/// As for pthread_mutex_clocklock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut pthread_mutex_t,
+    clock: libc::clockid_t,
+    t: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's mutex, clock and time.
+    let real = || unsafe { real::pthread_mutex_clocklock(m, clock, t) };
+    let (_guard, me) = ordered_or!(real());
+    access(m as usize, kind::MUTEX, me, Op::TimedLock, real, |a| {
+        acquire_as_recorded(m, a)
+    })
+}
+
+/// pthread_mutex_unlock(3).
+///
+/// # Safety
+/// As for pthread_mutex_unlock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's mutex.
+    let real = || unsafe { real::pthread_mutex_unlock(m) };
+    let (_guard, me) = ordered_or!(real());
+    if locks::mode() != REPLAY {
+        // Noted before the unlock: the next holder's access comes after it.
+        if let Some(o) = locks::record_object(m as usize, kind::MUTEX, me) {
+            locks::note(o, locks::access(me, Op::Unlock, 0));
+        }
+        return real();
+    }
+    access(m as usize, kind::MUTEX, me, Op::Unlock, real, |_| real())
+}
+
+/// pthread_mutex_init(3): the address holds a new object from now on.
+///
+/// # Safety
+/// As for pthread_mutex_init.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_init(
+    m: *mut pthread_mutex_t,
+    attr: *const libc::pthread_mutexattr_t,
+) -> c_int {
+    if locks::threaded() {
+        locks::table::forget(m as usize);
+    }
+    // SAFETY: the caller's arguments.
+    unsafe { real::pthread_mutex_init(m, attr) }
+}
+
+/// pthread_mutex_destroy(3): the address holds no object any more.
+///
+/// # Safety
+/// As for pthread_mutex_destroy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    if locks::threaded() {
+        locks::table::forget(m as usize);
+    }
+    // SAFETY: the caller's mutex.
+    unsafe { real::pthread_mutex_destroy(m) }
+}
+
+/// pthread_cond_init(3).
+///
+/// # Safety
+/// As for pthread_cond_init.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_init(
+    c: *mut pthread_cond_t,
+    attr: *const libc::pthread_condattr_t,
+) -> c_int {
+    if locks::threaded() {
+        locks::table::forget(c as usize);
+    }
+    // SAFETY: the caller's arguments.
+    unsafe { real::pthread_cond_init(c, attr) }
+}
+
+/// pthread_cond_destroy(3).
+///
+/// # Safety
+/// As for pthread_cond_destroy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
+    if locks::threaded() {
+        locks::table::forget(c as usize);
+    }
+    // SAFETY: the caller's condition variable.
+    unsafe { real::pthread_cond_destroy(c) }
+}
+
+/// pthread_cond_signal(3).
+///
+/// # Safety
+/// As for pthread_cond_signal.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
+    // SAFETY: the caller's condition variable.
+    let real = || unsafe { real::pthread_cond_signal(c) };
+    let (_guard, me) = ordered_or!(real());
+    access(c as usize, kind::COND, me, Op::Signal, real, |_| real())
+}
+
+/// pthread_cond_broadcast(3).
+///
+/// # Safety
+/// As for pthread_cond_broadcast.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
+    // SAFETY: the caller's condition variable.
+    let real = || unsafe { real::pthread_cond_broadcast(c) };
+    let (_guard, me) = ordered_or!(real());
+    access(c as usize, kind::COND, me, Op::Broadcast, real, |_| real())
+}
+
+/// pthread_cond_wait(3).
+///
+/// # Safety
+/// As for pthread_cond_wait.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+) -> c_int {
+    // SAFETY: the caller's condition variable and mutex.
+    let real = || unsafe { real::pthread_cond_wait(c, m) };
+    let (_guard, me) = ordered_or!(real());
+    cond_wait(c, m, me, real)
+}
+
+/// pthread_cond_timedwait(3): whether it timed out is recorded and replayed.
+///
+/// # Safety
+/// As for pthread_cond_timedwait.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_timedwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    t: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's condition variable, mutex and time.
+    let real = || unsafe { real::pthread_cond_timedwait(c, m, t) };
+    let (_guard, me) = ordered_or!(real());
+    cond_wait(c, m, me, real)
+}
+
+/// pthread_cond_clockwait(3): as timedwait.
+///
+/// # Safety
+/// As for pthread_cond_clockwait.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    clock: libc::clockid_t,
+    t: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's condition variable, mutex, clock and time.
+    let real = || unsafe { real::pthread_cond_clockwait(c, m, clock, t) };
+    let (_guard, me) = ordered_or!(real());
+    cond_wait(c, m, me, real)
+}
+
+/// A condition wait. Record: `wait` on the mutex (while it is held) and on the condition
+/// variable, the real wait, `woke` on the mutex (held again) with the result. Replay never
+/// waits on the condition variable: it lets go of the mutex at the `wait`'s turn and takes it
+/// back at the `woke`'s turn (a wakeup without a signal is one POSIX allows), so which waiter
+/// a signal woke, and when a timed wait timed out, are the record's.
+fn cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    me: u32,
+    real: impl FnOnce() -> c_int,
+) -> c_int {
+    if locks::mode() != REPLAY {
+        let om = locks::record_object(m as usize, kind::MUTEX, me);
+        let oc = locks::record_object(c as usize, kind::COND, me);
+        if let Some(om) = om {
+            locks::note(om, locks::access(me, Op::Wait, 0));
+        }
+        if let Some(oc) = oc {
+            locks::note(oc, locks::access(me, Op::Wait, om.unwrap_or(0)));
+        }
+        let r = real();
+        if let Some(om) = om {
+            locks::note(om, locks::access(me, Op::Woke, r as u32));
+        }
+        return r;
+    }
+    let Some(plan) = locks::replay_plan() else {
+        return real();
+    };
+    let (Some(om), Some(oc)) = (
+        order::object_of(plan, m as usize, me),
+        order::object_of(plan, c as usize, me),
+    ) else {
+        return real();
+    };
+    match order::wait_turn(plan, om, me, Op::Wait) {
+        order::Turn::Mine(at, _) => {
+            // SAFETY: the program's mutex, which it holds (cond_wait's contract).
+            unsafe { real::pthread_mutex_unlock(m) };
+            order::advance(om, at);
+        }
+        order::Turn::Free => return real(),
+        order::Turn::Diverged(why) => {
+            locks::give_up(&why);
+            return real();
+        }
+    }
+    for (object, op) in [(oc, Op::Wait), (om, Op::Woke)] {
+        match order::wait_turn(plan, object, me, op) {
+            order::Turn::Mine(at, a) => {
+                if op == Op::Woke {
+                    // SAFETY: the program's mutex, taken back as the wait would have.
+                    unsafe { real::pthread_mutex_lock(m) };
+                }
+                order::advance(object, at);
+                if op == Op::Woke {
+                    return a.arg as c_int;
+                }
+            }
+            order::Turn::Free => break,
+            order::Turn::Diverged(why) => {
+                locks::give_up(&why);
+                break;
+            }
+        }
+    }
+    // Ordering stopped between the two turns: take the mutex back (a spurious wakeup).
+    // SAFETY: the program's mutex, let go above.
+    unsafe { real::pthread_mutex_lock(m) };
+    0
+}

@@ -1,0 +1,481 @@
+//! A process's lock history: per lock object, the sequence of (thread, operation) the record
+//! saw (paper 000's per-object access histories; `history/p1.locks` beside `history/p1.ron`).
+//!
+//! ```text
+//! Locks(format: 1, actor: "p1")
+//! o0 0 t1 new threads
+//! o0 1 t1 create 2
+//! o1 0 t2 new mutex
+//! o1 1 t2 lock 0
+//! o1 2 t2 unlock 0
+//! o1 3 t3 trylock 16
+//! ```
+//!
+//! A line is `o<object> <index> t<thread> <op> <arg>`: the `index`-th access to the object
+//! (its birth, `new`, is access 0). Object 0 is the process's thread table (`create`, `exit`,
+//! `join`); objects 1, 2, … are the mutexes and condition variables, numbered in the order the
+//! record first touched them, so never by address. `arg` is the call's result (an errno value,
+//! 0 for success; `trylock 16` is EBUSY), the kind for `new`, the thread for `create` and
+//! `join`, the mutex for a condition variable's `wait`.
+//!
+//! Threads append lines as they go, each at a place it reserved in the file, so lines are in
+//! the order their reservations were made, not sorted by object; a process killed while a line
+//! was reserved but not written leaves NUL bytes there. The reader sorts, and stops an
+//! object's history at the first missing index when the file has such holes (the accesses
+//! after it cannot be ordered); without holes a missing or repeated index is a damaged file.
+
+use crate::ActorId;
+use crate::history::HistoryError;
+use std::path::Path;
+
+/// The header line's text before the actor.
+const HEADER_START: &str = "Locks(format: 1, actor: \"";
+
+/// The header line of a new lock history, with its newline.
+pub fn header_line(actor: ActorId) -> String {
+    format!("{HEADER_START}{actor}\")\n")
+}
+
+/// What a thread did to a lock object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    /// The object's first touch (access 0); `arg`: its [`Kind`].
+    New = 0,
+    /// `pthread_mutex_lock`.
+    Lock,
+    /// `pthread_mutex_trylock` (`arg` 16: EBUSY, the mutex was held).
+    TryLock,
+    /// `pthread_mutex_timedlock` (`arg` 110: ETIMEDOUT).
+    TimedLock,
+    /// `pthread_mutex_unlock`.
+    Unlock,
+    /// A condition wait let go of the mutex (on the mutex; on the condition variable `arg` is
+    /// the mutex).
+    Wait,
+    /// A condition wait took the mutex back (`arg` 110: the timed wait timed out).
+    Woke,
+    /// `pthread_cond_signal`.
+    Signal,
+    /// `pthread_cond_broadcast`.
+    Broadcast,
+    /// `pthread_create` (object 0; `arg`: the new thread).
+    Create,
+    /// The thread ended (object 0).
+    Exit,
+    /// `pthread_join` returned (object 0; `arg`: the joined thread).
+    Join,
+}
+
+/// Every [`Op`], in `repr` order, with its name in the file.
+const OPS: [(Op, &str); 12] = [
+    (Op::New, "new"),
+    (Op::Lock, "lock"),
+    (Op::TryLock, "trylock"),
+    (Op::TimedLock, "timedlock"),
+    (Op::Unlock, "unlock"),
+    (Op::Wait, "wait"),
+    (Op::Woke, "woke"),
+    (Op::Signal, "signal"),
+    (Op::Broadcast, "broadcast"),
+    (Op::Create, "create"),
+    (Op::Exit, "exit"),
+    (Op::Join, "join"),
+];
+
+impl Op {
+    /// Its name in the file.
+    pub fn name(self) -> &'static str {
+        OPS[self as usize].1
+    }
+
+    /// The op named `name`.
+    pub fn from_name(name: &str) -> Option<Op> {
+        OPS.iter().find(|(_, n)| *n == name).map(|(op, _)| *op)
+    }
+
+    /// The op whose `repr` is `n`.
+    pub fn from_u8(n: u8) -> Option<Op> {
+        OPS.get(n as usize).map(|(op, _)| *op)
+    }
+}
+
+/// What kind of object a `new` made (its `arg`).
+pub mod kind {
+    /// Object 0: the thread table.
+    pub const THREADS: u32 = 0;
+    /// A `pthread_mutex_t`.
+    pub const MUTEX: u32 = 1;
+    /// A `pthread_cond_t`.
+    pub const COND: u32 = 2;
+    /// Names, by kind.
+    pub const NAMES: [&str; 3] = ["threads", "mutex", "cond"];
+}
+
+/// One access to a lock object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The thread (its creation index in the process: 1 is the main thread).
+    pub thread: u32,
+    /// What it did.
+    pub op: Op,
+    /// The result, kind, thread or mutex, by op (see the module's text).
+    pub arg: u32,
+}
+
+impl Access {
+    /// How a listing shows it: `t2 lock`, `t3 trylock EBUSY`, `t1 create t2`.
+    pub fn describe(&self) -> String {
+        let what = match self.op {
+            Op::New => kind::NAMES
+                .get(self.arg as usize)
+                .copied()
+                .unwrap_or("?")
+                .to_string(),
+            Op::Create | Op::Join => format!("t{}", self.arg),
+            Op::Wait if self.arg != 0 => format!("o{}", self.arg),
+            _ if self.arg == 0 => String::new(),
+            _ => crate::Errno(self.arg as i32).to_string(),
+        };
+        let op = self.op.name();
+        if what.is_empty() {
+            format!("t{} {op}", self.thread)
+        } else {
+            format!("t{} {op} {what}", self.thread)
+        }
+    }
+}
+
+/// Writes the line of access `index` to `object` into `buf` (at least [`MAX_LINE`] bytes);
+/// returns its length. Allocation-free: the preload formats lines on the hook path.
+pub fn write_line(buf: &mut [u8], object: u32, index: u64, a: Access) -> usize {
+    let mut n = 0;
+    let mut put = |bytes: &[u8]| {
+        buf[n..n + bytes.len()].copy_from_slice(bytes);
+        n += bytes.len();
+    };
+    let mut digits = [0u8; 20];
+    let mut number = |v: u64, put: &mut dyn FnMut(&[u8])| {
+        let mut i = digits.len();
+        let mut v = v;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        put(&digits[i..]);
+    };
+    put(b"o");
+    number(object as u64, &mut put);
+    put(b" ");
+    number(index, &mut put);
+    put(b" t");
+    number(a.thread as u64, &mut put);
+    put(b" ");
+    put(a.op.name().as_bytes());
+    put(b" ");
+    number(a.arg as u64, &mut put);
+    put(b"\n");
+    n
+}
+
+/// The longest line [`write_line`] writes.
+pub const MAX_LINE: usize = 1 + 10 + 1 + 20 + 2 + 10 + 1 + 9 + 1 + 10 + 1;
+
+/// A lock history read whole and checked.
+#[derive(Debug, Default, Clone)]
+pub struct LockHistory {
+    /// Per object (its number is the index), its accesses in order.
+    pub objects: Vec<Vec<Access>>,
+    /// The file had holes (a process killed while writing): some objects' histories stop early.
+    pub truncated: bool,
+}
+
+impl LockHistory {
+    /// Reads and checks the lock history at `path`.
+    pub fn load(path: &Path, actor: ActorId) -> Result<LockHistory, HistoryError> {
+        let bytes = crate::file::read_regular(path).map_err(|e| HistoryError {
+            path: path.to_path_buf(),
+            line: 0,
+            problem: format!("cannot read the lock history: {e}"),
+        })?;
+        LockHistory::parse(path, &bytes, actor)
+    }
+
+    /// Parses and checks the bytes of a lock history; `path` names it in messages.
+    pub fn parse(path: &Path, bytes: &[u8], actor: ActorId) -> Result<LockHistory, HistoryError> {
+        let error = |line: usize, problem: String| HistoryError {
+            path: path.to_path_buf(),
+            line,
+            problem,
+        };
+        // The recording LD leaves the file at its grown size: NUL bytes after the last line.
+        let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+        let bytes = &bytes[..end];
+        let mut lines = bytes.split(|b| *b == b'\n').enumerate();
+        let header = lines.next().map(|(_, l)| l).unwrap_or_default();
+        let expected = header_line(actor);
+        if header != &expected.as_bytes()[..expected.len() - 1] {
+            return Err(error(
+                1,
+                format!(
+                    "expected the header `{}`, found `{}`",
+                    expected.trim_end(),
+                    clip(&String::from_utf8_lossy(header))
+                ),
+            ));
+        }
+        let mut found: Vec<(u32, u64, Access, usize)> = Vec::new();
+        // The file ends with a newline; a last line without one was being written when the
+        // process died.
+        let mut holes = !bytes.is_empty() && !bytes.ends_with(b"\n");
+        let lines: Vec<(usize, &[u8])> = lines.collect();
+        let complete = lines.len().saturating_sub(1);
+        for &(i, line) in &lines[..complete] {
+            let n = i + 1;
+            // A reserved place never written (the process died) is NUL bytes, possibly
+            // followed by the next line's text in the same `\n`-separated piece.
+            let text = match line.iter().rposition(|b| *b == 0) {
+                Some(p) => {
+                    holes = true;
+                    &line[p + 1..]
+                }
+                None => line,
+            };
+            if text.is_empty() {
+                continue;
+            }
+            let text = std::str::from_utf8(text).map_err(|_| {
+                error(
+                    n,
+                    "expected a text line, found bytes that are not UTF-8".into(),
+                )
+            })?;
+            let parsed = parse_line(text).ok_or_else(|| {
+                error(
+                    n,
+                    format!(
+                        "expected `o<object> <index> t<thread> <op> <number>`, found `{}`",
+                        clip(text)
+                    ),
+                )
+            })?;
+            found.push((parsed.0, parsed.1, parsed.2, n));
+        }
+        found.sort_by_key(|(o, i, _, _)| (*o, *i));
+        let mut history = LockHistory {
+            objects: Vec::new(),
+            truncated: holes,
+        };
+        let mut stopped = Vec::new();
+        for (object, index, access, n) in found {
+            let o = object as usize;
+            if o > history.objects.len() + 1_000_000 {
+                return Err(error(
+                    n,
+                    format!(
+                        "object {object}: expected a number below {}",
+                        history.objects.len() + 1_000_000
+                    ),
+                ));
+            }
+            while history.objects.len() <= o {
+                history.objects.push(Vec::new());
+                stopped.push(false);
+            }
+            let list = &mut history.objects[o];
+            if (index as usize) < list.len() {
+                return Err(error(
+                    n,
+                    format!("object {object}: access {index} appears twice"),
+                ));
+            }
+            if stopped[o] {
+                continue;
+            }
+            if index as usize != list.len() {
+                if holes {
+                    stopped[o] = true;
+                    continue;
+                }
+                return Err(error(
+                    n,
+                    format!(
+                        "object {object}: expected access {}, found access {index} (the \
+                         accesses between are missing)",
+                        list.len()
+                    ),
+                ));
+            }
+            if (index == 0) != (access.op == Op::New) {
+                return Err(error(
+                    n,
+                    format!(
+                        "object {object}: access 0 and only access 0 is `new`, found `{}` \
+                         as access {index}",
+                        access.op.name()
+                    ),
+                ));
+            }
+            list.push(access);
+        }
+        Ok(history)
+    }
+
+    /// The threads the history names, in order, with who created each (`None`: the main
+    /// thread) and whether it ended and was joined.
+    pub fn threads(&self) -> Vec<ThreadInfo> {
+        let mut threads = vec![ThreadInfo {
+            id: 1,
+            creator: None,
+            exited: false,
+            joined_by: None,
+        }];
+        let Some(table) = self.objects.first() else {
+            return threads;
+        };
+        for a in table {
+            match a.op {
+                Op::Create if a.arg != 0 => threads.push(ThreadInfo {
+                    id: a.arg,
+                    creator: Some(a.thread),
+                    exited: false,
+                    joined_by: None,
+                }),
+                Op::Exit => {
+                    if let Some(t) = threads.iter_mut().find(|t| t.id == a.thread) {
+                        t.exited = true;
+                    }
+                }
+                Op::Join => {
+                    if let Some(t) = threads.iter_mut().find(|t| t.id == a.arg) {
+                        t.joined_by = Some(a.thread);
+                    }
+                }
+                _ => {}
+            }
+        }
+        threads
+    }
+}
+
+/// A thread of a process, as its lock history shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Its index (`p1.t2` is 2).
+    pub id: u32,
+    /// The thread that created it (`None`: the main thread).
+    pub creator: Option<u32>,
+    /// Its end is in the history.
+    pub exited: bool,
+    /// The thread that joined it.
+    pub joined_by: Option<u32>,
+}
+
+/// Path of an actor's lock history inside recording directory `dir`.
+pub fn path(dir: &Path, id: ActorId) -> std::path::PathBuf {
+    dir.join("history").join(format!("{id}.locks"))
+}
+
+/// The lock history beside a history file (`…/p1.ron` → `…/p1.locks`).
+pub fn path_beside(history: &str) -> String {
+    match history.strip_suffix(".ron") {
+        Some(stem) => format!("{stem}.locks"),
+        None => format!("{history}.locks"),
+    }
+}
+
+/// `(object, index, access)` of one line.
+fn parse_line(text: &str) -> Option<(u32, u64, Access)> {
+    let mut words = text.split(' ');
+    let object = words.next()?.strip_prefix('o')?.parse().ok()?;
+    let index = words.next()?.parse().ok()?;
+    let thread = words.next()?.strip_prefix('t')?.parse().ok()?;
+    let op = Op::from_name(words.next()?)?;
+    let arg = words.next()?.parse().ok()?;
+    if words.next().is_some() || thread == 0 {
+        return None;
+    }
+    Some((object, index, Access { thread, op, arg }))
+}
+
+/// The start of a long line, for a message.
+fn clip(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(lines: &[&str]) -> Vec<u8> {
+        let mut t = header_line(ActorId(1));
+        for l in lines {
+            t.push_str(l);
+            t.push('\n');
+        }
+        t.into_bytes()
+    }
+
+    #[test]
+    fn lines_round_trip() {
+        let mut buf = [0u8; MAX_LINE];
+        let a = Access {
+            thread: 3,
+            op: Op::TryLock,
+            arg: 16,
+        };
+        let n = write_line(&mut buf, 2, 7, a);
+        assert_eq!(&buf[..n], b"o2 7 t3 trylock 16\n");
+        let line = std::str::from_utf8(&buf[..n - 1]).unwrap();
+        assert_eq!(parse_line(line), Some((2, 7, a)));
+        assert_eq!(a.describe(), "t3 trylock EBUSY");
+        let long = write_line(
+            &mut buf,
+            u32::MAX,
+            u64::MAX,
+            Access {
+                thread: u32::MAX,
+                op: Op::TimedLock,
+                arg: u32::MAX,
+            },
+        );
+        assert!(long <= MAX_LINE);
+    }
+
+    #[test]
+    fn sorts_by_object_and_index() {
+        let t = text(&[
+            "o1 0 t1 new 1",
+            "o0 0 t1 new 0",
+            "o1 2 t2 unlock 0",
+            "o1 1 t2 lock 0",
+        ]);
+        let h = LockHistory::parse(Path::new("x"), &t, ActorId(1)).unwrap();
+        assert_eq!(h.objects.len(), 2);
+        assert_eq!(h.objects[1][2].op, Op::Unlock);
+        assert!(!h.truncated);
+    }
+
+    #[test]
+    fn refuses_damage_and_tolerates_holes() {
+        let p = Path::new("x");
+        let gap = text(&["o1 0 t1 new 1", "o1 2 t2 lock 0"]);
+        let e = LockHistory::parse(p, &gap, ActorId(1)).unwrap_err();
+        assert_eq!(e.line, 3, "{}", e.problem);
+        let garbage = text(&["o1 0 t1 new 1", "o1 1 t2 grab 0"]);
+        let e = LockHistory::parse(p, &garbage, ActorId(1)).unwrap_err();
+        assert!(e.problem.contains("grab"), "{}", e.problem);
+        let wrong_actor = LockHistory::parse(p, &gap, ActorId(2)).unwrap_err();
+        assert_eq!(wrong_actor.line, 1);
+        let mut holes = text(&["o1 0 t1 new 1"]);
+        holes.extend_from_slice(&[0; 12]);
+        holes.extend_from_slice(b"o1 2 t2 lock 0\no1 3 t2 unl");
+        let h = LockHistory::parse(p, &holes, ActorId(1)).unwrap();
+        assert!(h.truncated);
+        assert_eq!(h.objects[1].len(), 1);
+    }
+}
