@@ -3,7 +3,7 @@
 //!
 //! These are not `hook!`s: a lock call first tests whether the process has created a thread
 //! (one relaxed load) and goes straight to libc when not, so that single-threaded programs pay
-//! nothing for them; only then does it enter the guard.
+//! nothing for them; then it tests the guard (`ordered_or!`).
 
 use ddbx_wire::locks::{Access, Op, kind};
 use libc::{c_int, c_void, pthread_cond_t, pthread_mutex_t, timespec};
@@ -43,6 +43,7 @@ fn ended() {
     if me != 0 {
         on_table(me, Op::Exit, 0);
     }
+    locks::log::thread_ends();
 }
 
 /// An access to the thread table (object 0) by `me`: recorded, or waited for in replay.
@@ -148,21 +149,21 @@ pub unsafe extern "C" fn pthread_exit(ret: *mut c_void) -> ! {
     unsafe { libc::abort() }
 }
 
-/// Which calling thread orders its lock calls: `Some(me)` once the process has threads, the
-/// guard is free and the thread is known.
+/// The calling thread's id when its lock call is ordered: once the process has threads,
+/// outside the LD's own work (the guard) and for a thread the LD saw created. The lock hooks
+/// only test the guard, they do not enter it: what they call (the real lock, the LD's atomics
+/// and mapped file) never reaches a hook, and entering and leaving it cost as much as the
+/// record's line.
 macro_rules! ordered_or {
     ($real:expr) => {{
-        if !locks::threaded() {
+        if !locks::threaded() || crate::guard::inside() {
             return $real;
         }
-        let Some(guard) = Guard::enter() else {
-            return $real;
-        };
         let me = locks::me();
         if me == 0 {
             return $real;
         }
-        (guard, me)
+        ((), me)
     }};
 }
 
@@ -277,23 +278,16 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
     })
 }
 
-/// pthread_mutex_unlock(3).
+/// pthread_mutex_unlock(3): not an access of the object's history. The next acquisition's
+/// turn orders it (in replay that acquisition blocks in the real lock until this unlock), so
+/// recording it would only double the history (paper 000 records acquisitions too).
 ///
 /// # Safety
 /// As for pthread_mutex_unlock.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.
-    let real = || unsafe { real::pthread_mutex_unlock(m) };
-    let (_guard, me) = ordered_or!(real());
-    if locks::mode() != REPLAY {
-        // Noted before the unlock: the next holder's access comes after it.
-        if let Some(o) = locks::record_object(m as usize, kind::MUTEX, me) {
-            locks::note(o, locks::access(me, Op::Unlock, 0));
-        }
-        return real();
-    }
-    access(m as usize, kind::MUTEX, me, Op::Unlock, real, |_| real())
+    unsafe { real::pthread_mutex_unlock(m) }
 }
 
 /// pthread_mutex_init(3): the address holds a new object from now on.
@@ -426,10 +420,10 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     cond_wait(c, m, me, real)
 }
 
-/// A condition wait. Record: `wait` on the mutex (while it is held) and on the condition
-/// variable, the real wait, `woke` on the mutex (held again) with the result. Replay never
-/// waits on the condition variable: it lets go of the mutex at the `wait`'s turn and takes it
-/// back at the `woke`'s turn (a wakeup without a signal is one POSIX allows), so which waiter
+/// A condition wait. Record: `wait` on the condition variable, the real wait, `woke` on the
+/// mutex (held again: an acquisition) with the result. Replay never waits on the condition
+/// variable: it lets go of the mutex, waits for the `wait`'s turn, and takes the mutex back at
+/// the `woke`'s turn (a wakeup without a signal is one POSIX allows), so which waiter
 /// a signal woke, and when a timed wait timed out, are the record's.
 fn cond_wait(
     c: *mut pthread_cond_t,
@@ -440,9 +434,6 @@ fn cond_wait(
     if locks::mode() != REPLAY {
         let om = locks::record_object(m as usize, kind::MUTEX, me);
         let oc = locks::record_object(c as usize, kind::COND, me);
-        if let Some(om) = om {
-            locks::note(om, locks::access(me, Op::Wait, 0));
-        }
         if let Some(oc) = oc {
             locks::note(oc, locks::access(me, Op::Wait, om.unwrap_or(0)));
         }
@@ -461,18 +452,8 @@ fn cond_wait(
     ) else {
         return real();
     };
-    match order::wait_turn(plan, om, me, Op::Wait) {
-        order::Turn::Mine(at, _) => {
-            // SAFETY: the program's mutex, which it holds (cond_wait's contract).
-            unsafe { real::pthread_mutex_unlock(m) };
-            order::advance(om, at);
-        }
-        order::Turn::Free => return real(),
-        order::Turn::Diverged(why) => {
-            locks::give_up(&why);
-            return real();
-        }
-    }
+    // SAFETY: the program's mutex, which it holds (cond_wait's contract).
+    unsafe { real::pthread_mutex_unlock(m) };
     for (object, op) in [(oc, Op::Wait), (om, Op::Woke)] {
         match order::wait_turn(plan, object, me, op) {
             order::Turn::Mine(at, a) => {

@@ -1,8 +1,10 @@
 //! Record: the lock history file, written by every thread at once without a lock.
 //!
-//! The file is mapped shared; a line is written at a place reserved with one `fetch_add` on
-//! the write position, so no thread waits for another's write and a line costs no system
-//! call. The file grows by doubling (`ftruncate` under a spin lock, rare); the mapping is
+//! The file is mapped shared; each thread reserves a piece of it ([`PIECE`] bytes, one
+//! `fetch_add` on the write position) and writes its lines there, so no thread waits for
+//! another's write, threads do not share the position's cache line on every line, and a line
+//! costs no system call. What a thread leaves of a piece is padded with newlines (empty lines,
+//! which the reader skips). The file grows by doubling (`ftruncate` under a spin lock, rare); the mapping is
 //! reserved whole at the start (`MAX_BYTES` of address space, no memory), so it never moves.
 //! The file keeps its grown size at the end: threads may still write while the process
 //! exits, and a write past a shrunk file would be SIGBUS. The reader ignores the NUL bytes
@@ -18,6 +20,13 @@ use crate::sys;
 const MAX_BYTES: usize = 1 << 32;
 /// The file's first size.
 const FIRST_SIZE: usize = 1 << 16;
+/// The piece of the file a thread reserves at a time.
+const PIECE: usize = 4096;
+
+thread_local! {
+    /// This thread's piece: the next byte to write and the piece's end (0, 0: none yet).
+    static MINE: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 /// The mapping (null: not recording).
 static BASE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
@@ -73,25 +82,48 @@ fn truncate(fd: c_int, size: usize) -> bool {
     unsafe { libc::syscall(libc::SYS_ftruncate, fd, size as libc::off_t) == 0 }
 }
 
-/// Appends access `index` of `object`.
+/// Appends access `index` of `object`: formatted straight into this thread's piece.
 pub fn append(object: u32, index: u64, access: Access) {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
         return;
     }
-    let mut line = [0u8; MAX_LINE];
-    let n = write_line(&mut line, object, index, access);
-    let at = POS.fetch_add(n, Ordering::Relaxed);
-    if at + n > MAX_BYTES {
-        FULL.store(true, Ordering::Relaxed);
+    let Ok((mut at, mut end)) = MINE.try_with(|m| m.get()) else {
         return;
+    };
+    if at + MAX_LINE > end {
+        pad(base, at, end);
+        at = POS.fetch_add(PIECE, Ordering::Relaxed);
+        end = at + PIECE;
+        if end > MAX_BYTES || (end > SIZE.load(Ordering::Acquire) && !grow(end)) {
+            FULL.store(true, Ordering::Relaxed);
+            let _ = MINE.try_with(|m| m.set((0, 0)));
+            return;
+        }
     }
-    if at + n > SIZE.load(Ordering::Acquire) && !grow(at + n) {
-        FULL.store(true, Ordering::Relaxed);
-        return;
+    // SAFETY: [at, at + MAX_LINE) is in this thread's own piece, inside the mapping and the
+    // file, and nobody else writes or reads it while the process runs.
+    let line = unsafe { std::slice::from_raw_parts_mut(base.add(at), MAX_LINE) };
+    let n = write_line(line, object, index, access);
+    let _ = MINE.try_with(|m| m.set((at + n, end)));
+}
+
+/// Fills the rest of a piece, `[at, end)`, with newlines.
+fn pad(base: *mut u8, at: usize, end: usize) {
+    if at < end {
+        // SAFETY: the calling thread's own piece, inside the mapping and the file.
+        unsafe { std::ptr::write_bytes(base.add(at), b'\n', end - at) };
     }
-    // SAFETY: [at, at + n) was reserved by this thread alone, inside the mapping and the file.
-    unsafe { std::ptr::copy_nonoverlapping(line.as_ptr(), base.add(at), n) };
+}
+
+/// The calling thread ends: the rest of its piece becomes empty lines.
+pub fn thread_ends() {
+    let base = BASE.load(Ordering::Acquire);
+    if let Ok((at, end)) = MINE.try_with(|m| m.replace((0, 0)))
+        && !base.is_null()
+    {
+        pad(base, at, end);
+    }
 }
 
 /// Makes the file at least `end` bytes long.
@@ -130,4 +162,5 @@ pub fn forget() {
     POS.store(0, Ordering::Relaxed);
     SIZE.store(0, Ordering::Relaxed);
     GROWING.store(false, Ordering::Relaxed);
+    let _ = MINE.try_with(|m| m.set((0, 0)));
 }

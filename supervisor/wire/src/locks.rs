@@ -7,22 +7,26 @@
 //! o0 1 t1 create 2
 //! o1 0 t2 new mutex
 //! o1 1 t2 lock 0
-//! o1 2 t2 unlock 0
-//! o1 3 t3 trylock 16
+//! o1 2 t3 trylock 16
+//! o1 3 t3 lock 0
 //! ```
 //!
 //! A line is `o<object> <index> t<thread> <op> <arg>`: the `index`-th access to the object
 //! (its birth, `new`, is access 0). Object 0 is the process's thread table (`create`, `exit`,
 //! `join`); objects 1, 2, … are the mutexes and condition variables, numbered in the order the
-//! record first touched them, so never by address. `arg` is the call's result (an errno value,
+//! record first touched them, so never by address. A mutex's accesses are its acquisitions
+//! and failed attempts (a condition wait's `woke` is an acquisition); unlocks are not written,
+//! as in paper 000: the next acquisition's turn orders them. `arg` is the call's result (an errno value,
 //! 0 for success; `trylock 16` is EBUSY), the kind for `new`, the thread for `create` and
 //! `join`, the mutex for a condition variable's `wait`.
 //!
-//! Threads append lines as they go, each at a place it reserved in the file, so lines are in
-//! the order their reservations were made, not sorted by object; a process killed while a line
-//! was reserved but not written leaves NUL bytes there. The reader sorts, and stops an
-//! object's history at the first missing index when the file has such holes (the accesses
-//! after it cannot be ordered); without holes a missing or repeated index is a damaged file.
+//! Threads append lines as they go, each into a piece of the file it reserved for itself, so
+//! lines are not sorted by object; a piece a thread left (full, or at its end) is padded with
+//! empty lines, and the pieces of threads still running when the process ended hold NUL bytes
+//! after their last line. The reader sorts, and, when the file has such holes, stops an
+//! object's history at its first missing index (the accesses after it cannot be ordered: the
+//! process was killed while writing); without holes a missing or repeated index is a damaged
+//! file.
 
 use crate::ActorId;
 use crate::history::HistoryError;
@@ -48,10 +52,10 @@ pub enum Op {
     TryLock,
     /// `pthread_mutex_timedlock` (`arg` 110: ETIMEDOUT).
     TimedLock,
-    /// `pthread_mutex_unlock`.
+    /// `pthread_mutex_unlock` (not written by this version: the next acquisition's turn
+    /// orders it; readers accept it).
     Unlock,
-    /// A condition wait let go of the mutex (on the mutex; on the condition variable `arg` is
-    /// the mutex).
+    /// A condition wait began (on the condition variable; `arg` is the mutex).
     Wait,
     /// A condition wait took the mutex back (`arg` 110: the timed wait timed out).
     Woke,
@@ -147,39 +151,43 @@ impl Access {
 }
 
 /// Writes the line of access `index` to `object` into `buf` (at least [`MAX_LINE`] bytes);
-/// returns its length. Allocation-free: the preload formats lines on the hook path.
+/// returns its length. The bytes of `buf` after the line may be overwritten too (with NULs). Allocation-free: the preload formats lines on the hook path.
 pub fn write_line(buf: &mut [u8], object: u32, index: u64, a: Access) -> usize {
     let mut n = 0;
-    let mut put = |bytes: &[u8]| {
-        buf[n..n + bytes.len()].copy_from_slice(bytes);
-        n += bytes.len();
-    };
-    let mut digits = [0u8; 20];
-    let mut number = |v: u64, put: &mut dyn FnMut(&[u8])| {
-        let mut i = digits.len();
-        let mut v = v;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        put(&digits[i..]);
-    };
-    put(b"o");
-    number(object as u64, &mut put);
-    put(b" ");
-    number(index, &mut put);
-    put(b" t");
-    number(a.thread as u64, &mut put);
-    put(b" ");
-    put(a.op.name().as_bytes());
-    put(b" ");
-    number(a.arg as u64, &mut put);
-    put(b"\n");
-    n
+    buf[n] = b'o';
+    n += 1;
+    n += write_decimal(&mut buf[n..], object as u64);
+    buf[n] = b' ';
+    n += 1;
+    n += write_decimal(&mut buf[n..], index);
+    buf[n..n + 2].copy_from_slice(b" t");
+    n += 2;
+    n += write_decimal(&mut buf[n..], a.thread as u64);
+    buf[n] = b' ';
+    n += 1;
+    // A fixed-size copy (no call to memcpy on the hook path); the NUL bytes after the name
+    // are overwritten by what follows.
+    let name = a.op.name().as_bytes();
+    let mut padded = [0u8; 9];
+    padded[..name.len()].copy_from_slice(name);
+    buf[n..n + 9].copy_from_slice(&padded);
+    n += name.len();
+    buf[n] = b' ';
+    n += 1;
+    n += write_decimal(&mut buf[n..], a.arg as u64);
+    buf[n] = b'\n';
+    n + 1
+}
+
+/// Writes `v` in decimal at the start of `buf`; returns the number of digits.
+fn write_decimal(buf: &mut [u8], v: u64) -> usize {
+    let digits = if v == 0 { 1 } else { v.ilog10() as usize + 1 };
+    let mut v = v;
+    for i in (0..digits).rev() {
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    digits
 }
 
 /// The longest line [`write_line`] writes.
@@ -190,7 +198,8 @@ pub const MAX_LINE: usize = 1 + 10 + 1 + 20 + 2 + 10 + 1 + 9 + 1 + 10 + 1;
 pub struct LockHistory {
     /// Per object (its number is the index), its accesses in order.
     pub objects: Vec<Vec<Access>>,
-    /// The file had holes (a process killed while writing): some objects' histories stop early.
+    /// Some objects' histories stop early, at an access the process never wrote (killed while
+    /// writing it).
     pub truncated: bool,
 }
 
@@ -268,7 +277,7 @@ impl LockHistory {
         found.sort_by_key(|(o, i, _, _)| (*o, *i));
         let mut history = LockHistory {
             objects: Vec::new(),
-            truncated: holes,
+            truncated: false,
         };
         let mut stopped = Vec::new();
         for (object, index, access, n) in found {
@@ -299,6 +308,7 @@ impl LockHistory {
             if index as usize != list.len() {
                 if holes {
                     stopped[o] = true;
+                    history.truncated = true;
                     continue;
                 }
                 return Err(error(
