@@ -185,3 +185,25 @@ fn a_single_threaded_program_writes_no_lock_history() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("lock history"), "{}", out.stderr);
 }
+
+/// Threads that end with `pthread_exit` (an unwind through the thread's frames), and a fork
+/// while threads run: the child is an actor with its own lock history and thread numbers, and
+/// record and replays end normally with the record's output.
+#[test]
+fn pthread_exit_and_a_fork_from_a_threaded_process() {
+    let tmp = TempDir::new("locks-f");
+    let recorded = record_and_replay(&tmp, &progs().join("thread_exit_fork"), &[]);
+    assert_eq!(recorded.stdout, "child: >= 200\nparent: 300\n");
+    let rec = tmp.join("rec");
+    assert!(rec.join("history/p2.locks").is_file());
+    let ps = DDBX.run(["ps", path_str(&rec)]).success().stdout;
+    for t in ["p1.t4", "p2.t2"] {
+        assert!(ps.contains(&format!("  {t} ")), "no {t} in ps:\n{ps}");
+    }
+    assert!(!ps.contains("  p2.t3 "), "{ps}");
+    let table = DDBX
+        .run(["show", path_str(&rec), "p1", "--obj", "0"])
+        .success()
+        .stdout;
+    assert_eq!(table.matches("  exit").count(), 3, "{table}");
+}

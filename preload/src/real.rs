@@ -151,7 +151,6 @@ reals! {
     fn getentropy(buf: *mut c_void, n: size_t) -> c_int;
     fn pthread_create(thread: *mut libc::pthread_t, attr: *const libc::pthread_attr_t, start: *mut c_void, arg: *mut c_void) -> c_int;
     fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_void) -> c_int;
-    fn pthread_exit(ret: *mut c_void) -> ();
     fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int;
     fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int;
     fn pthread_mutex_timedlock(m: *mut libc::pthread_mutex_t, t: *const timespec) -> c_int;

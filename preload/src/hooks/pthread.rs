@@ -1,4 +1,4 @@
-//! Threads and their locks: `pthread_create`, `pthread_join`, `pthread_exit`, the mutex calls
+//! Threads and their locks: `pthread_create`, `pthread_join`, the mutex calls
 //! and the condition variable calls (`preload/src/locks/`).
 //!
 //! These are not `hook!`s: a lock call first tests whether the process has created a thread
@@ -12,62 +12,8 @@ use crate::guard::Guard;
 use crate::locks::{self, REPLAY, order};
 use crate::real;
 
-/// What a new thread starts with: the program's function and argument, and its id.
-struct Start {
-    f: *mut c_void,
-    arg: *mut c_void,
-    id: u32,
-}
-
-/// Where every thread created through the hook starts: sets the thread's id, runs the
-/// program's function, and notes the thread's end. `C-unwind`, with nothing to drop across
-/// the call: `pthread_exit` and cancellation unwind through it.
-extern "C-unwind" fn trampoline(start: *mut c_void) -> *mut c_void {
-    // SAFETY: the Box made by `pthread_create` below, handed to this thread alone.
-    let Start { f, arg, id } = *unsafe { Box::from_raw(start.cast::<Start>()) };
-    locks::set_me(id);
-    // SAFETY: the program's start routine, as it gave it to pthread_create.
-    let f: extern "C-unwind" fn(*mut c_void) -> *mut c_void = unsafe { std::mem::transmute(f) };
-    let ret = f(arg);
-    ended();
-    ret
-}
-
-/// The calling thread ends: noted on the thread table (object 0).
-fn ended() {
-    if !locks::threaded() {
-        return;
-    }
-    let Some(_guard) = Guard::enter() else { return };
-    let me = locks::me();
-    if me != 0 {
-        on_table(me, Op::Exit, 0);
-    }
-    locks::log::thread_ends();
-}
-
-/// An access to the thread table (object 0) by `me`: recorded, or waited for in replay.
-/// Returns the recorded access (replay), whose `arg` decides the outcome.
-fn on_table(me: u32, op: Op, arg: u32) -> Option<Access> {
-    if locks::mode() == REPLAY {
-        let plan = locks::replay_plan()?;
-        return match order::wait_turn(plan, 0, me, op) {
-            order::Turn::Mine(at, a) => {
-                order::advance(0, at);
-                Some(a)
-            }
-            order::Turn::Free => None,
-            order::Turn::Diverged(why) => {
-                locks::give_up(&why);
-                None
-            }
-        };
-    }
-    locks::note(0, locks::access(me, op, arg));
-    None
-}
-
-/// pthread_create(3): the new thread gets the next id in the recorded order of creations.
+/// pthread_create(3): the new thread gets the next id in the recorded order of creations
+/// (it learns it from its handle: `locks::me`).
 ///
 /// # Safety
 /// As for pthread_create: `start` is a thread start routine, `thread` writable.
@@ -93,26 +39,19 @@ pub unsafe extern "C" fn pthread_create(
         return real();
     }
     let id = if locks::mode() == REPLAY {
-        match on_table(me, Op::Create, 0) {
-            Some(a) => a.arg,
-            None => 0,
-        }
+        locks::thread_table(me, Op::Create, 0).map_or(0, |a| a.arg)
     } else {
         let id = locks::next_thread();
         locks::note(0, locks::access(me, Op::Create, id));
         id
     };
-    let boxed = Box::into_raw(Box::new(Start { f: start, arg, id }));
-    // SAFETY: `trampoline` has the start routine's ABI on this platform; `boxed` is freed
-    // by the new thread, or here if none starts.
-    let r = unsafe { real::pthread_create(thread, attr, trampoline as *mut c_void, boxed.cast()) };
-    if r != 0 {
-        // SAFETY: no thread took it.
-        drop(unsafe { Box::from_raw(boxed) });
-    } else if !thread.is_null() {
+    locks::creating(true);
+    let r = real();
+    if r == 0 && id != 0 && !thread.is_null() {
         // SAFETY: pthread_create wrote the handle.
         locks::register_thread(unsafe { *thread }, id);
     }
+    locks::creating(false);
     r
 }
 
@@ -130,23 +69,11 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_
         };
         let me = locks::me();
         if me != 0 {
-            on_table(me, Op::Join, locks::thread_of(thread));
+            locks::thread_table(me, Op::Join, locks::thread_of(thread, true));
         }
+        locks::forget_thread(thread);
     }
     r
-}
-
-/// pthread_exit(3): the thread's end is noted first.
-///
-/// # Safety
-/// As for pthread_exit.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_exit(ret: *mut c_void) -> ! {
-    ended();
-    // SAFETY: as the caller asked; it does not return.
-    unsafe { real::pthread_exit(ret) };
-    // SAFETY: pthread_exit does not return.
-    unsafe { libc::abort() }
 }
 
 /// The calling thread's id when its lock call is ordered: once the process has threads,

@@ -88,19 +88,116 @@ pub fn configure(mode: u8, actor: ActorId, path: &str, log_fd: i32) {
     MODE.store(mode, Ordering::Release);
 }
 
-/// This thread's logical id; 0 for a thread the LD did not see created (its lock calls pass
-/// through).
+/// A thread the LD did not see created (made before the first `pthread_create` was hooked, or
+/// with a raw `clone`): its lock calls pass through.
+const UNKNOWN: u32 = u32::MAX;
+
+/// This thread's logical id; 0 for a thread the LD did not see created.
+///
+/// A new thread learns its id on its first call here: the thread that created it registered
+/// its handle with the id once `pthread_create` returned ([`register_thread`]), and while a
+/// creation is under way an unregistered thread waits for that. There is no start trampoline:
+/// a thread that ends with `pthread_exit` or is cancelled unwinds its stack, and the preload,
+/// built with `panic = "abort"`, aborts when an unwind crosses one of its frames.
 pub fn me() -> u32 {
-    ME.try_with(|me| {
-        if me.get() == 0 && sys::gettid() == sys::getpid() {
-            me.set(1);
-        }
-        me.get()
-    })
-    .unwrap_or(0)
+    let id = ME.try_with(|me| me.get()).unwrap_or(UNKNOWN);
+    match id {
+        UNKNOWN => 0,
+        0 => identify(),
+        id => id,
+    }
 }
 
-/// The calling thread is thread `id` (the trampoline of a new thread).
+/// Finds the calling thread's id (see [`me`]) and remembers it.
+fn identify() -> u32 {
+    if sys::gettid() == sys::getpid() {
+        set_me(1);
+        return 1;
+    }
+    // SAFETY: no arguments.
+    let handle = unsafe { libc::pthread_self() };
+    loop {
+        let creating = IN_FLIGHT.load(Ordering::Acquire);
+        let id = thread_of(handle, false);
+        if id != 0 {
+            set_me(id);
+            // The thread's end is noted by its exit note's destructor (it runs after a return
+            // from the start routine and after pthread_exit alike).
+            let _ = EXIT_NOTE.try_with(|n| n.set(true));
+            return id;
+        }
+        if creating == 0 {
+            set_me(UNKNOWN);
+            return 0;
+        }
+        // SAFETY: no arguments.
+        unsafe { libc::syscall(libc::SYS_sched_yield) };
+    }
+}
+
+/// A creation is under way (between the real `pthread_create` and [`register_thread`]).
+pub fn creating(starts: bool) {
+    if starts {
+        IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+    } else {
+        IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Creations under way.
+static IN_FLIGHT: AtomicU32 = AtomicU32::new(0);
+
+/// Notes a thread's end when its thread-locals are destroyed.
+struct ExitNote(Cell<bool>);
+
+impl ExitNote {
+    fn set(&self, armed: bool) {
+        self.0.set(armed);
+    }
+}
+
+impl Drop for ExitNote {
+    fn drop(&mut self) {
+        if !self.0.get() || !threaded() {
+            return;
+        }
+        let me = ME.try_with(|me| me.get()).unwrap_or(0);
+        if me != 0 && me != UNKNOWN {
+            thread_table(me, Op::Exit, 0);
+            log::thread_ends();
+            // SAFETY: no arguments.
+            thread_ended(unsafe { libc::pthread_self() });
+        }
+    }
+}
+
+thread_local! {
+    /// Armed once the thread knows its id.
+    static EXIT_NOTE: ExitNote = const { ExitNote(Cell::new(false)) };
+}
+
+/// An access to the thread table (object 0) by `me`: recorded, or waited for in replay.
+/// Returns the recorded access (replay), whose `arg` decides the outcome.
+pub fn thread_table(me: u32, op: Op, arg: u32) -> Option<Access> {
+    if mode() == REPLAY {
+        let plan = replay_plan()?;
+        return match order::wait_turn(plan, 0, me, op) {
+            order::Turn::Mine(at, a) => {
+                order::advance(0, at);
+                Some(a)
+            }
+            order::Turn::Free => None,
+            order::Turn::Diverged(why) => {
+                give_up(&why);
+                None
+            }
+        };
+    }
+    note(0, access(me, op, arg));
+    None
+}
+
+/// The calling thread is thread `id`.
 pub fn set_me(id: u32) {
     let _ = ME.try_with(|me| me.set(id));
 }
@@ -223,6 +320,7 @@ pub fn forked_child() {
     FREE.store(false, Ordering::Relaxed);
     table::clear();
     order::forget();
+    forget_threads();
     set_me(1);
 }
 
@@ -243,11 +341,50 @@ pub fn register_thread(handle: libc::pthread_t, id: u32) {
     HANDLE_KEYS[slot].store(handle, Ordering::Release);
 }
 
-/// The id of the thread with `handle` (0: not known), newest first.
-pub fn thread_of(handle: libc::pthread_t) -> u32 {
+/// A registered thread that has ended (its entry stays for `pthread_join`).
+const ENDED: u32 = 1 << 31;
+
+/// The newest slot registered for `handle`.
+fn slot_of(handle: libc::pthread_t) -> Option<usize> {
     let next = HANDLE_NEXT.load(Ordering::Acquire) as usize;
     (0..next.min(HANDLES))
         .map(|back| (next - 1 - back) % HANDLES)
         .find(|&slot| HANDLE_KEYS[slot].load(Ordering::Acquire) == handle)
-        .map_or(0, |slot| HANDLE_IDS[slot].load(Ordering::Relaxed))
+}
+
+/// The thread with `handle` ended: a new thread that gets the same handle must not take its
+/// id, but `pthread_join` still finds it.
+pub fn thread_ended(handle: libc::pthread_t) {
+    if let Some(slot) = slot_of(handle) {
+        HANDLE_IDS[slot].fetch_or(ENDED, Ordering::AcqRel);
+    }
+}
+
+/// Forgets `handle` (its thread was joined).
+pub fn forget_thread(handle: libc::pthread_t) {
+    if let Some(slot) = slot_of(handle) {
+        HANDLE_KEYS[slot].store(0, Ordering::Release);
+    }
+}
+
+/// The id of the thread with `handle` (0: not known); `ended`: also one that has ended.
+pub fn thread_of(handle: libc::pthread_t, ended: bool) -> u32 {
+    let Some(slot) = slot_of(handle) else {
+        return 0;
+    };
+    let id = HANDLE_IDS[slot].load(Ordering::Acquire);
+    match id & ENDED {
+        0 => id,
+        _ if ended => id & !ENDED,
+        _ => 0,
+    }
+}
+
+/// Forgets every handle (a forked child).
+fn forget_threads() {
+    let next = HANDLE_NEXT.swap(0, Ordering::Relaxed) as usize;
+    for key in HANDLE_KEYS.iter().take(next.min(HANDLES)) {
+        key.store(0, Ordering::Relaxed);
+    }
+    IN_FLIGHT.store(0, Ordering::Relaxed);
 }
