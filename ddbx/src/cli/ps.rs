@@ -74,6 +74,44 @@ pub fn status_word(recording: &Recording, info: &ActorInfo, history: Option<&His
     }
 }
 
+/// The threads of `info`'s process as table rows (none: it made no thread).
+fn thread_rows(recording: &Recording, info: &ActorInfo) -> Vec<[String; 7]> {
+    super::objects::threads(recording, info.id)
+        .into_iter()
+        .map(|t| {
+            [
+                format!("  {}.t{}", info.id, t.info.id),
+                t.info
+                    .creator
+                    .map_or_else(String::new, |c| format!("{}.t{c}", info.id)),
+                String::new(),
+                format!("{} locks", t.accesses),
+                t.end(),
+                String::new(),
+                "(thread)".into(),
+            ]
+        })
+        .collect()
+}
+
+/// The threads of `info`'s process for `--json`.
+fn threads_json(recording: &Recording, info: &ActorInfo) -> serde_json::Value {
+    let name = |t: u32| format!("{}.t{t}", info.id);
+    super::objects::threads(recording, info.id)
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "id": name(t.info.id),
+                "creator": t.info.creator.map(name),
+                "lock_accesses": t.accesses,
+                "ended": t.info.exited,
+                "joined_by": t.info.joined_by.map(name),
+            })
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
 /// Runs `ddbx ps`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     let recording = Recording::open(&args.dir)?;
@@ -92,19 +130,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
                 value["events"] = history.map_or(0, |h| h.records.len()).into();
                 value["command"] = recording.command(info.id).into();
                 value["truncated"] = history.is_some_and(|h| h.truncated).into();
-                value["threads"] = super::objects::threads(&recording, info.id)
-                    .iter()
-                    .map(|t| {
-                        serde_json::json!({
-                            "id": format!("{}.t{}", info.id, t.info.id),
-                            "creator": t.info.creator.map(|c| format!("{}.t{c}", info.id)),
-                            "lock_accesses": t.accesses,
-                            "ended": t.info.exited,
-                            "joined_by": t.info.joined_by.map(|c| format!("{}.t{c}", info.id)),
-                        })
-                    })
-                    .collect::<Vec<_>>()
-                    .into();
+                value["threads"] = threads_json(&recording, info);
                 value
             })
             .collect();
@@ -136,19 +162,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             info.host.clone(),
             recording.command(info.id).join(" "),
         ]);
-        for t in super::objects::threads(&recording, info.id) {
-            table.push([
-                format!("  {}.t{}", info.id, t.info.id),
-                t.info
-                    .creator
-                    .map_or_else(String::new, |c| format!("{}.t{c}", info.id)),
-                String::new(),
-                format!("{} locks", t.accesses),
-                t.end(),
-                String::new(),
-                "(thread)".into(),
-            ]);
-        }
+        table.extend(thread_rows(&recording, info));
     }
     let widths: Vec<usize> = (0..7)
         .map(|c| {

@@ -274,65 +274,7 @@ impl LockHistory {
             })?;
             found.push((parsed.0, parsed.1, parsed.2, n));
         }
-        found.sort_by_key(|(o, i, _, _)| (*o, *i));
-        let mut history = LockHistory {
-            objects: Vec::new(),
-            truncated: false,
-        };
-        let mut stopped = Vec::new();
-        for (object, index, access, n) in found {
-            let o = object as usize;
-            if o > history.objects.len() + 1_000_000 {
-                return Err(error(
-                    n,
-                    format!(
-                        "object {object}: expected a number below {}",
-                        history.objects.len() + 1_000_000
-                    ),
-                ));
-            }
-            while history.objects.len() <= o {
-                history.objects.push(Vec::new());
-                stopped.push(false);
-            }
-            let list = &mut history.objects[o];
-            if (index as usize) < list.len() {
-                return Err(error(
-                    n,
-                    format!("object {object}: access {index} appears twice"),
-                ));
-            }
-            if stopped[o] {
-                continue;
-            }
-            if index as usize != list.len() {
-                if holes {
-                    stopped[o] = true;
-                    history.truncated = true;
-                    continue;
-                }
-                return Err(error(
-                    n,
-                    format!(
-                        "object {object}: expected access {}, found access {index} (the \
-                         accesses between are missing)",
-                        list.len()
-                    ),
-                ));
-            }
-            if (index == 0) != (access.op == Op::New) {
-                return Err(error(
-                    n,
-                    format!(
-                        "object {object}: access 0 and only access 0 is `new`, found `{}` \
-                         as access {index}",
-                        access.op.name()
-                    ),
-                ));
-            }
-            list.push(access);
-        }
-        Ok(history)
+        order(found, holes, &error)
     }
 
     /// The threads the history names, in order, with who created each (`None`: the main
@@ -370,6 +312,75 @@ impl LockHistory {
         }
         threads
     }
+}
+
+/// The lines found (object, index, access, line number) as per-object histories: sorted, and
+/// checked for missing and repeated indexes (with `holes`, an object's history stops at its
+/// first missing index instead).
+fn order(
+    mut found: Vec<(u32, u64, Access, usize)>,
+    holes: bool,
+    error: &dyn Fn(usize, String) -> HistoryError,
+) -> Result<LockHistory, HistoryError> {
+    found.sort_by_key(|(o, i, _, _)| (*o, *i));
+    let mut history = LockHistory {
+        objects: Vec::new(),
+        truncated: false,
+    };
+    let mut stopped = Vec::new();
+    for (object, index, access, n) in found {
+        let o = object as usize;
+        if o > history.objects.len() + 1_000_000 {
+            return Err(error(
+                n,
+                format!(
+                    "object {object}: expected a number below {}",
+                    history.objects.len() + 1_000_000
+                ),
+            ));
+        }
+        while history.objects.len() <= o {
+            history.objects.push(Vec::new());
+            stopped.push(false);
+        }
+        let list = &mut history.objects[o];
+        if (index as usize) < list.len() {
+            return Err(error(
+                n,
+                format!("object {object}: access {index} appears twice"),
+            ));
+        }
+        if stopped[o] {
+            continue;
+        }
+        if index as usize != list.len() {
+            if holes {
+                stopped[o] = true;
+                history.truncated = true;
+                continue;
+            }
+            return Err(error(
+                n,
+                format!(
+                    "object {object}: expected access {}, found access {index} (the \
+                     accesses between are missing)",
+                    list.len()
+                ),
+            ));
+        }
+        if (index == 0) != (access.op == Op::New) {
+            return Err(error(
+                n,
+                format!(
+                    "object {object}: access 0 and only access 0 is `new`, found `{}` \
+                     as access {index}",
+                    access.op.name()
+                ),
+            ));
+        }
+        list.push(access);
+    }
+    Ok(history)
 }
 
 /// A thread of a process, as its lock history shows it.
