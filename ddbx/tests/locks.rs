@@ -72,14 +72,20 @@ fn threads_taking_turns_on_a_mutex_replay_the_recorded_order() {
         .success()
         .stdout;
     assert!(shown.starts_with("p1 object 1 (mutex): "), "{shown}");
-    let lockers: Vec<u32> = shown
-        .lines()
-        .filter(|l| l.ends_with("  lock"))
-        .map(|l| {
-            let t = l.split_whitespace().nth(1).unwrap_or_default();
-            t.trim_start_matches("p1.t").parse::<u32>().unwrap_or(0) - 1
-        })
-        .collect();
+    let object = DDBX.json(["show", path_str(&rec), "--obj", "1", "--json"]);
+    let mut lockers: Vec<u32> = Vec::new();
+    for run in object["runs"].as_array().into_iter().flatten() {
+        if run["op"] == "lock" {
+            let thread = run["thread"].as_str().unwrap_or_default();
+            let worker = thread
+                .trim_start_matches("p1.t")
+                .parse::<u32>()
+                .unwrap_or(0)
+                - 1;
+            let count = run["count"].as_u64().unwrap_or(0) as usize;
+            lockers.extend(std::iter::repeat_n(worker, count));
+        }
+    }
     let logged: Vec<u32> = recorded
         .stdout
         .split_whitespace()

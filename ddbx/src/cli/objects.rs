@@ -4,18 +4,19 @@
 //! ```text
 //! p1 object 1 (mutex): 401 accesses
 //!      0  p1.t5  new mutex
-//!      1  p1.t5  lock
-//!      2  p1.t5  unlock
-//!      3  p1.t3  trylock EBUSY
+//!      1  p1.t5  lock  (x37: to access 37)
+//!     38  p1.t3  trylock EBUSY
 //! ```
 //!
-//! `--json` prints `{"actor": "p1", "object": 1, "kind": "mutex", "accesses": [{"n": 0,
-//! "thread": "p1.t5", "op": "new", "arg": 1, "text": "new mutex"}]}`.
+//! One line per run of equal accesses (as the lock history stores them). `--json` prints
+//! `{"actor": "p1", "object": 1, "kind": "mutex", "accesses": 401, "truncated": false,
+//! "runs": [{"n": 0, "count": 1, "thread": "p1.t5", "op": "new", "arg": 1, "text": "new
+//! mutex"}]}`.
 
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::wire::ActorId;
-use ddbx_supervisor::wire::locks::{LockHistory, ThreadInfo, kind};
+use ddbx_supervisor::wire::locks::{self, LockHistory, ThreadInfo, kind};
 
 /// The lock history of `actor` (given), or of the only actor that has one.
 fn lock_history<'a>(
@@ -72,29 +73,30 @@ pub fn show(
 ) -> Result<i32, Error> {
     let (id, history) = lock_history(recording, actor)?;
     let n = object_number(spec)?;
-    let accesses = history.objects.get(n).ok_or_else(|| {
+    let runs = history.objects.get(n).ok_or_else(|| {
         Error::Usage(format!(
             "{id} has objects 0 to {}, not {n}",
             history.objects.len().saturating_sub(1)
         ))
     })?;
-    let kind_name = accesses
+    let kind_name = runs
         .first()
-        .and_then(|a| kind::NAMES.get(a.arg as usize))
+        .and_then(|r| kind::NAMES.get(r.access.arg as usize))
         .copied()
         .unwrap_or("?");
+    let total = locks::accesses(runs);
     if json {
-        let list: Vec<serde_json::Value> = accesses
+        let list: Vec<serde_json::Value> = runs
             .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let text = a.describe();
+            .map(|r| {
+                let text = r.access.describe();
                 let text = text.split_once(' ').map_or("", |(_, t)| t);
                 serde_json::json!({
-                    "n": i,
-                    "thread": format!("{id}.t{}", a.thread),
-                    "op": a.op.name(),
-                    "arg": a.arg,
+                    "n": r.first,
+                    "count": r.count,
+                    "thread": format!("{id}.t{}", r.access.thread),
+                    "op": r.access.op.name(),
+                    "arg": r.access.arg,
                     "text": text,
                 })
             })
@@ -103,18 +105,27 @@ pub fn show(
             "actor": id.to_string(),
             "object": n,
             "kind": kind_name,
+            "accesses": total,
             "truncated": history.truncated,
-            "accesses": list,
+            "runs": list,
         });
         println!("{value}");
         return Ok(0);
     }
-    println!("{id} object {n} ({kind_name}): {} accesses", accesses.len());
-    let width = accesses.len().saturating_sub(1).to_string().len().max(4);
-    for (i, a) in accesses.iter().enumerate() {
-        let text = a.describe();
+    println!("{id} object {n} ({kind_name}): {total} accesses");
+    let width = total.saturating_sub(1).to_string().len().max(4);
+    for r in runs {
+        let text = r.access.describe();
         let (thread, what) = text.split_once(' ').unwrap_or((&text, ""));
-        println!("  {i:>width$}  {id}.{thread}  {what}");
+        if r.count == 1 {
+            println!("  {:>width$}  {id}.{thread}  {what}", r.first);
+        } else {
+            let last = r.first + r.count - 1;
+            println!(
+                "  {:>width$}  {id}.{thread}  {what}  (x{}: to access {last})",
+                r.first, r.count
+            );
+        }
     }
     if history.truncated {
         println!(
@@ -137,8 +148,9 @@ pub fn threads(recording: &Recording, actor: ActorId) -> Vec<ThreadRow> {
                 .objects
                 .iter()
                 .flatten()
-                .filter(|a| a.thread == t.id)
-                .count(),
+                .filter(|r| r.access.thread == t.id)
+                .map(|r| r.count)
+                .sum(),
             info: t,
         })
         .collect()
@@ -149,7 +161,7 @@ pub struct ThreadRow {
     /// Who it is, who made it, how it ended.
     pub info: ThreadInfo,
     /// Its accesses to lock objects (the thread table included).
-    pub accesses: usize,
+    pub accesses: u64,
 }
 
 impl ThreadRow {

@@ -110,6 +110,7 @@ extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
 fn exiting(status: c_int) {
     // The exiting thread's piece of the lock history is complete: no NUL bytes are left in it
     // (the reader takes those for a process killed while writing).
+    crate::locks::flush_runs();
     crate::locks::log::thread_ends();
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();

@@ -108,7 +108,12 @@ fn access(
     if locks::mode() != REPLAY {
         let r = call();
         if let Some(o) = locks::record_object(addr, kind, me) {
-            locks::note(o, locks::access(me, op, r as u32));
+            let access = locks::access(me, op, r as u32);
+            if kind == ddbx_wire::locks::kind::MUTEX {
+                locks::note_acquired(o, access);
+            } else {
+                locks::note(o, access);
+            }
         }
         return r;
     }
@@ -227,7 +232,7 @@ pub unsafe extern "C" fn pthread_mutex_init(
     attr: *const libc::pthread_mutexattr_t,
 ) -> c_int {
     if locks::threaded() {
-        locks::table::forget(m as usize);
+        locks::forget(m as usize);
     }
     // SAFETY: the caller's arguments.
     unsafe { real::pthread_mutex_init(m, attr) }
@@ -240,7 +245,7 @@ pub unsafe extern "C" fn pthread_mutex_init(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
     if locks::threaded() {
-        locks::table::forget(m as usize);
+        locks::forget(m as usize);
     }
     // SAFETY: the caller's mutex.
     unsafe { real::pthread_mutex_destroy(m) }
@@ -256,7 +261,7 @@ pub unsafe extern "C" fn pthread_cond_init(
     attr: *const libc::pthread_condattr_t,
 ) -> c_int {
     if locks::threaded() {
-        locks::table::forget(c as usize);
+        locks::forget(c as usize);
     }
     // SAFETY: the caller's arguments.
     unsafe { real::pthread_cond_init(c, attr) }
@@ -269,7 +274,7 @@ pub unsafe extern "C" fn pthread_cond_init(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
     if locks::threaded() {
-        locks::table::forget(c as usize);
+        locks::forget(c as usize);
     }
     // SAFETY: the caller's condition variable.
     unsafe { real::pthread_cond_destroy(c) }
@@ -366,7 +371,7 @@ fn cond_wait(
         }
         let r = real();
         if let Some(om) = om {
-            locks::note(om, locks::access(me, Op::Woke, r as u32));
+            locks::note_acquired(om, locks::access(me, Op::Woke, r as u32));
         }
         return r;
     }

@@ -82,8 +82,9 @@ fn truncate(fd: c_int, size: usize) -> bool {
     unsafe { libc::syscall(libc::SYS_ftruncate, fd, size as libc::off_t) == 0 }
 }
 
-/// Appends access `index` of `object`: formatted straight into this thread's piece.
-pub fn append(object: u32, index: u64, access: Access) {
+/// Appends accesses `index` to `index + count - 1` of `object` (one line): formatted straight
+/// into this thread's piece.
+pub fn append(object: u32, index: u64, access: Access, count: u64) {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
         return;
@@ -104,7 +105,7 @@ pub fn append(object: u32, index: u64, access: Access) {
     // SAFETY: [at, at + MAX_LINE) is in this thread's own piece, inside the mapping and the
     // file, and nobody else writes or reads it while the process runs.
     let line = unsafe { std::slice::from_raw_parts_mut(base.add(at), MAX_LINE) };
-    let n = write_line(line, object, index, access);
+    let n = write_line(line, object, index, access, count);
     let _ = MINE.try_with(|m| m.set((at + n, end)));
 }
 

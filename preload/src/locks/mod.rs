@@ -227,7 +227,7 @@ pub fn start_threads() -> bool {
                 return false;
             }
             COUNTS[0].store(1, Ordering::Relaxed);
-            log::append(0, 0, access(1, Op::New, ddbx_wire::locks::kind::THREADS));
+            log::append(0, 0, access(1, Op::New, ddbx_wire::locks::kind::THREADS), 1);
         }
         REPLAY => {
             let path = std::path::Path::new(std::ffi::OsStr::new(
@@ -268,7 +268,7 @@ pub fn record_object(addr: usize, kind: u32, me: u32) -> Option<u32> {
         }
         NEXT_OBJECT.store(id + 1, Ordering::Relaxed);
         COUNTS[id as usize].store(1, Ordering::Relaxed);
-        log::append(id, 0, access(me, Op::New, kind));
+        log::append(id, 0, access(me, Op::New, kind), 1);
         Some(id)
     })
 }
@@ -276,7 +276,76 @@ pub fn record_object(addr: usize, kind: u32, me: u32) -> Option<u32> {
 /// Record: appends the next access of `object`.
 pub fn note(object: u32, access: Access) {
     let index = COUNTS[object as usize].fetch_add(1, Ordering::AcqRel);
-    log::append(object, index, access);
+    log::append(object, index, access, 1);
+}
+
+/// Record: the runs not written yet, per object: the run's (thread, op) as
+/// `thread << 8 | op + 1` (0: none), its first index and its length.
+static RUN_KEY: [AtomicU64; MAX_OBJECTS] = [ZERO; MAX_OBJECTS];
+static RUN_FIRST: [AtomicU64; MAX_OBJECTS] = [ZERO; MAX_OBJECTS];
+static RUN_COUNT: [AtomicU64; MAX_OBJECTS] = [ZERO; MAX_OBJECTS];
+
+/// Record: appends an acquisition of a mutex (the calling thread holds it when it succeeded).
+/// Consecutive successful acquisitions by one
+/// thread are one run, written as one line when another access of the object comes, when the
+/// object is forgotten, or at the exit ([`flush_runs`]): the mutex is held, so nobody else
+/// touches its run meanwhile.
+pub fn note_acquired(object: u32, access: Access) {
+    if access.arg != 0 {
+        // Failed: perhaps while another thread holds the mutex, so its run is not ours to
+        // touch. Its index comes between that run's accesses and the next.
+        note(object, access);
+        return;
+    }
+    let o = object as usize;
+    let index = COUNTS[o].fetch_add(1, Ordering::AcqRel);
+    let key = (access.thread as u64) << 8 | (access.op as u64 + 1);
+    if RUN_KEY[o].load(Ordering::Relaxed) == key
+        && RUN_FIRST[o].load(Ordering::Relaxed) + RUN_COUNT[o].load(Ordering::Relaxed) == index
+    {
+        RUN_COUNT[o].fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    flush_run(object);
+    RUN_FIRST[o].store(index, Ordering::Relaxed);
+    RUN_COUNT[o].store(1, Ordering::Relaxed);
+    RUN_KEY[o].store(key, Ordering::Release);
+}
+
+/// Writes the run of `object` not written yet, if any.
+pub fn flush_run(object: u32) {
+    let o = object as usize;
+    let key = RUN_KEY[o].swap(0, Ordering::AcqRel);
+    if key == 0 {
+        return;
+    }
+    let op = Op::from_u8(((key & 0xff) - 1) as u8).unwrap_or(Op::Lock);
+    let run = access((key >> 8) as u32, op, 0);
+    let first = RUN_FIRST[o].load(Ordering::Relaxed);
+    log::append(object, first, run, RUN_COUNT[o].load(Ordering::Relaxed));
+}
+
+/// Writes every run not written yet (the process exits). A thread still running may be
+/// extending one: its later accesses are then missing, which the reader accepts when the file
+/// has places never written, as it has while threads run (their pieces are not padded).
+pub fn flush_runs() {
+    if mode() != RECORD || !threaded() {
+        return;
+    }
+    let born = NEXT_OBJECT.load(Ordering::Acquire) as usize;
+    for o in 1..born.min(MAX_OBJECTS) {
+        flush_run(o as u32);
+    }
+}
+
+/// `addr` holds no object any more (`pthread_mutex_init`, `destroy`): its run is written.
+pub fn forget(addr: usize) {
+    if let Some(o) = table::lookup(addr)
+        && mode() == RECORD
+    {
+        flush_run(o);
+    }
+    table::forget(addr);
 }
 
 /// Record: a new thread's id.
@@ -314,6 +383,9 @@ pub fn forked_child() {
     let born = NEXT_OBJECT.swap(1, Ordering::Relaxed) as usize;
     for c in COUNTS.iter().take(born.min(MAX_OBJECTS)) {
         c.store(0, Ordering::Relaxed);
+    }
+    for k in RUN_KEY.iter().take(born.min(MAX_OBJECTS)) {
+        k.store(0, Ordering::Relaxed);
     }
     COUNTS[0].store(0, Ordering::Relaxed);
     NEXT_THREAD.store(2, Ordering::Relaxed);

@@ -10,7 +10,7 @@
 //! with no object waits until either another thread's birth gives the address its object (the
 //! record had that thread touch it first) or the next birth is this thread's own next one.
 
-use ddbx_wire::locks::{Access, LockHistory, Op};
+use ddbx_wire::locks::{Access, LockHistory, Op, Run, access_at};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
@@ -19,8 +19,8 @@ use crate::sys;
 
 /// What replay follows, loaded at the first `pthread_create` (read only afterwards).
 pub struct Plan {
-    /// Per object, its accesses.
-    pub objects: Vec<Vec<Access>>,
+    /// Per object, its accesses (as runs of equal ones).
+    pub objects: Vec<Vec<Run>>,
     /// Per thread (index = thread id), the objects it made, in order.
     pub births: Vec<Vec<u32>>,
 }
@@ -49,7 +49,7 @@ pub fn install(history: LockHistory) {
     let mut births: Vec<Vec<u32>> = Vec::new();
     for (o, list) in history.objects.iter().enumerate().skip(1) {
         if let Some(first) = list.first() {
-            let t = first.thread as usize;
+            let t = first.access.thread as usize;
             if births.len() <= t {
                 births.resize_with(t + 1, Vec::new);
             }
@@ -162,11 +162,10 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
     };
     let turn = &TURNS[object as usize];
     let ok = wait_on(turn, || {
-        list.get(turn.load(Ordering::Acquire) as usize)
-            .is_none_or(|a| a.thread == me)
+        access_at(list, turn.load(Ordering::Acquire) as u64).is_none_or(|a| a.thread == me)
     });
     let at = turn.load(Ordering::Acquire);
-    let Some(access) = list.get(at as usize) else {
+    let Some(access) = access_at(list, at as u64) else {
         return Turn::Free;
     };
     if !ok {
@@ -191,7 +190,7 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
             op.name()
         ));
     }
-    Turn::Mine(at, *access)
+    Turn::Mine(at, access)
 }
 
 /// Access `at` of `object` is done: the next one may come.

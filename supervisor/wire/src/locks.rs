@@ -12,7 +12,8 @@
 //! ```
 //!
 //! A line is `o<object> <index> t<thread> <op> <arg>`: the `index`-th access to the object
-//! (its birth, `new`, is access 0). Object 0 is the process's thread table (`create`, `exit`,
+//! (its birth, `new`, is access 0); with ` x<count>` after it, the line stands for `count`
+//! equal accesses from `index` on (a [`Run`]: a thread taking a mutex again and again). Object 0 is the process's thread table (`create`, `exit`,
 //! `join`); objects 1, 2, … are the mutexes and condition variables, numbered in the order the
 //! record first touched them, so never by address. A mutex's accesses are its acquisitions
 //! and failed attempts (a condition wait's `woke` is an acquisition); unlocks are not written,
@@ -150,9 +151,10 @@ impl Access {
     }
 }
 
-/// Writes the line of access `index` to `object` into `buf` (at least [`MAX_LINE`] bytes);
-/// returns its length. The bytes of `buf` after the line may be overwritten too (with NULs). Allocation-free: the preload formats lines on the hook path.
-pub fn write_line(buf: &mut [u8], object: u32, index: u64, a: Access) -> usize {
+/// Writes the line of accesses `index` to `index + count - 1` of `object`, all `a`, into `buf`
+/// (at least [`MAX_LINE`] bytes); returns its length. The bytes of `buf` after the line may be
+/// overwritten too (with NULs). Allocation-free: the preload formats lines on the hook path.
+pub fn write_line(buf: &mut [u8], object: u32, index: u64, a: Access, count: u64) -> usize {
     let mut n = 0;
     buf[n] = b'o';
     n += 1;
@@ -175,6 +177,11 @@ pub fn write_line(buf: &mut [u8], object: u32, index: u64, a: Access) -> usize {
     buf[n] = b' ';
     n += 1;
     n += write_decimal(&mut buf[n..], a.arg as u64);
+    if count > 1 {
+        buf[n..n + 2].copy_from_slice(b" x");
+        n += 2;
+        n += write_decimal(&mut buf[n..], count);
+    }
     buf[n] = b'\n';
     n + 1
 }
@@ -191,13 +198,38 @@ fn write_decimal(buf: &mut [u8], v: u64) -> usize {
 }
 
 /// The longest line [`write_line`] writes.
-pub const MAX_LINE: usize = 1 + 10 + 1 + 20 + 2 + 10 + 1 + 9 + 1 + 10 + 1;
+pub const MAX_LINE: usize = 1 + 10 + 1 + 20 + 2 + 10 + 1 + 9 + 1 + 10 + 2 + 20 + 1;
+
+/// Consecutive accesses of one object that are the same (thread, op, arg): one line
+/// (`o1 5 t2 lock 0 x37`: accesses 5 to 41). A contended mutex is mostly taken again by the
+/// thread that just let go of it (runs of 670 on average in the mutex benchmark), so most of a
+/// history is runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// Its first access's index.
+    pub first: u64,
+    /// How many accesses (at least 1).
+    pub count: u64,
+    /// What each of them is.
+    pub access: Access,
+}
+
+/// The number of accesses in `runs`.
+pub fn accesses(runs: &[Run]) -> u64 {
+    runs.last().map_or(0, |r| r.first + r.count)
+}
+
+/// Access `index` of an object whose history is `runs` (`None`: past its end).
+pub fn access_at(runs: &[Run], index: u64) -> Option<Access> {
+    let i = runs.partition_point(|r| r.first + r.count <= index);
+    runs.get(i).filter(|r| r.first <= index).map(|r| r.access)
+}
 
 /// A lock history read whole and checked.
 #[derive(Debug, Default, Clone)]
 pub struct LockHistory {
-    /// Per object (its number is the index), its accesses in order.
-    pub objects: Vec<Vec<Access>>,
+    /// Per object (its number is the index), its accesses in order, as runs.
+    pub objects: Vec<Vec<Run>>,
     /// Some objects' histories stop early, at an access the process never wrote (killed while
     /// writing it).
     pub truncated: bool,
@@ -237,7 +269,7 @@ impl LockHistory {
                 ),
             ));
         }
-        let mut found: Vec<(u32, u64, Access, usize)> = Vec::new();
+        let mut found: Vec<(u32, Run, usize)> = Vec::new();
         // The file ends with a newline; a last line without one was being written when the
         // process died.
         let mut holes = !bytes.is_empty() && !bytes.ends_with(b"\n");
@@ -267,12 +299,12 @@ impl LockHistory {
                 error(
                     n,
                     format!(
-                        "expected `o<object> <index> t<thread> <op> <number>`, found `{}`",
+                        "expected `o<object> <index> t<thread> <op> <number> [x<count>]`, found `{}`",
                         clip(text)
                     ),
                 )
             })?;
-            found.push((parsed.0, parsed.1, parsed.2, n));
+            found.push((parsed.0, parsed.1, n));
         }
         order(found, holes, &error)
     }
@@ -289,7 +321,7 @@ impl LockHistory {
         let Some(table) = self.objects.first() else {
             return threads;
         };
-        for a in table {
+        for a in table.iter().map(|r| r.access) {
             match a.op {
                 Op::Create if a.arg != 0 => threads.push(ThreadInfo {
                     id: a.arg,
@@ -314,29 +346,27 @@ impl LockHistory {
     }
 }
 
-/// The lines found (object, index, access, line number) as per-object histories: sorted, and
+/// The lines found (runs, with their line numbers) as per-object histories: sorted, and
 /// checked for missing and repeated indexes (with `holes`, an object's history stops at its
 /// first missing index instead).
 fn order(
-    mut found: Vec<(u32, u64, Access, usize)>,
+    mut found: Vec<(u32, Run, usize)>,
     holes: bool,
     error: &dyn Fn(usize, String) -> HistoryError,
 ) -> Result<LockHistory, HistoryError> {
-    found.sort_by_key(|(o, i, _, _)| (*o, *i));
+    found.sort_by_key(|(o, r, _)| (*o, r.first));
     let mut history = LockHistory {
         objects: Vec::new(),
         truncated: false,
     };
     let mut stopped = Vec::new();
-    for (object, index, access, n) in found {
+    for (object, run, n) in found {
         let o = object as usize;
-        if o > history.objects.len() + 1_000_000 {
+        let limit = history.objects.len() + 1_000_000;
+        if o > limit {
             return Err(error(
                 n,
-                format!(
-                    "object {object}: expected a number below {}",
-                    history.objects.len() + 1_000_000
-                ),
+                format!("object {object}: expected a number below {limit}"),
             ));
         }
         while history.objects.len() <= o {
@@ -344,16 +374,17 @@ fn order(
             stopped.push(false);
         }
         let list = &mut history.objects[o];
-        if (index as usize) < list.len() {
+        let next = accesses(list);
+        if run.first < next {
             return Err(error(
                 n,
-                format!("object {object}: access {index} appears twice"),
+                format!("object {object}: access {} appears twice", run.first),
             ));
         }
         if stopped[o] {
             continue;
         }
-        if index as usize != list.len() {
+        if run.first != next {
             if holes {
                 stopped[o] = true;
                 history.truncated = true;
@@ -362,23 +393,24 @@ fn order(
             return Err(error(
                 n,
                 format!(
-                    "object {object}: expected access {}, found access {index} (the \
-                     accesses between are missing)",
-                    list.len()
+                    "object {object}: expected access {next}, found access {} (the accesses \
+                     between are missing)",
+                    run.first
                 ),
             ));
         }
-        if (index == 0) != (access.op == Op::New) {
+        if (run.first == 0) != (run.access.op == Op::New) || (run.first == 0 && run.count != 1) {
             return Err(error(
                 n,
                 format!(
-                    "object {object}: access 0 and only access 0 is `new`, found `{}` \
-                     as access {index}",
-                    access.op.name()
+                    "object {object}: access 0 and only access 0 is `new`, found `{}` as \
+                     access {}",
+                    run.access.op.name(),
+                    run.first
                 ),
             ));
         }
-        list.push(access);
+        list.push(run);
     }
     Ok(history)
 }
@@ -409,18 +441,34 @@ pub fn path_beside(history: &str) -> String {
     }
 }
 
-/// `(object, index, access)` of one line.
-fn parse_line(text: &str) -> Option<(u32, u64, Access)> {
+/// `(object, run)` of one line.
+fn parse_line(text: &str) -> Option<(u32, Run)> {
     let mut words = text.split(' ');
     let object = words.next()?.strip_prefix('o')?.parse().ok()?;
-    let index = words.next()?.parse().ok()?;
+    let first: u64 = words.next()?.parse().ok()?;
     let thread = words.next()?.strip_prefix('t')?.parse().ok()?;
     let op = Op::from_name(words.next()?)?;
     let arg = words.next()?.parse().ok()?;
-    if words.next().is_some() || thread == 0 {
+    let count = match words.next() {
+        None => 1,
+        Some(w) => w
+            .strip_prefix('x')?
+            .parse::<u64>()
+            .ok()
+            .filter(|c| *c > 1)?,
+    };
+    if words.next().is_some() || thread == 0 || first.checked_add(count).is_none() {
         return None;
     }
-    Some((object, index, Access { thread, op, arg }))
+    let access = Access { thread, op, arg };
+    Some((
+        object,
+        Run {
+            first,
+            count,
+            access,
+        },
+    ))
 }
 
 /// The start of a long line, for a message.
@@ -449,35 +497,42 @@ mod tests {
             op: Op::TryLock,
             arg: 16,
         };
-        let n = write_line(&mut buf, 2, 7, a);
+        let n = write_line(&mut buf, 2, 7, a, 1);
         assert_eq!(&buf[..n], b"o2 7 t3 trylock 16\n");
         let line = std::str::from_utf8(&buf[..n - 1]).unwrap();
-        assert_eq!(parse_line(line), Some((2, 7, a)));
+        let run = Run {
+            first: 7,
+            count: 1,
+            access: a,
+        };
+        assert_eq!(parse_line(line), Some((2, run)));
         assert_eq!(a.describe(), "t3 trylock EBUSY");
-        let long = write_line(
-            &mut buf,
-            u32::MAX,
-            u64::MAX,
-            Access {
-                thread: u32::MAX,
-                op: Op::TimedLock,
-                arg: u32::MAX,
-            },
-        );
-        assert!(long <= MAX_LINE);
+        let n = write_line(&mut buf, 1, 5, a, 37);
+        assert_eq!(&buf[..n], b"o1 5 t3 trylock 16 x37\n");
+        let line = std::str::from_utf8(&buf[..n - 1]).unwrap();
+        assert_eq!(parse_line(line).map(|(_, r)| r.count), Some(37));
+        let big = Access {
+            thread: u32::MAX,
+            op: Op::Broadcast,
+            arg: u32::MAX,
+        };
+        assert!(write_line(&mut buf, u32::MAX, u64::MAX, big, u64::MAX) <= MAX_LINE);
     }
 
     #[test]
-    fn sorts_by_object_and_index() {
+    fn sorts_by_object_and_index_and_finds_accesses_in_runs() {
         let t = text(&[
             "o1 0 t1 new 1",
             "o0 0 t1 new 0",
-            "o1 2 t2 unlock 0",
-            "o1 1 t2 lock 0",
+            "o1 3 t3 lock 0",
+            "o1 1 t2 lock 0 x2",
         ]);
         let h = LockHistory::parse(Path::new("x"), &t, ActorId(1)).unwrap();
         assert_eq!(h.objects.len(), 2);
-        assert_eq!(h.objects[1][2].op, Op::Unlock);
+        assert_eq!(accesses(&h.objects[1]), 4);
+        assert_eq!(access_at(&h.objects[1], 2).map(|a| a.thread), Some(2));
+        assert_eq!(access_at(&h.objects[1], 3).map(|a| a.thread), Some(3));
+        assert_eq!(access_at(&h.objects[1], 4), None);
         assert!(!h.truncated);
     }
 
@@ -487,6 +542,9 @@ mod tests {
         let gap = text(&["o1 0 t1 new 1", "o1 2 t2 lock 0"]);
         let e = LockHistory::parse(p, &gap, ActorId(1)).unwrap_err();
         assert_eq!(e.line, 3, "{}", e.problem);
+        let overlap = text(&["o1 0 t1 new 1", "o1 1 t2 lock 0 x3", "o1 2 t3 lock 0"]);
+        let e = LockHistory::parse(p, &overlap, ActorId(1)).unwrap_err();
+        assert!(e.problem.contains("twice"), "{}", e.problem);
         let garbage = text(&["o1 0 t1 new 1", "o1 1 t2 grab 0"]);
         let e = LockHistory::parse(p, &garbage, ActorId(1)).unwrap_err();
         assert!(e.problem.contains("grab"), "{}", e.problem);
