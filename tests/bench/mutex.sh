@@ -8,6 +8,7 @@
 #
 # DDBX defaults to target/debug/ddbx (its embedded preload is a release build). Times include
 # starting the program (and, under ddbx, the session): compare with a run of ROUNDS=1.
+# THREADS=0: the main thread alone takes the mutex, no thread is made (no lock history).
 set -eu
 ddbx=${1:-target/debug/ddbx}
 threads=${2:-4}
@@ -24,6 +25,6 @@ for i in $(seq "$runs"); do
     t=$(date +%s%N); "$ddbx" record -o "$dir/rec" -- "$dir/mutex_log" bench "$threads" "$rounds" >/dev/null 2>&1
     record=$(ms "$t")
     t=$(date +%s%N); "$ddbx" replay "$dir/rec" >/dev/null 2>&1; replay=$(ms "$t")
-    size=$(tr -d '\0' < "$dir/rec/history/p1.locks" | wc -c)
+    size=0; [ -f "$dir/rec/history/p1.locks" ] && size=$(tr -d '\0' < "$dir/rec/history/p1.locks" | wc -c)
     echo "run $i: native $native  record $record  replay $replay  lock history $size bytes"
 done

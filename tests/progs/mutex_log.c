@@ -9,7 +9,9 @@
  * differs from run to run; a replay must print the record's.
  *
  * mutex_log bench THREADS ROUNDS: the contended mutex benchmark: each thread increments a
- * shared counter under the mutex ROUNDS times (no yield); prints the total.
+ * shared counter under the mutex ROUNDS times (no yield); prints the total. With 0 threads
+ * the main thread does the ROUNDS itself and no thread is ever made (what a single-threaded
+ * program's locks cost under ddbx).
  */
 #include "common.h"
 #include <pthread.h>
@@ -59,9 +61,19 @@ int main(int argc, char **argv)
         threads = atoi(argv[a++]);
     if (argc > a)
         rounds = atoi(argv[a++]);
-    if (threads < 1 || threads > 64 || rounds < 1)
+    if (threads < (bench ? 0 : 1) || threads > 64 || rounds < 1)
         fail("usage: mutex_log [bench] [THREADS [ROUNDS]]");
     log_buf = calloc((size_t)threads * (size_t)rounds, sizeof *log_buf);
+    if (threads == 0) {
+        /* The single-threaded benchmark: the main thread alone, no thread ever made. */
+        for (int r = 0; r < rounds; r++) {
+            pthread_mutex_lock(&lock);
+            counter++;
+            pthread_mutex_unlock(&lock);
+        }
+        printf("total %ld\n", counter);
+        return 0;
+    }
     pthread_t t[64];
     pthread_barrier_init(&start, NULL, (unsigned)threads);
     for (int i = 0; i < threads; i++)

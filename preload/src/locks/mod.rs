@@ -300,10 +300,12 @@ pub fn note_acquired(object: u32, access: Access) {
     let o = object as usize;
     let index = COUNTS[o].fetch_add(1, Ordering::AcqRel);
     let key = (access.thread as u64) << 8 | (access.op as u64 + 1);
+    let count = RUN_COUNT[o].load(Ordering::Relaxed);
     if RUN_KEY[o].load(Ordering::Relaxed) == key
-        && RUN_FIRST[o].load(Ordering::Relaxed) + RUN_COUNT[o].load(Ordering::Relaxed) == index
+        && RUN_FIRST[o].load(Ordering::Relaxed) + count == index
     {
-        RUN_COUNT[o].fetch_add(1, Ordering::Relaxed);
+        // Only the holder writes it: no read-modify-write needed.
+        RUN_COUNT[o].store(count + 1, Ordering::Relaxed);
         return;
     }
     flush_run(object);
