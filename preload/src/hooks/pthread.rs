@@ -1,6 +1,9 @@
 //! Threads and their locks: `pthread_create`, `pthread_join`, the mutex calls
 //! and the condition variable calls (`preload/src/locks/`).
 //!
+//! `pthread_mutex_unlock` is not hooked at all: an unlock is not an access of the lock
+//! history (the next acquisition's turn orders it), so the program calls libc's directly.
+//!
 //! These are not `hook!`s: a lock call first tests whether the process has created a thread
 //! (one relaxed load) and goes straight to libc when not, so that single-threaded programs pay
 //! nothing for them; then it tests the guard (`ordered_or!`).
@@ -208,18 +211,6 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
     access(m as usize, kind::MUTEX, me, Op::TimedLock, real, |a| {
         acquire_as_recorded(m, a)
     })
-}
-
-/// pthread_mutex_unlock(3): not an access of the object's history. The next acquisition's
-/// turn orders it (in replay that acquisition blocks in the real lock until this unlock), so
-/// recording it would only double the history (paper 000 records acquisitions too).
-///
-/// # Safety
-/// As for pthread_mutex_unlock.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: the caller's mutex.
-    unsafe { real::pthread_mutex_unlock(m) }
 }
 
 /// pthread_mutex_init(3): the address holds a new object from now on.
