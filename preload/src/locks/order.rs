@@ -35,8 +35,10 @@ static TURNS: [AtomicU32; MAX_OBJECTS] = [ZERO; MAX_OBJECTS];
 static NEXT_BIRTH: AtomicU32 = AtomicU32::new(1);
 /// Threads sleeping on some turn (the one who moves a turn wakes them only if some are).
 static SLEEPERS: AtomicU32 = AtomicU32::new(0);
-/// How long a thread waits for its turn before giving up ordering (a divergence: the thread
-/// whose turn it is does not come).
+/// How long a thread waits for a birth another thread should make before it gives up
+/// ordering that object; and after how long a thread still waiting for its turn says so in
+/// the LD's log (it goes on waiting: the thread whose turn it is may be held by a halting
+/// replay, or wait for a peer, as long as it takes).
 const PATIENCE_NS: u64 = 20_000_000_000;
 
 thread_local! {
@@ -82,9 +84,15 @@ pub fn forget() {
     let _ = BORN.try_with(|b| b.set(0));
 }
 
-/// Waits until `ready` holds, watching `word` (moved by whoever can make it hold). False when
-/// the wait lasted too long.
-fn wait_on(word: &AtomicU32, mut ready: impl FnMut() -> bool) -> bool {
+/// Waits until `ready` holds, watching `word` (moved by whoever can make it hold). `give_up`:
+/// false once the wait lasted [`PATIENCE_NS`]; otherwise `late` is said then, and the wait
+/// goes on.
+fn wait_on(
+    word: &AtomicU32,
+    mut ready: impl FnMut() -> bool,
+    give_up: bool,
+    late: &dyn Fn(),
+) -> bool {
     for _ in 0..64 {
         if ready() {
             return true;
@@ -92,6 +100,7 @@ fn wait_on(word: &AtomicU32, mut ready: impl FnMut() -> bool) -> bool {
         std::hint::spin_loop();
     }
     let start = sys::monotonic_ns();
+    let mut said = false;
     loop {
         for _ in 0..4 {
             if ready() {
@@ -122,8 +131,12 @@ fn wait_on(word: &AtomicU32, mut ready: impl FnMut() -> bool) -> bool {
         if ready() {
             return true;
         }
-        if sys::monotonic_ns() - start > PATIENCE_NS {
-            return false;
+        if !said && sys::monotonic_ns() - start > PATIENCE_NS {
+            if give_up {
+                return false;
+            }
+            late();
+            said = true;
         }
     }
 }
@@ -150,8 +163,7 @@ pub enum Turn {
     Mine(u32, Access),
     /// The object's history is over (or was never recorded): run freely.
     Free,
-    /// The access at the turn is not what the thread does (`expected`), or the thread whose
-    /// turn it is never came.
+    /// The access at the turn is this thread's, but not the call it makes.
     Diverged(String),
 }
 
@@ -161,20 +173,27 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
         return Turn::Free;
     };
     let turn = &TURNS[object as usize];
-    let ok = wait_on(turn, || {
-        access_at(list, turn.load(Ordering::Acquire) as u64).is_none_or(|a| a.thread == me)
-    });
+    let late = || {
+        let at = turn.load(Ordering::Acquire) as u64;
+        if let Some(a) = access_at(list, at) {
+            super::diag(&format!(
+                "ddbx-ld: t{me} has waited 20 s for its turn on object {object}: access {at} \
+                 is t{}'s {} (still waiting)",
+                a.thread,
+                a.op.name()
+            ));
+        }
+    };
+    wait_on(
+        turn,
+        || access_at(list, turn.load(Ordering::Acquire) as u64).is_none_or(|a| a.thread == me),
+        false,
+        &late,
+    );
     let at = turn.load(Ordering::Acquire);
     let Some(access) = access_at(list, at as u64) else {
         return Turn::Free;
     };
-    if !ok {
-        return Turn::Diverged(format!(
-            "t{me} waited 20 s for its turn on object {object}: access {at} is t{}'s {}",
-            access.thread,
-            access.op.name()
-        ));
-    }
     let same = access.op == op
         || matches!(
             (access.op, op),
@@ -210,13 +229,14 @@ pub fn object_of(plan: &Plan, addr: usize, me: u32) -> Option<u32> {
         .and_then(|b| b.get(BORN.with(|n| n.get()) as usize))
         .copied();
     let mut found = None;
-    wait_on(&NEXT_BIRTH, || {
+    let ready = || {
         if let Some(id) = table::lookup(addr) {
             found = Some(id);
             return true;
         }
         mine.is_some_and(|id| NEXT_BIRTH.load(Ordering::Acquire) == id)
-    });
+    };
+    wait_on(&NEXT_BIRTH, ready, true, &|| {});
     if found.is_some() {
         return found;
     }
