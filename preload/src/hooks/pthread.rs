@@ -34,7 +34,18 @@ pub unsafe extern "C" fn pthread_create(
     let Some(_guard) = Guard::enter() else {
         return real();
     };
-    if super::active().is_none() || !locks::start_threads() {
+    let Some(ld) = super::active() else {
+        return real();
+    };
+    if locks::foreign_allocator() {
+        ld.passthrough(
+            super::passthrough::LOCKS,
+            "the order of pthread locks (the program's malloc is not glibc's, and takes locks \
+             that ddbx's own allocations take too)",
+        );
+        return real();
+    }
+    if !locks::start_threads() {
         return real();
     }
     let me = locks::me();

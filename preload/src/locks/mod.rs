@@ -27,6 +27,40 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, O
 
 use crate::sys;
 
+/// A message built without allocating: lock hooks may run inside the program's allocator
+/// (jemalloc takes pthread mutexes), where a `malloc` of ours would re-enter it.
+pub struct StackText {
+    buf: [u8; 240],
+    len: usize,
+}
+
+impl StackText {
+    /// Empty.
+    pub const fn new() -> StackText {
+        StackText {
+            buf: [0; 240],
+            len: 0,
+        }
+    }
+
+    /// The text so far.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let mut n = s.len().min(self.buf.len() - self.len);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
 /// Lock objects a process may have (beyond: passed through, unordered).
 pub const MAX_OBJECTS: usize = 1 << 16;
 
@@ -207,6 +241,33 @@ pub fn diag(msg: &str) {
     sys::diag(LOG_FD.load(Ordering::Relaxed), msg);
 }
 
+/// Whether the program's `malloc` is another allocator than glibc's (jemalloc in redis,
+/// tcmalloc). Such an allocator takes pthread mutexes inside `malloc`, and the LD's own
+/// allocations (which differ between a record and its replay) go through it too, so the
+/// order of its locks in replay cannot follow the record's: a replay of redis waited for ever
+/// for a jemalloc lock's turn. Lock order is then neither recorded nor replayed.
+pub fn foreign_allocator() -> bool {
+    static SEEN: AtomicU8 = AtomicU8::new(0);
+    match SEEN.load(Ordering::Relaxed) {
+        1 => return false,
+        2 => return true,
+        _ => {}
+    }
+    // SAFETY: a NUL-terminated name; dladdr fills the zeroed Dl_info we pass.
+    let foreign = unsafe {
+        let p = libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr());
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if p.is_null() || libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
+            false
+        } else {
+            let name = std::ffi::CStr::from_ptr(info.dli_fname).to_bytes();
+            !name.windows(7).any(|w| w == b"libc.so")
+        }
+    };
+    SEEN.store(if foreign { 2 } else { 1 }, Ordering::Relaxed);
+    foreign
+}
+
 /// The first `pthread_create`: opens the lock history (record) or loads it (replay), and from
 /// now on lock calls are ordered. False: threads run unrecorded (no mode, or the file could
 /// not be made or read; said in the LD's log).
@@ -365,11 +426,23 @@ pub fn replay_plan() -> Option<&'static order::Plan> {
 
 /// Replay: something did not come as recorded. Said once in the LD's log; locks run freely
 /// from then on (the program goes on rather than hang).
-pub fn give_up(why: &str) {
+pub fn give_up(why: &order::Mismatch) {
     if !FREE.swap(true, Ordering::Relaxed) {
-        diag(&format!(
-            "ddbx-ld: lock order diverged: {why}; locks run freely from here"
-        ));
+        let mut text = StackText::new();
+        let _ = std::fmt::Write::write_fmt(
+            &mut text,
+            format_args!(
+                "ddbx-ld: lock order diverged: object {} access {}: expected t{}'s {} (the \
+                 record), found t{}'s {}; locks run freely from here",
+                why.object,
+                why.at,
+                why.me,
+                why.expected.name(),
+                why.me,
+                why.found.name()
+            ),
+        );
+        diag(text.as_str());
     }
 }
 

@@ -164,7 +164,21 @@ pub enum Turn {
     /// The object's history is over (or was never recorded): run freely.
     Free,
     /// The access at the turn is this thread's, but not the call it makes.
-    Diverged(String),
+    Diverged(Mismatch),
+}
+
+/// An access replay found where the record has another.
+pub struct Mismatch {
+    /// The object.
+    pub object: u32,
+    /// The access's index.
+    pub at: u32,
+    /// The thread.
+    pub me: u32,
+    /// What the record has there.
+    pub expected: Op,
+    /// What the thread does.
+    pub found: Op,
 }
 
 /// Waits until the turn of `object` is an access of thread `me`.
@@ -176,12 +190,17 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
     let late = || {
         let at = turn.load(Ordering::Acquire) as u64;
         if let Some(a) = access_at(list, at) {
-            super::diag(&format!(
-                "ddbx-ld: t{me} has waited 20 s for its turn on object {object}: access {at} \
+            let mut text = super::StackText::new();
+            let _ = std::fmt::Write::write_fmt(
+                &mut text,
+                format_args!(
+                    "ddbx-ld: t{me} has waited 20 s for its turn on object {object}: access {at} \
                  is t{}'s {} (still waiting)",
-                a.thread,
-                a.op.name()
-            ));
+                    a.thread,
+                    a.op.name()
+                ),
+            );
+            super::diag(text.as_str());
         }
     };
     wait_on(
@@ -203,11 +222,13 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
             )
         );
     if !same {
-        return Turn::Diverged(format!(
-            "object {object} access {at}: expected t{me}'s {} (the record), found t{me}'s {}",
-            access.op.name(),
-            op.name()
-        ));
+        return Turn::Diverged(Mismatch {
+            object,
+            at,
+            me,
+            expected: access.op,
+            found: op,
+        });
     }
     Turn::Mine(at, access)
 }
