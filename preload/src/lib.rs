@@ -17,9 +17,9 @@
 //!
 //! Without `DDBX_GD` in the environment it does nothing but pass every call through.
 //!
-//! The modules, from the bottom up (each uses only those before it): `alloc`, `sys`, `guard`, `real`,
-//! `symbols`, `fds`, `trace`, `ld` (the state, the GD connection, the history writer, the
-//! lifecycle), `halting`, `readiness`, `record`, `replay`, `hooks`.
+//! The modules, from the bottom up (each uses only those before it): `alloc`, `sys`, `guard`,
+//! `real`, `symbols`, `fds`, `trace`, `locks` (threads and lock order), `ld` (the state, the GD
+//! connection, the history writer, the lifecycle), `halting`, `readiness`, `record`, `replay`, `hooks`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::missing_safety_doc, clippy::undocumented_unsafe_blocks)]
@@ -31,6 +31,7 @@ mod guard;
 mod halting;
 mod hooks;
 mod ld;
+mod locks;
 mod readiness;
 mod real;
 mod record;

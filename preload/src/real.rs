@@ -149,6 +149,22 @@ reals! {
     fn time(t: *mut libc::time_t) -> libc::time_t;
     fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t;
     fn getentropy(buf: *mut c_void, n: size_t) -> c_int;
+    fn pthread_create(thread: *mut libc::pthread_t, attr: *const libc::pthread_attr_t, start: *mut c_void, arg: *mut c_void) -> c_int;
+    fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_void) -> c_int;
+    fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_mutex_timedlock(m: *mut libc::pthread_mutex_t, t: *const timespec) -> c_int;
+    fn pthread_mutex_clocklock(m: *mut libc::pthread_mutex_t, clock: libc::clockid_t, t: *const timespec) -> c_int;
+    fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_mutex_init(m: *mut libc::pthread_mutex_t, attr: *const libc::pthread_mutexattr_t) -> c_int;
+    fn pthread_mutex_destroy(m: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_cond_wait(c: *mut libc::pthread_cond_t, m: *mut libc::pthread_mutex_t) -> c_int;
+    fn pthread_cond_timedwait(c: *mut libc::pthread_cond_t, m: *mut libc::pthread_mutex_t, t: *const timespec) -> c_int;
+    fn pthread_cond_clockwait(c: *mut libc::pthread_cond_t, m: *mut libc::pthread_mutex_t, clock: libc::clockid_t, t: *const timespec) -> c_int;
+    fn pthread_cond_signal(c: *mut libc::pthread_cond_t) -> c_int;
+    fn pthread_cond_broadcast(c: *mut libc::pthread_cond_t) -> c_int;
+    fn pthread_cond_init(c: *mut libc::pthread_cond_t, attr: *const libc::pthread_condattr_t) -> c_int;
+    fn pthread_cond_destroy(c: *mut libc::pthread_cond_t) -> c_int;
 }
 
 static FCNTL: AtomicUsize = AtomicUsize::new(0);

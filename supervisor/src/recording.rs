@@ -13,6 +13,7 @@ use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use ddbx_wire::{ActorId, History};
 use std::path::{Path, PathBuf};
 
+mod locks;
 pub(crate) mod unlogged;
 
 /// The number of the line a history file ends inside (its last, unterminated line).
@@ -166,6 +167,8 @@ pub struct Recording {
     /// Things worth telling the user (histories cut short by a kill), one line each, without
     /// the `ddbx: ` prefix.
     pub warnings: Vec<String>,
+    /// The lock histories of the actors that made threads (`supervisor/src/recording/locks.rs`).
+    pub locks: Vec<(ActorId, ddbx_wire::locks::LockHistory)>,
 }
 
 impl Recording {
@@ -207,6 +210,7 @@ impl Recording {
             sketches: histories.iter().map(Sketch::of).collect(),
             histories,
             warnings: Vec::new(),
+            locks: Vec::new(),
         }
     }
 
@@ -313,12 +317,15 @@ impl Recording {
             histories.extend(history);
             sketches.push(sketch);
         }
+        let (locks, more) = locks::load(dir, &manifest)?;
+        warnings.extend(more);
         let mut recording = Recording {
             dir: dir.to_path_buf(),
             manifest,
             histories,
             sketches,
             warnings,
+            locks,
         };
         recording.add_unlogged_connects();
         Ok(recording)

@@ -13,6 +13,7 @@ pub mod inf;
 pub mod json;
 pub mod json_lines;
 pub mod latest;
+pub mod objects;
 pub mod pages;
 pub mod progress;
 pub mod prompt;
@@ -229,6 +230,12 @@ fn fill_in_recording(command: &mut Command) -> Result<(), Error> {
         Command::Ps(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
         Command::Races(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
         Command::View(a) => a.dir = dir_or_latest(a.given_dir.take(), false)?,
+        Command::Show(a) if a.obj.is_some() => {
+            // With --obj, ACTOR is optional: one positional is DIR when it is a recording.
+            let (dir, actor) = split(a.given_dir.take(), a.given_actor.take(), is_recording);
+            a.actor = actor.unwrap_or_default();
+            a.dir = dir_or_latest(dir, a.json)?;
+        }
         Command::Show(a) => {
             let (dir, actor) = split(a.given_dir.take(), a.given_actor.take(), |_| false);
             a.actor = actor.ok_or_else(|| {

@@ -9,7 +9,9 @@
 //!              "argv": ["./server"], "exit": "exit 0" | "signal 9" | null,
 //!              "status": "exit 0" | "running?" | "killed" | "unrecorded", "events": 12,
 //!              "truncated": false,
-//!              "command": ["./server", "8080"]}]}
+//!              "command": ["./server", "8080"],
+//!              "threads": [{"id": "p1.t2", "creator": "p1.t1", "lock_accesses": 40,
+//!                           "ended": true, "joined_by": "p1.t1"}]}]}
 //! ```
 //!
 //! `argv` is the actor's first program image; `command` the one it ended up running (after
@@ -31,10 +33,13 @@ Examples:
 Columns: actor id, parent actor, pid in the record, events recorded, how it ended
 (\"exit N\", \"signal N\", \"unrecorded\" when an image it exec'd never joined the session,
 \"killed\" when it ended without ddbx learning how, \"running?\" when the recording was still
-going), host, command.
+going), host, command. Under a process that made threads, one row per thread (p1.t1 is
+its main thread): the thread that created it, its accesses to lock objects, and whether it
+ended or was joined (by which thread).
 
 --json prints {\"recording\", \"state\", \"problem\", \"actors\": [{\"id\", \"parent\",
-\"origin\", \"pid\", \"host\", \"argv\", \"exit\", \"status\", \"events\", \"truncated\", \"command\"}]}.";
+\"origin\", \"pid\", \"host\", \"argv\", \"exit\", \"status\", \"events\", \"truncated\", \"command\", \"threads\": [{\"id\", \"creator\", \"lock_accesses\",
+\"ended\", \"joined_by\"}]}]}.";
 
 /// Arguments of `ddbx ps`.
 #[derive(Debug, clap::Args)]
@@ -69,6 +74,44 @@ pub fn status_word(recording: &Recording, info: &ActorInfo, history: Option<&His
     }
 }
 
+/// The threads of `info`'s process as table rows (none: it made no thread).
+fn thread_rows(recording: &Recording, info: &ActorInfo) -> Vec<[String; 7]> {
+    super::objects::threads(recording, info.id)
+        .into_iter()
+        .map(|t| {
+            [
+                format!("  {}.t{}", info.id, t.info.id),
+                t.info
+                    .creator
+                    .map_or_else(String::new, |c| format!("{}.t{c}", info.id)),
+                String::new(),
+                format!("{} locks", t.accesses),
+                t.end(),
+                String::new(),
+                "(thread)".into(),
+            ]
+        })
+        .collect()
+}
+
+/// The threads of `info`'s process for `--json`.
+fn threads_json(recording: &Recording, info: &ActorInfo) -> serde_json::Value {
+    let name = |t: u32| format!("{}.t{t}", info.id);
+    super::objects::threads(recording, info.id)
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "id": name(t.info.id),
+                "creator": t.info.creator.map(name),
+                "lock_accesses": t.accesses,
+                "ended": t.info.exited,
+                "joined_by": t.info.joined_by.map(name),
+            })
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
 /// Runs `ddbx ps`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     let recording = Recording::open(&args.dir)?;
@@ -87,6 +130,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
                 value["events"] = history.map_or(0, |h| h.records.len()).into();
                 value["command"] = recording.command(info.id).into();
                 value["truncated"] = history.is_some_and(|h| h.truncated).into();
+                value["threads"] = threads_json(&recording, info);
                 value
             })
             .collect();
@@ -118,6 +162,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             info.host.clone(),
             recording.command(info.id).join(" "),
         ]);
+        table.extend(thread_rows(&recording, info));
     }
     let widths: Vec<usize> = (0..7)
         .map(|c| {

@@ -30,10 +30,15 @@ Examples:
   ddbx show ddbx-run-1 p3
   ddbx show ddbx-run-1 server_x        (a program name that only one actor ran)
   ddbx show --json ddbx-run-1 p1
+  ddbx show ddbx-run-1 --obj 1         (lock object 1 of the process that made threads)
 
 ACTOR is an id such as p3, or the basename of argv[0] of any of an actor's program
 images, when only one actor ran it. Connects and accepts show their peer
 (→ / ← actor and event, and the channel number); fork and spawn show the child.
+
+--obj N lists one lock object's accesses in order (index, thread, operation): object 0
+is the process's thread table (create, exit, join), objects 1, 2, ... its mutexes and
+condition variables in the order they were first touched.
 
 --json prints {\"actor\", \"parent\", \"origin\", \"pid\", \"host\", \"argv\", \"exit\",
 \"truncated\", \"events\": [{\"n\", \"kind\", \"record\", \"peer\": null|{\"actor\",
@@ -53,10 +58,15 @@ pub struct Args {
     /// The actor: `p3`, or a unique program name (with one argument, that argument is ACTOR).
     #[arg(value_name = "ACTOR")]
     pub given_actor: Option<String>,
+    /// One lock object's history instead (`0`: the thread table; `3` or `o3`): of ACTOR, or of
+    /// the only actor that made threads.
+    #[arg(long, value_name = "N")]
+    pub obj: Option<String>,
     /// The recording directory: DIR, or the latest one (filled in before `run`).
     #[arg(skip)]
     pub dir: PathBuf,
-    /// The actor (filled in before `run`: with one positional, it is the actor).
+    /// The actor (filled in before `run`: with one positional, it is the actor; empty with
+    /// `--obj` and no actor).
     #[arg(skip)]
     pub actor: String,
 }
@@ -116,6 +126,10 @@ fn outside_bytes(records: &[Record], n: u64, fd: i32) -> (u64, u64) {
 /// Runs `ddbx show`; returns the exit code.
 pub fn run(args: Args) -> Result<i32, Error> {
     let recording = Recording::open(&args.dir)?;
+    if let Some(spec) = &args.obj {
+        let actor = (!args.actor.is_empty()).then_some(args.actor.as_str());
+        return super::objects::show(&recording, actor, spec, args.json);
+    }
     let id = recording.find_actor(&args.actor).map_err(Error::Usage)?;
     let info = recording
         .actor(id)

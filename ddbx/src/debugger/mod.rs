@@ -108,6 +108,7 @@ fn kept_for_search(
             histories: Vec::new(),
             sketches: recording.sketches.clone(),
             warnings: Vec::new(),
+            locks: Vec::new(),
         }
     } else {
         recording.clone()

@@ -14,6 +14,7 @@ pub mod nohang;
 pub mod pipe;
 pub mod probe;
 pub mod process;
+pub mod pthread;
 pub mod signal;
 pub mod socket;
 pub mod stdio;
@@ -54,6 +55,8 @@ pub mod passthrough {
     pub const PIPE_THREAD: u32 = 4;
     /// FIFOs opened by path.
     pub const FIFO: u32 = 8;
+    /// Lock order, in a process whose `malloc` is not glibc's.
+    pub const LOCKS: u32 = 64;
 }
 
 use crate::fds;

@@ -80,6 +80,7 @@ pub(super) extern "C" fn atfork_parent() {
 
 /// libc's fork handler, in the child: becomes the new actor (or runs unrecorded).
 pub(super) extern "C" fn atfork_child() {
+    crate::locks::forked_child();
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();
     match ld.become_child() {
@@ -107,6 +108,10 @@ extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
 /// Every way out of the process that we see (the exit handler, _exit, _Exit): the exit event,
 /// then nothing more is recorded (atexit handlers of other libraries, stdio flush).
 fn exiting(status: c_int) {
+    // The exiting thread's piece of the lock history is complete: no NUL bytes are left in it
+    // (the reader takes those for a process killed while writing).
+    crate::locks::flush_runs();
+    crate::locks::log::thread_ends();
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();
     if ld.pid != sys::getpid() {

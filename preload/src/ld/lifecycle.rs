@@ -248,6 +248,7 @@ impl Ld {
                 });
                 self.start_tracing(replay.as_deref(), replay_history.as_ref());
                 self.start_signals();
+                self.start_locks(history_out.as_deref(), replay.as_deref());
                 if let Some(path) = history_out {
                     self.open_histories(path, files.history);
                 }
@@ -274,6 +275,27 @@ impl Ld {
         } else {
             crate::signals::PASS
         });
+    }
+
+    /// Where this image's lock history is, for its threads (`preload/src/locks/`): beside the
+    /// history it writes (record) or follows (replay).
+    fn start_locks(&self, history_out: Option<&str>, replay: Option<&ReplayPlan>) {
+        use ddbx_wire::locks::path_beside;
+        match (self.mode, history_out, replay) {
+            (Mode::Record, Some(path), _) => crate::locks::configure(
+                crate::locks::RECORD,
+                self.actor,
+                &path_beside(path),
+                self.log_fd,
+            ),
+            (Mode::Replay, _, Some(plan)) => crate::locks::configure(
+                crate::locks::REPLAY,
+                self.actor,
+                &path_beside(&plan.history),
+                self.log_fd,
+            ),
+            _ => crate::locks::configure(crate::locks::OFF, self.actor, "", self.log_fd),
+        }
     }
 
     /// The descriptors that came with the `Welcome` (the first ones received on this

@@ -7,6 +7,7 @@
 //! * [`ids`]: logical actor ids (`p1`, `p2`, …), stable across record and replay;
 //! * [`history`]: the per-actor history (one RON record per line, a versioned header), its
 //!   writer and its checking reader;
+//! * [`locks`]: a process's lock history (per lock object, which thread did what, in order);
 //! * [`manifest`]: what a recording needs to be re-run (command, cwd, environment, actors);
 //! * [`pred`]: the `stop if` predicate language's tree, printing and evaluation (the GD parses,
 //!   the LD evaluates);
@@ -28,6 +29,7 @@ pub mod exit;
 pub mod file;
 pub mod history;
 pub mod ids;
+pub mod locks;
 pub mod manifest;
 pub mod pred;
 pub mod proto;

@@ -1,0 +1,273 @@
+//! Replay: each lock object's accesses come in the recorded order.
+//!
+//! Every object has a turn (the index of its next access). A thread that wants to touch the
+//! object waits until the access at the turn is its own, does the call, and moves the turn
+//! on. The orders come from one real run, so waiting for them never deadlocks: there is an
+//! order of all accesses (the record's) that each thread's program order and each object's
+//! order agree with. Waiting spins briefly, yields, then sleeps on a futex on the turn.
+//!
+//! New objects come in the recorded order of births too: a thread that touches an address
+//! with no object waits until either another thread's birth gives the address its object (the
+//! record had that thread touch it first) or the next birth is this thread's own next one.
+
+use ddbx_wire::locks::{Access, LockHistory, Op, Run, access_at};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use super::{MAX_OBJECTS, table};
+use crate::sys;
+
+/// What replay follows, loaded at the first `pthread_create` (read only afterwards).
+pub struct Plan {
+    /// Per object, its accesses (as runs of equal ones).
+    pub objects: Vec<Vec<Run>>,
+    /// Per thread (index = thread id), the objects it made, in order.
+    pub births: Vec<Vec<u32>>,
+}
+
+static PLAN: AtomicPtr<Plan> = AtomicPtr::new(std::ptr::null_mut());
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU32 = AtomicU32::new(0);
+/// Each object's turn.
+static TURNS: [AtomicU32; MAX_OBJECTS] = [ZERO; MAX_OBJECTS];
+/// The next object to be born.
+static NEXT_BIRTH: AtomicU32 = AtomicU32::new(1);
+/// Threads sleeping on some turn (the one who moves a turn wakes them only if some are).
+static SLEEPERS: AtomicU32 = AtomicU32::new(0);
+/// How long a thread waits for a birth another thread should make before it gives up
+/// ordering that object; and after how long a thread still waiting for its turn says so in
+/// the LD's log (it goes on waiting: the thread whose turn it is may be held by a halting
+/// replay, or wait for a peer, as long as it takes).
+const PATIENCE_NS: u64 = 20_000_000_000;
+
+thread_local! {
+    /// How many of its recorded births this thread has made.
+    static BORN: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Installs the plan of `history` (single-threaded: the first `pthread_create`).
+pub fn install(history: LockHistory) {
+    let mut births: Vec<Vec<u32>> = Vec::new();
+    for (o, list) in history.objects.iter().enumerate().skip(1) {
+        if let Some(first) = list.first() {
+            let t = first.access.thread as usize;
+            if births.len() <= t {
+                births.resize_with(t + 1, Vec::new);
+            }
+            births[t].push(o as u32);
+        }
+    }
+    let plan = Box::new(Plan {
+        objects: history.objects,
+        births,
+    });
+    TURNS[0].store(1, Ordering::Relaxed);
+    NEXT_BIRTH.store(1, Ordering::Relaxed);
+    PLAN.store(Box::into_raw(plan), Ordering::Release);
+}
+
+/// The plan, when replay orders locks.
+pub fn plan() -> Option<&'static Plan> {
+    let p = PLAN.load(Ordering::Acquire);
+    // SAFETY: set once from a leaked Box and never freed (a forked child drops the pointer).
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// Forgets the plan (a forked child: nothing of its parent's threads is replayed in it).
+pub fn forget() {
+    let born = NEXT_BIRTH.swap(1, Ordering::Relaxed) as usize;
+    for t in TURNS.iter().take(born.min(MAX_OBJECTS)) {
+        t.store(0, Ordering::Relaxed);
+    }
+    PLAN.store(std::ptr::null_mut(), Ordering::Relaxed);
+    let _ = BORN.try_with(|b| b.set(0));
+}
+
+/// Waits until `ready` holds, watching `word` (moved by whoever can make it hold). `give_up`:
+/// false once the wait lasted [`PATIENCE_NS`]; otherwise `late` is said then, and the wait
+/// goes on.
+fn wait_on(
+    word: &AtomicU32,
+    mut ready: impl FnMut() -> bool,
+    give_up: bool,
+    late: &dyn Fn(),
+) -> bool {
+    for _ in 0..64 {
+        if ready() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    let start = sys::monotonic_ns();
+    let mut said = false;
+    loop {
+        for _ in 0..4 {
+            if ready() {
+                return true;
+            }
+            // SAFETY: no arguments.
+            unsafe { libc::syscall(libc::SYS_sched_yield) };
+        }
+        let seen = word.load(Ordering::SeqCst);
+        SLEEPERS.fetch_add(1, Ordering::SeqCst);
+        if !ready() {
+            let timeout = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000_000,
+            };
+            // SAFETY: a futex word of ours and a valid timespec.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    word.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    seen,
+                    &timeout as *const libc::timespec,
+                )
+            };
+        }
+        SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+        if ready() {
+            return true;
+        }
+        if !said && sys::monotonic_ns() - start > PATIENCE_NS {
+            if give_up {
+                return false;
+            }
+            late();
+            said = true;
+        }
+    }
+}
+
+/// Moves `word` to `value` and wakes its sleepers.
+fn publish(word: &AtomicU32, value: u32) {
+    word.store(value, Ordering::SeqCst);
+    if SLEEPERS.load(Ordering::SeqCst) > 0 {
+        // SAFETY: a futex word of ours.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            )
+        };
+    }
+}
+
+/// What waiting for a turn gave.
+pub enum Turn {
+    /// The access at the turn is this thread's: do it, then [`advance`].
+    Mine(u32, Access),
+    /// The object's history is over (or was never recorded): run freely.
+    Free,
+    /// The access at the turn is this thread's, but not the call it makes.
+    Diverged(Mismatch),
+}
+
+/// An access replay found where the record has another.
+pub struct Mismatch {
+    /// The object.
+    pub object: u32,
+    /// The access's index.
+    pub at: u32,
+    /// The thread.
+    pub me: u32,
+    /// What the record has there.
+    pub expected: Op,
+    /// What the thread does.
+    pub found: Op,
+}
+
+/// Waits until the turn of `object` is an access of thread `me`.
+pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
+    let Some(list) = plan.objects.get(object as usize) else {
+        return Turn::Free;
+    };
+    let turn = &TURNS[object as usize];
+    let late = || {
+        let at = turn.load(Ordering::Acquire) as u64;
+        if let Some(a) = access_at(list, at) {
+            let mut text = super::StackText::new();
+            let _ = std::fmt::Write::write_fmt(
+                &mut text,
+                format_args!(
+                    "ddbx-ld: t{me} has waited 20 s for its turn on object {object}: access {at} \
+                 is t{}'s {} (still waiting)",
+                    a.thread,
+                    a.op.name()
+                ),
+            );
+            super::diag(text.as_str());
+        }
+    };
+    wait_on(
+        turn,
+        || access_at(list, turn.load(Ordering::Acquire) as u64).is_none_or(|a| a.thread == me),
+        false,
+        &late,
+    );
+    let at = turn.load(Ordering::Acquire);
+    let Some(access) = access_at(list, at as u64) else {
+        return Turn::Free;
+    };
+    let same = access.op == op
+        || matches!(
+            (access.op, op),
+            (
+                Op::Lock | Op::TryLock | Op::TimedLock,
+                Op::Lock | Op::TryLock | Op::TimedLock
+            )
+        );
+    if !same {
+        return Turn::Diverged(Mismatch {
+            object,
+            at,
+            me,
+            expected: access.op,
+            found: op,
+        });
+    }
+    Turn::Mine(at, access)
+}
+
+/// Access `at` of `object` is done: the next one may come.
+pub fn advance(object: u32, at: u32) {
+    publish(&TURNS[object as usize], at + 1);
+}
+
+/// The object of `addr` for thread `me`: known, or born now in the recorded order of births.
+/// `None`: the record has no such birth (run freely).
+pub fn object_of(plan: &Plan, addr: usize, me: u32) -> Option<u32> {
+    if let Some(id) = table::lookup(addr) {
+        return Some(id);
+    }
+    let mine = plan
+        .births
+        .get(me as usize)
+        .and_then(|b| b.get(BORN.with(|n| n.get()) as usize))
+        .copied();
+    let mut found = None;
+    let ready = || {
+        if let Some(id) = table::lookup(addr) {
+            found = Some(id);
+            return true;
+        }
+        mine.is_some_and(|id| NEXT_BIRTH.load(Ordering::Acquire) == id)
+    };
+    wait_on(&NEXT_BIRTH, ready, true, &|| {});
+    if found.is_some() {
+        return found;
+    }
+    let id = mine?;
+    if NEXT_BIRTH.load(Ordering::Acquire) != id || (id as usize) >= MAX_OBJECTS {
+        return None;
+    }
+    table::exclusive(|| table::insert(addr, id));
+    BORN.with(|n| n.set(n.get() + 1));
+    TURNS[id as usize].store(1, Ordering::Release);
+    publish(&NEXT_BIRTH, id + 1);
+    Some(id)
+}
