@@ -233,6 +233,17 @@ fn a_child_killed_by_a_default_action_signal_dies_where_its_history_ends() {
     DDBX.assert_replays(&more, &recorded, 2, &histories(&more), &histories);
 }
 
+/// After its last event, the child of `term_stuck` waits in a raw `pause` system call, where
+/// no hook sees it, until its parent's SIGTERM ends it. Replay keeps that signal blocked until
+/// the child's next call, which never comes: the GD wakes it (before, the SIGTERM was let go at
+/// the last event, where it could end a child that had not yet printed its last line).
+#[test]
+fn a_child_killed_where_no_hook_sees_it_still_dies_of_its_signal() {
+    let program = progs().join("term_stuck");
+    let (_tmp, recorded) = DDBX.record_and_replay(&program, &[], 0, 2);
+    assert_eq!(recorded.stdout, "got it\nchild killed by signal 15\n");
+}
+
 /// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
 fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
     for attempt in 1..=10 {

@@ -2,8 +2,8 @@
 //! (see [`hold_default_fatal`]). Atomics and raw system calls only, like `crate::signals`.
 
 use libc::c_int;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// The asynchronous signals whose default action ends the process and that another process
 /// (a script's `kill`, `timeout`, a terminal) typically sends.
@@ -64,15 +64,67 @@ pub fn let_go(sig: c_int) {
     }
 }
 
-/// The history has no event left: the held signals are unblocked, but those that already
-/// came only if `pending_too` (the process is in its first call after its last event, where
-/// the record's died; before that call it still computes what the record's computed).
-pub fn release_held(pending_too: bool) {
-    let mut bits = HELD.load(SeqCst);
-    if !pending_too {
-        bits &= !crate::sys::pending_signals();
+/// Replay: the history has no event left (set once, by [`at_end`]).
+static AT_END: AtomicBool = AtomicBool::new(false);
+
+/// The history's last event has happened: the recorded process was killed somewhere after
+/// it, in computation or in a call. The held signals stay blocked: one that comes now still
+/// waits for the process's next call ([`before_blocking`], or the event the history does not
+/// have, `preload/src/replay/cursor.rs`), so that the computation the record made after its
+/// last event (printing what it had just read) is made again, however early the sender's
+/// replay sends it (released here, term_early's child died before printing its last line
+/// when the parent's kill came in that moment: 1 CI run in about 30).
+///
+/// A process that never calls again (a loop, a call we do not hook) would never die of it:
+/// the GD, when every process is at its end, sends it its recorded signal and then SIGCONT,
+/// which this installs a catcher for (if the program left SIGCONT to its default action).
+pub fn at_end() {
+    if AT_END.swap(true, SeqCst) || HELD.load(SeqCst) == 0 {
+        return;
     }
-    let bits = HELD.fetch_and(!bits, SeqCst) & bits;
+    // SAFETY: plain data, filled by the query.
+    let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a query into our local.
+    if unsafe { crate::real::sigaction(libc::SIGCONT, std::ptr::null(), &mut cur) } != 0
+        || cur.sa_sigaction != libc::SIG_DFL
+    {
+        return;
+    }
+    // SAFETY: plain data; every field set below or zero.
+    let mut wake: libc::sigaction = unsafe { std::mem::zeroed() };
+    wake.sa_sigaction = woken as extern "C" fn(c_int) as usize;
+    wake.sa_flags = libc::SA_RESTART;
+    // SAFETY: a valid action whose handler only touches atomics and makes system calls.
+    unsafe { crate::real::sigaction(libc::SIGCONT, &wake, std::ptr::null_mut()) };
+}
+
+/// SIGCONT at the end of the history: the GD ends the replay (see [`at_end`]).
+extern "C" fn woken(_sig: c_int) {
+    let saved = crate::sys::errno();
+    release_held();
+    crate::sys::set_errno(saved);
+}
+
+/// The program is about to block in a call that is not an event (a sleep, `pause`, a wait
+/// for a child, a readiness wait on no channel): past the history's end, this is the call
+/// where the record's process was killed, so the held signals act now.
+pub fn before_blocking() {
+    if AT_END.load(SeqCst) && HELD.load(SeqCst) != 0 {
+        release_held();
+    }
+}
+
+/// [`before_blocking`] for a sleep, whose hook the LD's own sleeps go through too (those
+/// are not the program's calls).
+pub fn before_sleep() {
+    if !crate::guard::inside() {
+        before_blocking();
+    }
+}
+
+/// The held signals are unblocked: one that already came ends the process now.
+pub fn release_held() {
+    let bits = HELD.swap(0, SeqCst);
     if bits != 0 {
         let old = crate::sys::block_signals(0);
         crate::sys::set_signal_mask(old & !bits);

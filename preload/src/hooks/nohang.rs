@@ -234,6 +234,7 @@ pub(super) fn before_wait(options: c_int) {
     if options & libc::WNOHANG != 0 {
         return;
     }
+    crate::fatal::before_blocking();
     if let Some(ld) = active()
         && ld.mode == Mode::Replay
     {

@@ -180,6 +180,7 @@ hook! {
     /// ended also runs the deliveries the record made in the same call (see
     /// `replay::signals::after_suspend`).
     fn sigsuspend(mask: *const libc::sigset_t) -> c_int {
+        crate::fatal::before_blocking();
         let made = crate::replay::signals::planned_made();
         let r = if crate::replay::signals::before_suspend() {
             sys::set_errno(libc::EINTR);
@@ -198,6 +199,7 @@ hook! {
 hook! {
     /// pause(2): as sigsuspend.
     fn pause() -> c_int {
+        crate::fatal::before_blocking();
         let made = crate::replay::signals::planned_made();
         let r = if crate::replay::signals::before_suspend() {
             sys::set_errno(libc::EINTR);

@@ -55,11 +55,10 @@ pub fn advance(ld: &mut Ld, observed: &Record) {
     // A halting replay may hold the actor here first: a held actor is not at its end.
     halting::after_event(ld);
     if ld.mode == Mode::Replay && ld.next_record().is_none() {
-        // Released before the GD hears of the end: the GD may then end this process with
-        // its recorded signal (then SIGKILL whatever is left); still blocked, that signal
-        // stayed pending and the SIGKILL ended the process instead (fault matrix seed 545:
-        // "p1 ended with signal 9, the record with signal 15", 4 replays in 40).
-        crate::fatal::release_held(false);
+        // Before the GD hears of the end: the GD may then end this process with its
+        // recorded signal, which must not stay pending behind the held mask (fault matrix
+        // seed 545: "p1 ended with signal 9, the record with signal 15", 4 replays in 40).
+        crate::fatal::at_end();
         nothing_left(ld);
     }
 }
@@ -101,7 +100,7 @@ pub fn diverge(ld: &mut Ld, found: &str) -> ! {
         None => {
             // A signal that came before the end, held until now, ends the process where
             // the record's ended: in the call after its last event.
-            crate::fatal::release_held(true);
+            crate::fatal::release_held();
             if let Some(sig) = killed_by {
                 // The recorded process died here: so does this one.
                 sys::kill_self(sig);

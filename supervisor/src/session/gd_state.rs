@@ -203,6 +203,22 @@ impl GdState {
         })
     }
 
+    /// Replay: the live processes at the end of their history that the record's were killed
+    /// by a signal, with that signal.
+    pub(crate) fn killed_at_end(&self) -> Vec<(i32, i32)> {
+        let tables = self.lock();
+        tables
+            .registry
+            .live_pids()
+            .into_iter()
+            .filter_map(|pid| {
+                let actor = tables.registry.live_actor(pid)?;
+                tables.at_end.contains(&actor).then_some(())?;
+                Some((pid, self.recorded_signal(actor)?))
+            })
+            .collect()
+    }
+
     /// Replay: the signal that ended `actor` in the record, if one did.
     pub(crate) fn recorded_signal(&self, actor: ActorId) -> Option<i32> {
         self.ends.as_ref()?.get(&actor)?.signal

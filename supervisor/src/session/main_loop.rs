@@ -11,6 +11,7 @@ use super::outcome::{Divergence, End};
 use super::procs;
 use super::transcript::Transcript;
 use ddbx_wire::manifest::ExitStatus;
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -62,6 +63,8 @@ pub(super) struct MainLoop<'a> {
     exits_announced: HashSet<i32>,
     /// A divergence waiting (since then) for the kill that may have caused it.
     pending: Option<(Divergence, Instant)>,
+    /// Processes found at their end with their recorded signal held, at the last quiet tick.
+    held_seen: RefCell<HashSet<i32>>,
 }
 
 impl<'a> MainLoop<'a> {
@@ -87,6 +90,7 @@ impl<'a> MainLoop<'a> {
             root_status: None,
             exits_announced: HashSet::new(),
             pending: None,
+            held_seen: RefCell::new(HashSet::new()),
         }
     }
 
@@ -126,6 +130,11 @@ impl<'a> MainLoop<'a> {
                 MainEvent::AllAtEnd { spare, first } => {
                     for (pid, sig) in &first {
                         procs::signal(*pid, *sig);
+                        // Past its last event the LD keeps that signal blocked until the
+                        // next call; one that never comes is woken (`preload/src/fatal.rs`).
+                        if procs::blocks(*pid, *sig) {
+                            procs::signal(*pid, libc::SIGCONT);
+                        }
                     }
                     // A signal acts when its process next runs: a SIGKILL sent before then
                     // takes its place (a run that abort()ed replayed as killed by signal 9).
@@ -187,9 +196,29 @@ impl<'a> MainLoop<'a> {
                     if self.gd.halting_tick() {
                         return Some(MainEvent::Halted);
                     }
+                    self.wake_held_ends();
                 }
             }
         }
+    }
+
+    /// Past its last event, a process keeps the signal that killed the record's blocked
+    /// until its next call (`preload/src/fatal.rs`). One that still holds it, come, after a
+    /// whole quiet tick is stuck where no hook sees it (a loop, a read of a terminal): it is
+    /// woken to die of it now, rather than hang the process that waits for its end.
+    fn wake_held_ends(&self) {
+        let mut seen = self.held_seen.borrow_mut();
+        let held: HashSet<i32> = self
+            .gd
+            .killed_at_end()
+            .into_iter()
+            .filter(|(pid, sig)| procs::holds(*pid, *sig))
+            .map(|(pid, _)| pid)
+            .collect();
+        for pid in held.intersection(&seen) {
+            procs::signal(*pid, libc::SIGCONT);
+        }
+        *seen = held;
     }
 
     /// A process died by a signal its record does not have: the cause of any divergence

@@ -97,6 +97,34 @@ pub fn signal(pid: i32, sig: i32) {
     }
 }
 
+/// Whether process `pid` has signal `sig` blocked now (`/proc/PID/status`, `SigBlk`).
+pub fn blocks(pid: i32, sig: i32) -> bool {
+    signal_masks(pid).is_some_and(|(blocked, _)| has(blocked, sig))
+}
+
+/// Whether process `pid` has signal `sig` blocked and pending: it came, and waits.
+pub fn holds(pid: i32, sig: i32) -> bool {
+    signal_masks(pid).is_some_and(|(blocked, pending)| has(blocked & pending, sig))
+}
+
+/// Whether `sig` is in the mask (bit `sig - 1`).
+fn has(mask: u64, sig: i32) -> bool {
+    (1..=64).contains(&sig) && mask & (1u64 << (sig - 1)) != 0
+}
+
+/// A process's blocked signals and its pending ones (its own and its thread group's), from
+/// `/proc/PID/status`.
+fn signal_masks(pid: i32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+    };
+    Some((field("SigBlk:")?, field("SigPnd:")? | field("ShdPnd:")?))
+}
+
 /// Sends SIGKILL to every live descendant of this process. Returns how many were sent.
 pub fn kill_descendants() -> usize {
     kill_descendants_but(&[])
