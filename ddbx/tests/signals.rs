@@ -244,6 +244,35 @@ fn a_child_killed_where_no_hook_sees_it_still_dies_of_its_signal() {
     assert_eq!(recorded.stdout, "got it\nchild killed by signal 15\n");
 }
 
+/// `sig_in_sleep`'s server sleeps as long as a file says, then waits in a select for its
+/// SIGTERM. Recorded with no sleep, the signal comes in the select; replayed with a long
+/// sleep (the file is not part of the recording: as a server slowed by load), it arrives in
+/// the sleep. The handler still runs in the select, as recorded, and the sleep is not cut
+/// short (natively, the same sleep has the signal come before the select).
+#[test]
+fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
+    let tmp = TempDir::new("sig_in_sleep");
+    let program = progs().join("sig_in_sleep");
+    let pause = tmp.join("pause");
+    let pause_arg = path_str(&pause);
+    std::fs::write(&pause, "300000").unwrap();
+    let native = std::process::Command::new(&program)
+        .arg(pause_arg)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "stopped before select\nserver exited 0\n",
+        "natively, the signal comes in the long sleep"
+    );
+    std::fs::write(&pause, "0").unwrap();
+    let rec = tmp.join("rec");
+    let recorded = DDBX.record(&rec, &program, &[pause_arg]).success();
+    assert_eq!(recorded.stdout, "stopped in select\nserver exited 0\n");
+    std::fs::write(&pause, "300000").unwrap();
+    DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
+}
+
 /// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
 fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
     for attempt in 1..=10 {

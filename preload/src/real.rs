@@ -146,8 +146,6 @@ reals! {
     fn clock_gettime(clock: libc::clockid_t, tp: *mut timespec) -> c_int;
     fn clock_nanosleep(clock: libc::clockid_t, flags: c_int, req: *const timespec, rem: *mut timespec) -> c_int;
     fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int;
-    fn usleep(us: libc::useconds_t) -> c_int;
-    fn sleep(s: c_uint) -> c_uint;
     fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int;
     fn time(t: *mut libc::time_t) -> libc::time_t;
     fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t;

@@ -555,6 +555,14 @@ pub fn in_program_handler() -> bool {
     IN_HANDLER.load(SeqCst) > 0
 }
 
+/// How many times the program's handlers have been called (see `crate::hooks::sleep`).
+static HANDLERS_RUN: AtomicU64 = AtomicU64::new(0);
+
+/// How many times [`call_handler`] has called a handler of the program.
+pub fn handlers_run() -> u64 {
+    HANDLERS_RUN.load(SeqCst)
+}
+
 /// Runs the program's handler `d` for `sig` as the kernel would: with `d.mask` and `sig`
 /// itself (unless SA_NODEFER) blocked, as a one-shot handler with SA_RESETHAND.
 pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut libc::c_void) {
@@ -567,6 +575,7 @@ pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut 
     }
     let old = crate::sys::block_signals(block);
     IN_HANDLER.fetch_add(1, SeqCst);
+    HANDLERS_RUN.fetch_add(1, SeqCst);
     if d.flags & libc::SA_SIGINFO != 0 {
         // SAFETY: the program registered this function as an SA_SIGINFO handler.
         let f: extern "C" fn(c_int, *mut siginfo_t, *mut libc::c_void) =

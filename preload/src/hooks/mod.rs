@@ -16,6 +16,7 @@ pub mod probe;
 pub mod process;
 pub mod pthread;
 pub mod signal;
+pub mod sleep;
 pub mod socket;
 pub mod stdio;
 pub mod values;

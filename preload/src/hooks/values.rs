@@ -176,42 +176,7 @@ pub unsafe extern "C" fn clock_nanosleep(
     }
     // The guard is left: a signal that ends the sleep runs where the program sleeps.
     // SAFETY: the program's arguments, `deadline` its own or our copy of it moved.
-    unsafe { real::clock_nanosleep(clock, flags, deadline, rem) }
-}
-
-/// nanosleep(2): a sleep past the end of the history is where the record's process was
-/// killed (`crate::fatal::before_blocking`). glibc's `sleep` and `usleep` call it inside
-/// libc, where no hook sees them: they have hooks of their own, below.
-///
-/// # Safety
-/// Called by the program in place of libc's, with valid arguments.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
-    crate::fatal::before_sleep();
-    // SAFETY: the program's arguments.
-    unsafe { real::nanosleep(req, rem) }
-}
-
-/// usleep(3): as [`nanosleep`].
-///
-/// # Safety
-/// Called by the program in place of libc's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn usleep(us: libc::useconds_t) -> c_int {
-    crate::fatal::before_sleep();
-    // SAFETY: no pointer arguments.
-    unsafe { real::usleep(us) }
-}
-
-/// sleep(3): as [`nanosleep`].
-///
-/// # Safety
-/// Called by the program in place of libc's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn sleep(s: libc::c_uint) -> libc::c_uint {
-    crate::fatal::before_sleep();
-    // SAFETY: no pointer arguments.
-    unsafe { real::sleep(s) }
+    unsafe { super::sleep::clock_sleep(clock, flags, deadline, rem) }
 }
 
 /// gettimeofday(2).

@@ -9,7 +9,9 @@
 //! * **at once**, when the arrival comes where the record's delivery is due (the actor has
 //!   executed as many events as the record had), whatever the program is doing then: blocked
 //!   in a call ddbx passes through (a read of its self-pipe, `sigsuspend`, `pause`), in its
-//!   computation, or in a replayed call;
+//!   computation, or in a replayed call; except that one the record took inside a call, if
+//!   it finds the program in a sleep, waits for the next call and the sleep goes on
+//!   (`crate::hooks::sleep`);
 //! * otherwise **at the entry of the next event** once it is due ([`at_gate`]): an arrival
 //!   that came too early waits for it, and an event whose gap has a delivery waits for the
 //!   signal to arrive. The call that follows comes out as recorded: the EINTR the record's
@@ -61,6 +63,12 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             // The record ran it in the program's computation, so its calls were hooked: it
             // runs as soon as the program is back from the hook it is in.
             guard::defer();
+            break Due::Nothing;
+        }
+        if !at_gate && p.in_call && !guard::inside() && crate::hooks::sleep::sleeping() {
+            // The record took it inside a call, and the program sleeps: it would come out of
+            // the sleep with the handler run, before that call. Kept for the call; the sleep
+            // goes on (`crate::hooks::sleep`).
             break Due::Nothing;
         }
         if !came(&p) && p.sig != force && !signals::later_arrived(events) {

@@ -1,0 +1,104 @@
+/*
+ * sig_in_sleep: a signal the record took inside a readiness wait arrives, in replay, while
+ * the program sleeps before that wait.
+ *
+ *   sig_in_sleep [FILE]
+ *
+ * The parent makes a socketpair and forks a child (the "server"). The server installs a
+ * SIGTERM handler that sets a flag and writes a byte into a self-pipe, sends "ready" to the
+ * parent, sleeps as many microseconds as FILE says (none: 0) with usleep,
+ * and then, unless the flag is already set, waits in select on its self-pipe (at most 5 s).
+ * It prints "stopped in select" or "stopped before select" and exits 0. The parent reads
+ * "ready", sleeps 50 ms, sends SIGTERM to the server, reaps it and prints how it ended.
+ *
+ * Recorded with FILE saying 0 the signal comes during the select. A replay run with FILE
+ * saying 300000 (the server slower before its select, as under load; ddbx replays the
+ * environment and arguments, not the contents of files) receives it during the usleep: the
+ * handler must still run in the select, as recorded.
+ */
+#include "common.h"
+#include <signal.h>
+#include <sys/select.h>
+
+static volatile sig_atomic_t stop;
+static int self_pipe[2];
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+    if (write(self_pipe[1], "x", 1) < 0)
+        _exit(3);
+}
+
+/* The number in file `path` (0 if none). */
+static long number_in(const char *path)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    long n = 0;
+
+    if (f) {
+        if (fscanf(f, "%ld", &n) != 1)
+            n = 0;
+        fclose(f);
+    }
+    return n;
+}
+
+static int server(int fd, const char *file)
+{
+    long pre = number_in(file);
+    struct sigaction sa;
+    fd_set in;
+    struct timeval tv = {5, 0};
+
+    if (pipe(self_pipe) < 0)
+        fail("pipe");
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) < 0)
+        fail("sigaction");
+    if (write(fd, "ready", 5) != 5)
+        fail("write");
+    if (pre > 0)
+        usleep((useconds_t)pre);
+    if (stop) {
+        printf("stopped before select\n");
+        return 0;
+    }
+    FD_ZERO(&in);
+    FD_SET(self_pipe[0], &in);
+    if (select(self_pipe[0] + 1, &in, NULL, NULL, &tv) < 0 && errno != EINTR)
+        fail("select");
+    printf(stop ? "stopped in select\n" : "select timed out\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int sv[2], status;
+    char buf[5];
+    pid_t child;
+
+    program_start();
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        fail("socketpair");
+    child = fork();
+    if (child < 0)
+        fail("fork");
+    if (child == 0) {
+        close(sv[0]);
+        return server(sv[1], argc > 1 ? argv[1] : NULL);
+    }
+    close(sv[1]);
+    if (recv_all(sv[0], buf, sizeof buf) != sizeof buf)
+        fail("read ready");
+    usleep(50000);
+    if (kill(child, SIGTERM) < 0)
+        fail("kill");
+    if (waitpid(child, &status, 0) != child)
+        fail("waitpid");
+    printf("server exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
