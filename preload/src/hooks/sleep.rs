@@ -9,42 +9,16 @@
 //!   sleep when the LD's handler ran; the program never learns of it: the sleep goes on for
 //!   what is left, as the record's did (gunicorn's arbiter, handed its SIGTERM in the
 //!   `time.sleep` between two forks rather than in the `select` after them, saw its stop
-//!   request before that `select`, made none, and exited 3 events early).
+//!   request before that `select`, made none, and exited 3 events early). The loop that
+//!   sleeps through is `crate::replay::sleep::asleep`.
 //!
 //! glibc's `sleep` and `usleep` call nanosleep inside libc, where no hook sees it: they have
 //! hooks of their own.
 
 use crate::real;
+use crate::replay::sleep::asleep;
 use crate::sys;
 use libc::{c_int, c_uint, clockid_t, timespec};
-use std::sync::atomic::AtomicU32;
-use std::sync::atomic::Ordering::SeqCst;
-
-/// Replay: how many threads sleep in a sleep hook now (a handler that comes sees it).
-static SLEEPING: AtomicU32 = AtomicU32::new(0);
-
-/// Whether the program sleeps in a sleep hook now (for the LD's signal handler).
-pub fn sleeping() -> bool {
-    SLEEPING.load(SeqCst) > 0
-}
-
-/// Makes one sleep call: `call(left)` sleeps for (or until) `left` and returns the error
-/// number, 0 when it slept to its end, with what is left of a relative sleep in `left`.
-/// In replay, an interruption that ran no handler of the program is slept through.
-fn asleep(left: &mut timespec, mut call: impl FnMut(&mut timespec) -> c_int) -> c_int {
-    if crate::signals::mode() != crate::signals::REPLAY {
-        return call(left);
-    }
-    loop {
-        let ran = crate::signals::handlers_run();
-        SLEEPING.fetch_add(1, SeqCst);
-        let err = call(left);
-        SLEEPING.fetch_sub(1, SeqCst);
-        if err != libc::EINTR || crate::signals::handlers_run() != ran {
-            return err;
-        }
-    }
-}
 
 /// The real clock_nanosleep of `clock_nanosleep`'s hook, with `deadline` moved.
 ///

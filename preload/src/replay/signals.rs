@@ -65,7 +65,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             guard::defer();
             break Due::Nothing;
         }
-        if !at_gate && p.in_call && !guard::inside() && crate::hooks::sleep::sleeping() {
+        if !at_gate && p.in_call && !guard::inside() && super::sleep::sleeping() {
             // The record took it inside a call, and the program sleeps: it would come out of
             // the sleep with the handler run, before that call. Kept for the call; the sleep
             // goes on (`crate::hooks::sleep`).
