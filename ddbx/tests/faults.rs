@@ -254,6 +254,31 @@ fn a_send_its_killed_sender_never_logged_replays_from_the_peers_history() {
 }
 
 #[test]
+fn an_unlogged_send_on_an_inherited_socketpair_end_replays_from_the_peers_history() {
+    // term_stuck's parent makes a socketpair, forks, closes the child's end; the child sends
+    // its one "ack." and is killed by the parent's SIGTERM, which may come before its LD
+    // logged the `Send`. Cut its history there. No connect or accept made that end: its
+    // sender is found from the socketpair and the fork (before, nobody owed those bytes, the
+    // child's send was a divergence, and the parent waited for ever for its ack).
+    let tmp = TempDir::new("owed-pair");
+    let rec = tmp.join("rec");
+    let program = progs().join("term_stuck");
+    let recorded = DDBX.record(&rec, &program, &[]).success();
+    let child = rec.join("history/p2.ron");
+    let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(send) = text.rfind("\nSend(") {
+        std::fs::write(&child, &text[..send + 1]).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let cut = std::fs::read_to_string(&child).unwrap_or_default();
+    assert!(!cut.contains("Send("), "{cut}");
+    for _ in 0..2 {
+        let replay = DDBX.run(["replay", path_str(&rec)]).output();
+        replay.assert_exit(0, &["replay reached the recorded end"]);
+        assert_eq!(replay.stdout, recorded.stdout);
+    }
+}
+
+#[test]
 fn a_root_killed_from_outside_dies_of_the_same_signal_in_every_replay() {
     // The root SIGTERMed from outside mid-record: in replay, once every process is at its end,
     // ddbx sends the root that signal, then SIGKILLs what is left. The LD used to tell ddbx it

@@ -138,6 +138,7 @@ pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int)
         return unsafe { real::waitpid(pid, status, options) };
     }
     if guard.is_some() {
+        crate::replay::signals::at_call();
         before_wait(options);
     }
     let mut own = 0;
@@ -170,6 +171,7 @@ pub unsafe extern "C" fn wait4(
         return unsafe { real::wait4(pid, status, options, usage) };
     }
     if guard.is_some() {
+        crate::replay::signals::at_call();
         before_wait(options);
     }
     let mut own = 0;

@@ -252,6 +252,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         // SAFETY: no pointer arguments.
         return unsafe { real::close(fd) };
     };
+    crate::replay::signals::at_call();
     closing(fd)
 }
 

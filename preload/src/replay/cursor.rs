@@ -63,11 +63,12 @@ pub fn advance(ld: &mut Ld, observed: &Record) {
     }
 }
 
-/// The last event of a history that ends without `Exit` has happened: the recorded process
-/// was killed somewhere after it. Tells the GD at once, so that a process that now blocks in
+/// The last event of a history that ends without `Exit` has happened (and the sends its
+/// record made but never logged, if any, are made): the recorded process was killed
+/// somewhere after it. Tells the GD at once, so that a process that now blocks in
 /// a call that is not an event (a wait for a child, a sleep, `pause`) still counts as at its
 /// end; its next event, if it makes one, waits there as [`diverge`] says.
-fn nothing_left(ld: &mut Ld) {
+pub fn nothing_left(ld: &mut Ld) {
     let Some(replay) = ld.replay.as_ref() else {
         return;
     };

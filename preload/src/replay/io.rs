@@ -202,6 +202,9 @@ fn owed_send(
     let n = len.min(owed.1 as usize);
     owed.1 -= n as u64;
     let (sent, _) = send_through(fd, n, call);
+    // All paid: the process is where its record was killed (the GD may wake it there, see
+    // `crate::fatal::at_end`).
+    cursor::nothing_left(ld);
     Some(sent as isize)
 }
 

@@ -10,8 +10,8 @@
 //!   executed as many events as the record had), whatever the program is doing then: blocked
 //!   in a call ddbx passes through (a read of its self-pipe, `sigsuspend`, `pause`), in its
 //!   computation, or in a replayed call; except that one the record took inside a call, if
-//!   it finds the program in a sleep, waits for the next call and the sleep goes on
-//!   (`crate::hooks::sleep`);
+//!   it finds the program in its computation or a sleep, waits for the program's next hooked
+//!   call ([`at_call`]; the sleep goes on, `crate::hooks::sleep`);
 //! * otherwise **at the entry of the next event** once it is due ([`at_gate`]): an arrival
 //!   that came too early waits for it, and an event whose gap has a delivery waits for the
 //!   signal to arrive. The call that follows comes out as recorded: the EINTR the record's
@@ -29,6 +29,8 @@ use crate::ld::{self, Ld};
 use crate::signals::{self, Planned};
 use crate::sys;
 use ddbx_wire::history::Record;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 /// What [`deliver_due`] stopped at.
 enum Due {
@@ -65,10 +67,16 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             guard::defer();
             break Due::Nothing;
         }
-        if !at_gate && p.in_call && !guard::inside() && super::sleep::sleeping() {
-            // The record took it inside a call, and the program sleeps: it would come out of
-            // the sleep with the handler run, before that call. Kept for the call; the sleep
-            // goes on (`crate::hooks::sleep`).
+        if !at_gate
+            && p.in_call
+            && !guard::inside()
+            && ld::running().is_some_and(|ld| ld.values_thread())
+        {
+            // The record took it inside a call, and the program is in its computation or
+            // a sleep: run now, the handler would change what the program does before that
+            // call (its flag seen a loop early). Kept for the program's next hooked call
+            // ([`at_call`]); a sleep goes on (`crate::hooks::sleep`).
+            KEPT.store(true, SeqCst);
             break Due::Nothing;
         }
         if !came(&p) && p.sig != force && !signals::later_arrived(events) {
@@ -127,6 +135,18 @@ fn has_come(p: &Planned) -> bool {
         // postmaster reaped nothing and never started its background processes).
         None if signals::being_forked(p.kid) => false,
         _ => true,
+    }
+}
+
+/// An arrival kept for the program's next hooked call (see [`deliver_due_forcing`]).
+static KEPT: AtomicBool = AtomicBool::new(false);
+
+/// At the entry of a hooked call, inside the guard: an arrival kept for it is delivered, as
+/// the record's was, inside a call.
+#[inline]
+pub fn at_call() {
+    if KEPT.load(Relaxed) && KEPT.swap(false, SeqCst) {
+        deliver_due(false, std::ptr::null_mut());
     }
 }
 

@@ -15,6 +15,7 @@
 use crate::analysis::deps::{DataRange, Deps, Direction};
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
+use ddbx_wire::history::Origin;
 use ddbx_wire::history::Record;
 use std::collections::HashMap;
 
@@ -26,6 +27,8 @@ struct Covered {
     last_sender: Option<(ActorId, i32)>,
     /// The offset after the last byte received.
     received: u64,
+    /// Who received first (actor, fd, event).
+    receiver: Option<(ActorId, i32, u64)>,
 }
 
 /// For each actor among `killed`: the bytes it owes, by fd.
@@ -56,7 +59,10 @@ pub(super) fn owed_bytes(
                     c.sent = end;
                     c.last_sender = Some((history.actor, *fd));
                 }
-                Record::Recv { .. } => c.received = c.received.max(end),
+                Record::Recv { fd, .. } => {
+                    c.received = c.received.max(end);
+                    c.receiver.get_or_insert((history.actor, *fd, i as u64 + 1));
+                }
                 _ => {}
             }
         }
@@ -68,6 +74,7 @@ pub(super) fn owed_bytes(
         let Some((actor, fd)) = c
             .last_sender
             .or_else(|| sending_end(recording, &deps, channel, direction))
+            .or_else(|| c.receiver.and_then(|r| made_with(recording, r)))
         else {
             continue;
         };
@@ -102,4 +109,61 @@ fn sending_end(
         Record::Accept { new_fd, .. } => Some((end.actor, *new_fd)),
         _ => None,
     }
+}
+
+/// The sending end of a socketpair or pipe whose receiving end `fd` its receiver made itself
+/// (`receiver`: actor, fd, event of its first receive), and who holds it ([`holder`]).
+fn made_with(
+    recording: &Recording,
+    (actor, fd, event): (ActorId, i32, u64),
+) -> Option<(ActorId, i32)> {
+    let records = &recording.history(actor)?.records;
+    let (made, peer) = records
+        .iter()
+        .take(event as usize)
+        .enumerate()
+        .rev()
+        .find_map(|(i, r)| match r {
+            Record::Pair { fd: a, peer_fd: b } if *a == fd => Some((i, *b)),
+            Record::Pair { fd: a, peer_fd: b } if *b == fd => Some((i, *a)),
+            Record::Pipe { read_fd, write_fd } if *read_fd == fd => Some((i, *write_fd)),
+            _ => None,
+        })?;
+    holder(recording, actor, made as u64 + 1, peer)
+}
+
+/// Who holds `fd`, made by `creator` at event `made` (a socketpair's or a pipe's end), at the
+/// end of the histories: the creator, unless it closed it; else the one child forked after
+/// `made` that inherited it and did not close it (term_stuck's parent makes a socketpair,
+/// forks and closes the child's end: the child, killed before it logged its one send, owes
+/// it). `None` when that is not one actor.
+fn holder(recording: &Recording, creator: ActorId, made: u64, fd: i32) -> Option<(ActorId, i32)> {
+    let closes = |actor: ActorId, after: u64| {
+        recording.history(actor).is_some_and(|h| {
+            h.records
+                .iter()
+                .skip(after as usize)
+                .any(|r| matches!(r, Record::Close { fd: f } if *f == fd))
+        })
+    };
+    if !closes(creator, made) {
+        return Some((creator, fd));
+    }
+    let forks = &recording.history(creator)?.records;
+    let mut heirs = recording
+        .manifest
+        .actors
+        .iter()
+        .filter(|info| match info.origin {
+            Origin::Fork { parent, index } => {
+                parent == creator
+                    && forks.iter().enumerate().any(|(i, r)| {
+                        i as u64 >= made && matches!(r, Record::Fork { index: k } if *k == index)
+                    })
+                    && !closes(info.id, 0)
+            }
+            _ => false,
+        });
+    let heir = heirs.next()?;
+    heirs.next().is_none().then_some((heir.id, fd))
 }
