@@ -39,7 +39,7 @@ macro_rules! hook {
                 // SAFETY: the caller's arguments, valid for the real function as for this one.
                 return unsafe { crate::real::$name($($arg),*) };
             };
-            crate::replay::signals::at_call();
+            let _ = crate::replay::signals::at_call();
             $body
         }
     };

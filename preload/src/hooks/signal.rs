@@ -174,43 +174,46 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
     sys::set_errno(saved);
 }
 
-hook! {
-    /// sigsuspend(2): in replay, a delivery that is due and whose signal the LD kept runs
-    /// first, and ends the wait as the handler would have; a wait that a recorded delivery
-    /// ended also runs the deliveries the record made in the same call (see
-    /// `replay::signals::after_suspend`).
-    fn sigsuspend(mask: *const libc::sigset_t) -> c_int {
-        crate::fatal::before_blocking();
-        let made = crate::replay::signals::planned_made();
-        let r = if crate::replay::signals::before_suspend() {
-            sys::set_errno(libc::EINTR);
-            -1
-        } else {
-            // SAFETY: the program's mask, valid for sigsuspend(2).
-            unsafe { real::sigsuspend(mask) }
-        };
-        let err = sys::errno();
-        crate::replay::signals::after_suspend(made);
-        sys::set_errno(err);
-        r
-    }
+/// sigsuspend(2): in replay, a delivery that is due and whose signal the LD kept runs first,
+/// and ends the wait as the handler would have; a wait that a recorded delivery ended also
+/// runs the deliveries the record made in the same call (see
+/// `replay::signals::after_suspend`).
+///
+/// # Safety
+/// Called by the program in place of libc's, with a valid mask.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sigsuspend(mask: *const libc::sigset_t) -> c_int {
+    // SAFETY: the program's mask, valid for sigsuspend(2).
+    suspend(|| unsafe { real::sigsuspend(mask) })
 }
 
-hook! {
-    /// pause(2): as sigsuspend.
-    fn pause() -> c_int {
-        crate::fatal::before_blocking();
-        let made = crate::replay::signals::planned_made();
-        let r = if crate::replay::signals::before_suspend() {
-            sys::set_errno(libc::EINTR);
-            -1
-        } else {
-            // SAFETY: no arguments.
-            unsafe { real::pause() }
-        };
-        let err = sys::errno();
-        crate::replay::signals::after_suspend(made);
-        sys::set_errno(err);
-        r
-    }
+/// pause(2): as sigsuspend.
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pause() -> c_int {
+    // SAFETY: no arguments.
+    suspend(|| unsafe { real::pause() })
+}
+
+/// A wait for a signal, `wait()` the real call. Not a `hook!`: a delivery kept for the
+/// program's next call that runs at its entry ends the wait, as it would have ended it.
+fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
+    let Some(_guard) = crate::guard::Guard::enter() else {
+        return wait();
+    };
+    let made = crate::replay::signals::planned_made();
+    let ran = crate::replay::signals::at_call();
+    crate::fatal::before_blocking();
+    let r = if ran || crate::replay::signals::before_suspend() {
+        sys::set_errno(libc::EINTR);
+        -1
+    } else {
+        wait()
+    };
+    let err = sys::errno();
+    crate::replay::signals::after_suspend(made);
+    sys::set_errno(err);
+    r
 }

@@ -142,12 +142,16 @@ fn has_come(p: &Planned) -> bool {
 static KEPT: AtomicBool = AtomicBool::new(false);
 
 /// At the entry of a hooked call, inside the guard: an arrival kept for it is delivered, as
-/// the record's was, inside a call.
+/// the record's was, inside a call. True if a handler of the program ran (a wait for a
+/// signal, `pause`, is then over).
 #[inline]
-pub fn at_call() {
+pub fn at_call() -> bool {
     if KEPT.load(Relaxed) && KEPT.swap(false, SeqCst) {
+        let ran = signals::handlers_run();
         deliver_due(false, std::ptr::null_mut());
+        return signals::handlers_run() != ran;
     }
+    false
 }
 
 /// From the LD's handler, just after an arrival: delivers what is due.
