@@ -273,34 +273,6 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
     DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
 }
 
-/// `sig_in_sleep … spin`: the server computes (a loop as long as the file says, no system
-/// call), then waits in `pause` for its SIGTERM. Recorded with no loop, the signal comes in
-/// the pause; replayed with a long one, it arrives in the computation. Its handler runs in the
-/// pause, which it ends (natively, the same loop has the signal come before the pause).
-#[test]
-fn a_signal_taken_in_pause_that_arrives_in_computation_ends_the_pause() {
-    let tmp = TempDir::new("sig_in_spin");
-    let program = progs().join("sig_in_sleep");
-    let spins = tmp.join("spins");
-    let spins_arg = path_str(&spins);
-    std::fs::write(&spins, "1000000000").unwrap();
-    let native = std::process::Command::new(&program)
-        .args([spins_arg, "spin"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&native.stdout),
-        "stopped before pause\nserver exited 0\n",
-        "natively, the signal comes in the loop"
-    );
-    std::fs::write(&spins, "0").unwrap();
-    let rec = tmp.join("rec");
-    let recorded = DDBX.record(&rec, &program, &[spins_arg, "spin"]).success();
-    assert_eq!(recorded.stdout, "stopped in pause\nserver exited 0\n");
-    std::fs::write(&spins, "300000000").unwrap();
-    DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
-}
-
 /// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
 fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
     for attempt in 1..=10 {

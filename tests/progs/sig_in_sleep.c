@@ -2,7 +2,7 @@
  * sig_in_sleep: a signal the record took inside a readiness wait arrives, in replay, while
  * the program sleeps before that wait.
  *
- *   sig_in_sleep [FILE [spin]]
+ *   sig_in_sleep [FILE]
  *
  * The parent makes a socketpair and forks a child (the "server"). The server installs a
  * SIGTERM handler that sets a flag and writes a byte into a self-pipe, sends "ready" to the
@@ -10,10 +10,6 @@
  * and then, unless the flag is already set, waits in select on its self-pipe (at most 5 s).
  * It prints "stopped in select" or "stopped before select" and exits 0. The parent reads
  * "ready", sleeps 50 ms, sends SIGTERM to the server, reaps it and prints how it ended.
- *
- * With `spin`, the server instead computes (a loop of FILE's number of iterations, no system
- * call) and then waits in pause(): "stopped in pause" or "stopped before pause". A signal
- * that arrives in the computation must still run its handler in the pause, and end it.
  *
  * Recorded with FILE saying 0 the signal comes during the select. A replay run with FILE
  * saying 300000 (the server slower before its select, as under load; ddbx replays the
@@ -49,23 +45,7 @@ static long number_in(const char *path)
     return n;
 }
 
-/* The server of `spin` mode: computes `n` iterations, then waits for the signal. */
-static int spinner(long n)
-{
-    volatile long i;
-
-    for (i = 0; i < n && !stop; i++)
-        ;
-    if (stop) {
-        printf("stopped before pause\n");
-        return 0;
-    }
-    pause();
-    printf(stop ? "stopped in pause\n" : "pause ended without the signal\n");
-    return 0;
-}
-
-static int server(int fd, const char *file, int spin)
+static int server(int fd, const char *file)
 {
     long pre = number_in(file);
     struct sigaction sa;
@@ -81,8 +61,6 @@ static int server(int fd, const char *file, int spin)
         fail("sigaction");
     if (write(fd, "ready", 5) != 5)
         fail("write");
-    if (spin)
-        return spinner(pre);
     if (pre > 0)
         usleep((useconds_t)pre);
     if (stop) {
@@ -111,7 +89,7 @@ int main(int argc, char **argv)
         fail("fork");
     if (child == 0) {
         close(sv[0]);
-        return server(sv[1], argc > 1 ? argv[1] : NULL, argc > 2 && !strcmp(argv[2], "spin"));
+        return server(sv[1], argc > 1 ? argv[1] : NULL);
     }
     close(sv[1]);
     if (recv_all(sv[0], buf, sizeof buf) != sizeof buf)

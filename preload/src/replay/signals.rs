@@ -10,8 +10,8 @@
 //!   executed as many events as the record had), whatever the program is doing then: blocked
 //!   in a call ddbx passes through (a read of its self-pipe, `sigsuspend`, `pause`), in its
 //!   computation, or in a replayed call; except that one the record took inside a call, if
-//!   it finds the program in its computation or a sleep, waits for the program's next hooked
-//!   call ([`at_call`]; the sleep goes on, `crate::hooks::sleep`);
+//!   it finds the program in a sleep, waits for the program's next hooked call or sleep
+//!   ([`at_call`]; the sleep goes on, `crate::hooks::sleep`);
 //! * otherwise **at the entry of the next event** once it is due ([`at_gate`]): an arrival
 //!   that came too early waits for it, and an event whose gap has a delivery waits for the
 //!   signal to arrive. The call that follows comes out as recorded: the EINTR the record's
@@ -70,12 +70,14 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         if !at_gate
             && p.in_call
             && !guard::inside()
+            && super::sleep::sleeping()
             && ld::running().is_some_and(|ld| ld.values_thread())
         {
-            // The record took it inside a call, and the program is in its computation or
-            // a sleep: run now, the handler would change what the program does before that
-            // call (its flag seen a loop early). Kept for the program's next hooked call
-            // ([`at_call`]); a sleep goes on (`crate::hooks::sleep`).
+            // The record took it inside a call, and the program sleeps: it would come out of
+            // the sleep with the handler run, before that call (its flag seen a loop early).
+            // Kept for the program's next hooked call or sleep ([`at_call`]); the sleep goes
+            // on (`crate::hooks::sleep`). Not in computation: a loop that waits for the
+            // handler's effect without a call (sig_malloc) would wait for ever.
             KEPT.store(true, SeqCst);
             break Due::Nothing;
         }
