@@ -567,11 +567,3 @@ pub fn set_signal_mask(set: u64) {
         )
     };
 }
-
-/// The signals pending for this thread or the process (bit `sig - 1`).
-pub fn pending_signals() -> u64 {
-    let mut set: u64 = 0;
-    // SAFETY: rt_sigpending with an 8-byte set, the kernel's sigset size.
-    unsafe { libc::syscall(libc::SYS_rt_sigpending, &mut set as *mut u64, 8usize) };
-    set
-}
