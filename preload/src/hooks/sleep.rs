@@ -10,13 +10,13 @@
 //!   what is left, as the record's did (gunicorn's arbiter, handed its SIGTERM in the
 //!   `time.sleep` between two forks rather than in the `select` after them, saw its stop
 //!   request before that `select`, made none, and exited 3 events early). The loop that
-//!   sleeps through is `crate::replay::sleep::asleep`.
+//!   sleeps through is `crate::replay::signals::asleep`.
 //!
 //! glibc's `sleep` and `usleep` call nanosleep inside libc, where no hook sees it: they have
 //! hooks of their own.
 
 use crate::real;
-use crate::replay::sleep::asleep;
+use crate::replay::signals::asleep;
 use crate::sys;
 use libc::{c_int, c_uint, clockid_t, timespec};
 

@@ -15,7 +15,6 @@ pub mod probe;
 pub mod process;
 pub mod ready;
 pub mod signals;
-pub mod sleep;
 pub mod socket;
 pub mod values;
 

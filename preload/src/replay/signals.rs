@@ -29,8 +29,9 @@ use crate::ld::{self, Ld};
 use crate::signals::{self, Planned};
 use crate::sys;
 use ddbx_wire::history::Record;
-use std::sync::atomic::AtomicBool;
+use libc::{c_int, timespec};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32};
 
 /// What [`deliver_due`] stopped at.
 enum Due {
@@ -70,7 +71,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         if !at_gate
             && p.in_call
             && !guard::inside()
-            && super::sleep::sleeping()
+            && sleeping()
             && ld::running().is_some_and(|ld| ld.values_thread())
         {
             // The record took it inside a call, and the program sleeps: it would come out of
@@ -376,5 +377,34 @@ fn wait_for(ld: &mut Ld, sig: libc::c_int) {
             halting::control(ld, msg);
         }
         None => sys::exit_group(ddbx_wire::exit::DIVERGED),
+    }
+}
+
+/// Replay: how many threads sleep in a sleep hook now (a handler that comes sees it).
+static SLEEPING: AtomicU32 = AtomicU32::new(0);
+
+/// Whether the program sleeps in a sleep hook now (for the LD's signal handler).
+pub fn sleeping() -> bool {
+    SLEEPING.load(SeqCst) > 0
+}
+
+/// Makes one sleep call: `call(left)` sleeps for (or until) `left` and returns the error
+/// number, 0 when it slept to its end, with what is left of a relative sleep in `left`.
+/// In replay, an interruption that ran no handler of the program is slept through.
+pub fn asleep(left: &mut timespec, mut call: impl FnMut(&mut timespec) -> c_int) -> c_int {
+    if crate::signals::mode() != crate::signals::REPLAY {
+        return call(left);
+    }
+    // A delivery kept during an earlier sleep runs now: a loop that sleeps until its
+    // handler has run would otherwise sleep for ever.
+    let _ = at_call();
+    loop {
+        let ran = crate::signals::handlers_run();
+        SLEEPING.fetch_add(1, SeqCst);
+        let err = call(left);
+        SLEEPING.fetch_sub(1, SeqCst);
+        if err != libc::EINTR || crate::signals::handlers_run() != ran {
+            return err;
+        }
     }
 }
