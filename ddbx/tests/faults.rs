@@ -228,29 +228,36 @@ fn sigkill_of_ddbx_stops_the_record_and_the_replay_at_once() {
     eprintln!("replay: every process gone {gone_after:?} after the SIGKILL of ddbx");
 }
 
-#[test]
-fn a_send_its_killed_sender_never_logged_replays_from_the_peers_history() {
-    // self_kill's child sends 3 messages, reads a reply and dies of SIGKILL. Cut its history
-    // before its last `Send`: what a kill between that send and its record leaves (the parent's
-    // history has the `Recv` of those bytes; the child's does not have the `Send`).
-    let tmp = TempDir::new("owed");
+/// Records `program` (as `rec` in `tmp`), cuts the history of its child p2 before its last
+/// `Send` (if it has one; it may not, when the kill came first), and checks that 3 replays end
+/// as recorded: the bytes the parent's history says it received are owed by the child.
+fn replays_with_the_last_send_cut(tmp: &TempDir, program: &str, check: impl Fn(&Path)) {
     let rec = tmp.join("rec");
-    let program = progs().join("self_kill");
-    let recorded = DDBX.record(&rec, &program, &[]).success();
+    let recorded = DDBX.record(&rec, &progs().join(program), &[]).success();
     let child = rec.join("history/p2.ron");
     let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
-    let last_send = text
-        .rfind("\nSend(")
-        .unwrap_or_else(|| panic!("no Send in\n{text}"));
-    std::fs::write(&child, &text[..last_send + 1]).unwrap_or_else(|e| panic!("{e}"));
-    let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
-    assert!(manifest.contains("Signaled(9)"), "{manifest}");
-    // The replay plays the missing send from the parent's history, then the kill.
+    if let Some(send) = text.rfind("\nSend(") {
+        std::fs::write(&child, &text[..send + 1]).unwrap_or_else(|e| panic!("{e}"));
+    }
+    check(&rec);
     for _ in 0..3 {
         let replay = DDBX.run(["replay", path_str(&rec)]).output();
         replay.assert_exit(0, &["replay reached the recorded end"]);
         assert_eq!(replay.stdout, recorded.stdout);
     }
+}
+
+#[test]
+fn a_send_its_killed_sender_never_logged_replays_from_the_peers_history() {
+    // self_kill's child sends 3 messages, reads a reply and dies of SIGKILL. Cut its history
+    // before its last `Send`: what a kill between that send and its record leaves (the parent's
+    // history has the `Recv` of those bytes; the child's does not have the `Send`). The replay
+    // plays the missing send from the parent's history, then the kill.
+    let tmp = TempDir::new("owed");
+    replays_with_the_last_send_cut(&tmp, "self_kill", |rec| {
+        let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
+        assert!(manifest.contains("Signaled(9)"), "{manifest}");
+    });
 }
 
 #[test]
@@ -261,21 +268,10 @@ fn an_unlogged_send_on_an_inherited_socketpair_end_replays_from_the_peers_histor
     // sender is found from the socketpair and the fork (before, nobody owed those bytes, the
     // child's send was a divergence, and the parent waited for ever for its ack).
     let tmp = TempDir::new("owed-pair");
-    let rec = tmp.join("rec");
-    let program = progs().join("term_stuck");
-    let recorded = DDBX.record(&rec, &program, &[]).success();
-    let child = rec.join("history/p2.ron");
-    let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
-    if let Some(send) = text.rfind("\nSend(") {
-        std::fs::write(&child, &text[..send + 1]).unwrap_or_else(|e| panic!("{e}"));
-    }
-    let cut = std::fs::read_to_string(&child).unwrap_or_default();
-    assert!(!cut.contains("Send("), "{cut}");
-    for _ in 0..2 {
-        let replay = DDBX.run(["replay", path_str(&rec)]).output();
-        replay.assert_exit(0, &["replay reached the recorded end"]);
-        assert_eq!(replay.stdout, recorded.stdout);
-    }
+    replays_with_the_last_send_cut(&tmp, "term_stuck", |rec| {
+        let cut = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap_or_default();
+        assert!(!cut.contains("Send("), "{cut}");
+    });
 }
 
 #[test]

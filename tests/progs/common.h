@@ -520,6 +520,34 @@ static UNUSED void nodelay(int fd)
         die("setsockopt TCP_NODELAY");
 }
 
+/* A socketpair and a fork. In the child (0 returned) sv[1] is its end, sv[0] closed; in the
+ * parent (the child's pid returned) sv[0] is its end, sv[1] closed. */
+static UNUSED pid_t fork_on_pair(int sv[2])
+{
+    pid_t child;
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        fail("socketpair");
+    child = fork();
+    if (child < 0)
+        fail("fork");
+    close(child == 0 ? sv[0] : sv[1]);
+    return child;
+}
+
+/* Reaps `child` and prints how it ended: "WHO killed by signal N" or "WHO exited N". */
+static UNUSED void reap_and_say(pid_t child, const char *who)
+{
+    int status;
+
+    if (waitpid(child, &status, 0) != child)
+        fail("waitpid");
+    if (WIFSIGNALED(status))
+        printf("%s killed by signal %d\n", who, WTERMSIG(status));
+    else
+        printf("%s exited %d\n", who, WEXITSTATUS(status));
+}
+
 /* One bit of the CPU's cycle counter: a coin that ddbx does not record (it replays clock and
  * random reads, /dev/urandom included), so that record and replay may differ where a program
  * wants them to. */

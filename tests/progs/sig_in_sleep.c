@@ -77,28 +77,19 @@ static int server(int fd, const char *file)
 
 int main(int argc, char **argv)
 {
-    int sv[2], status;
+    int sv[2];
     char buf[5];
     pid_t child;
 
     program_start();
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-        fail("socketpair");
-    child = fork();
-    if (child < 0)
-        fail("fork");
-    if (child == 0) {
-        close(sv[0]);
+    child = fork_on_pair(sv);
+    if (child == 0)
         return server(sv[1], argc > 1 ? argv[1] : NULL);
-    }
-    close(sv[1]);
     if (recv_all(sv[0], buf, sizeof buf) != sizeof buf)
         fail("read ready");
     usleep(50000);
     if (kill(child, SIGTERM) < 0)
         fail("kill");
-    if (waitpid(child, &status, 0) != child)
-        fail("waitpid");
-    printf("server exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    reap_and_say(child, "server");
     return 0;
 }

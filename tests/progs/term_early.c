@@ -16,21 +16,16 @@
 
 int main(int argc, char **argv)
 {
-    int n = argc > 1 ? atoi(argv[1]) : 20, sv[2], i, status;
+    int n = argc > 1 ? atoi(argv[1]) : 20, sv[2], i;
     pid_t child;
 
     if (n < 1 || n > 1000)
         die("term_early: N must be 1..1000");
     program_start();
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-        fail("socketpair");
-    child = fork();
-    if (child < 0)
-        fail("fork");
+    child = fork_on_pair(sv);
     if (child == 0) {
         char msg[4];
 
-        close(sv[0]);
         client_start();
         for (i = 1;; i++) {
             jitter();
@@ -40,7 +35,6 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
-    close(sv[1]);
     for (i = 0; i < n; i++)
         if (write(sv[0], "msg.", 4) != 4)
             fail("write");
@@ -48,11 +42,6 @@ int main(int argc, char **argv)
         jitter();
     if (kill(child, SIGTERM) < 0)
         fail("kill");
-    if (waitpid(child, &status, 0) != child)
-        fail("waitpid");
-    if (WIFSIGNALED(status))
-        printf("child killed by signal %d\n", WTERMSIG(status));
-    else
-        printf("child exited %d\n", WEXITSTATUS(status));
+    reap_and_say(child, "child");
     return 0;
 }

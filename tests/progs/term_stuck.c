@@ -18,18 +18,13 @@
 
 int main(void)
 {
-    int sv[2], status;
+    int sv[2];
     char msg[4];
     pid_t child;
 
     program_start();
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-        fail("socketpair");
-    child = fork();
-    if (child < 0)
-        fail("fork");
+    child = fork_on_pair(sv);
     if (child == 0) {
-        close(sv[0]);
         if (recv_all(sv[1], msg, sizeof msg) != sizeof msg)
             return 1;
         printf("got it\n");
@@ -39,18 +34,12 @@ int main(void)
         for (;;)
             syscall(SYS_pause);
     }
-    close(sv[1]);
     if (write(sv[0], "msg.", 4) != 4)
         fail("write");
     if (recv_all(sv[0], msg, sizeof msg) != sizeof msg)
         fail("read ack");
     if (kill(child, SIGTERM) < 0)
         fail("kill");
-    if (waitpid(child, &status, 0) != child)
-        fail("waitpid");
-    if (WIFSIGNALED(status))
-        printf("child killed by signal %d\n", WTERMSIG(status));
-    else
-        printf("child exited %d\n", WEXITSTATUS(status));
+    reap_and_say(child, "child");
     return 0;
 }
