@@ -273,6 +273,28 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
     DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
 }
 
+/// `term_unblocked`'s child sets an empty signal mask at its start (haproxy does) and leaves
+/// SIGTERM to its default action; after its last ack it computes, then prints. Replayed with
+/// a computation longer than its parent's pause before the kill, the SIGTERM, which the LD
+/// holds whatever mask the program sets, still ends it only after it printed, as recorded
+/// (let through by the program's mask, it printed one line less).
+#[test]
+fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
+    let tmp = TempDir::new("term_unblocked");
+    let program = progs().join("term_unblocked");
+    let spins = tmp.join("spins");
+    let spins_arg = path_str(&spins);
+    std::fs::write(&spins, "0").unwrap();
+    let rec = tmp.join("rec");
+    let recorded = DDBX.record(&rec, &program, &[spins_arg]).success();
+    assert_eq!(
+        recorded.stdout,
+        "got 1\ngot 2\ngot 3\nchild killed by signal 15\n"
+    );
+    std::fs::write(&spins, "300000000").unwrap();
+    DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
+}
+
 /// Records `sig_order flag` until its signal interrupted a poll (the usual case); 10 tries.
 fn record_with_eintr(tmp: &TempDir) -> std::path::PathBuf {
     for attempt in 1..=10 {

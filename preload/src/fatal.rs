@@ -27,8 +27,8 @@ static HELD: AtomicU64 = AtomicU64::new(0);
 /// last event (`preload/src/replay/cursor.rs`), not wherever the signal found it (haproxy died
 /// 12 events before the end of its history, its last health checks unmade). Blocked, not
 /// caught: a handler would make an unhooked sleep or read fail with EINTR, which the record's
-/// process never saw. A program that unblocks one itself (its own `sigprocmask`,
-/// `sigsuspend`) takes it at once, as before.
+/// process never saw. The program's own masks keep them blocked (`crate::hooks::mask`, and
+/// `sigsuspend` before the history's end).
 pub fn hold_default_fatal(events_left: bool) {
     if !events_left {
         return;
@@ -62,6 +62,12 @@ pub fn let_go(sig: c_int) {
         let old = crate::sys::block_signals(0);
         crate::sys::set_signal_mask(old & !bit);
     }
+}
+
+/// The signals the LD holds now (bit `sig - 1`): what the program's own masks keep blocked
+/// (`crate::hooks::mask`).
+pub fn held() -> u64 {
+    HELD.load(SeqCst)
 }
 
 /// Replay: the history has no event left (set once, by [`at_end`]).

@@ -139,6 +139,8 @@ reals! {
     fn kill(pid: pid_t, sig: c_int) -> c_int;
     fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
     fn sigsuspend(mask: *const sigset_t) -> c_int;
+    fn sigprocmask(how: c_int, set: *const sigset_t, old: *mut sigset_t) -> c_int;
+    fn pthread_sigmask(how: c_int, set: *const sigset_t, old: *mut sigset_t) -> c_int;
     fn pause() -> c_int;
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
     fn fileno(stream: *mut libc::FILE) -> c_int;

@@ -548,6 +548,21 @@ static UNUSED void reap_and_say(pid_t child, const char *who)
         printf("%s exited %d\n", who, WEXITSTATUS(status));
 }
 
+/* The number in file `path` (0 if none, or no such file): what a test changes between a record
+ * and its replays, which do not replay the contents of files. */
+static UNUSED long number_in(const char *path)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    long n = 0;
+
+    if (f) {
+        if (fscanf(f, "%ld", &n) != 1)
+            n = 0;
+        fclose(f);
+    }
+    return n;
+}
+
 /* One bit of the CPU's cycle counter: a coin that ddbx does not record (it replays clock and
  * random reads, /dev/urandom included), so that record and replay may differ where a program
  * wants them to. */

@@ -31,20 +31,6 @@ static void on_term(int sig)
         _exit(3);
 }
 
-/* The number in file `path` (0 if none). */
-static long number_in(const char *path)
-{
-    FILE *f = path ? fopen(path, "r") : NULL;
-    long n = 0;
-
-    if (f) {
-        if (fscanf(f, "%ld", &n) != 1)
-            n = 0;
-        fclose(f);
-    }
-    return n;
-}
-
 static int server(int fd, const char *file)
 {
     long pre = number_in(file);

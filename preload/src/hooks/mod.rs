@@ -10,6 +10,7 @@
 pub mod clone;
 pub mod dup;
 pub mod io;
+pub mod mask;
 pub mod nohang;
 pub mod pipe;
 pub mod probe;

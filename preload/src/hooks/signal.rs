@@ -183,8 +183,14 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
 /// Called by the program in place of libc's, with a valid mask.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sigsuspend(mask: *const libc::sigset_t) -> c_int {
-    // SAFETY: the program's mask, valid for sigsuspend(2).
-    suspend(|| unsafe { real::sigsuspend(mask) })
+    suspend(|| {
+        // The signals replay holds stay blocked in the wait too (they are let go, past the
+        // history's end, before it: `suspend`).
+        let ours = super::mask::with_held(libc::SIG_SETMASK, mask);
+        let mask = ours.as_ref().map_or(mask, |m| m as *const libc::sigset_t);
+        // SAFETY: the program's mask or our copy of it, valid for sigsuspend(2).
+        unsafe { real::sigsuspend(mask) }
+    })
 }
 
 /// pause(2): as sigsuspend.
