@@ -265,12 +265,13 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
         "stopped before select\nserver exited 0\n",
         "natively, the signal comes in the long sleep"
     );
-    std::fs::write(&pause, "0").unwrap();
-    let rec = tmp.join("rec");
-    let recorded = DDBX.record(&rec, &program, &[pause_arg]).success();
-    assert_eq!(recorded.stdout, "stopped in select\nserver exited 0\n");
-    std::fs::write(&pause, "300000").unwrap();
-    DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
+    record_then_replay_slower(
+        &tmp,
+        "sig_in_sleep",
+        &pause,
+        ("0", "300000"),
+        "stopped in select\nserver exited 0\n",
+    );
 }
 
 /// `term_unblocked`'s child sets an empty signal mask at its start (haproxy does) and leaves
@@ -281,17 +282,27 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
 #[test]
 fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
     let tmp = TempDir::new("term_unblocked");
-    let program = progs().join("term_unblocked");
     let spins = tmp.join("spins");
-    let spins_arg = path_str(&spins);
-    std::fs::write(&spins, "0").unwrap();
+    let want = "got 1\ngot 2\ngot 3\nchild killed by signal 15\n";
+    record_then_replay_slower(&tmp, "term_unblocked", &spins, ("0", "300000000"), want);
+}
+
+/// Records `program FILE` with FILE saying `says.0` (the record must print `want`), then
+/// replays it twice with FILE saying `says.1`: the program slower somewhere, as under load
+/// (ddbx does not replay the contents of files). Each replay must be the record's.
+fn record_then_replay_slower(
+    tmp: &TempDir,
+    program: &str,
+    file: &Path,
+    says: (&str, &str),
+    want: &str,
+) {
+    let program = progs().join(program);
+    std::fs::write(file, says.0).unwrap();
     let rec = tmp.join("rec");
-    let recorded = DDBX.record(&rec, &program, &[spins_arg]).success();
-    assert_eq!(
-        recorded.stdout,
-        "got 1\ngot 2\ngot 3\nchild killed by signal 15\n"
-    );
-    std::fs::write(&spins, "300000000").unwrap();
+    let recorded = DDBX.record(&rec, &program, &[path_str(file)]).success();
+    assert_eq!(recorded.stdout, want);
+    std::fs::write(file, says.1).unwrap();
     DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
 }
 

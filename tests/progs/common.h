@@ -548,6 +548,15 @@ static UNUSED void reap_and_say(pid_t child, const char *who)
         printf("%s exited %d\n", who, WEXITSTATUS(status));
 }
 
+/* Waits `us` microseconds, sends `child` SIGTERM, then reaps it as reap_and_say says. */
+static UNUSED void terminate_and_say(pid_t child, useconds_t us, const char *who)
+{
+    usleep(us);
+    if (kill(child, SIGTERM) < 0)
+        fail("kill");
+    reap_and_say(child, who);
+}
+
 /* The number in file `path` (0 if none, or no such file): what a test changes between a record
  * and its replays, which do not replay the contents of files. */
 static UNUSED long number_in(const char *path)

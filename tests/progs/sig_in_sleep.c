@@ -73,9 +73,6 @@ int main(int argc, char **argv)
         return server(sv[1], argc > 1 ? argv[1] : NULL);
     if (recv_all(sv[0], buf, sizeof buf) != sizeof buf)
         fail("read ready");
-    usleep(50000);
-    if (kill(child, SIGTERM) < 0)
-        fail("kill");
-    reap_and_say(child, "server");
+    terminate_and_say(child, 50000, "server");
     return 0;
 }

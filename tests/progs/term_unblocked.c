@@ -51,9 +51,6 @@ int main(int argc, char **argv)
         if (recv_all(sv[0], msg, sizeof msg) != sizeof msg)
             fail("read ack");
     }
-    usleep(200000);
-    if (kill(child, SIGTERM) < 0)
-        fail("kill");
-    reap_and_say(child, "child");
+    terminate_and_say(child, 200000, "child");
     return 0;
 }

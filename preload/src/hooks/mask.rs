@@ -34,6 +34,22 @@ fn without_held(old: *mut sigset_t) {
     }
 }
 
+/// A mask call of the program, `call` the real one.
+fn set_mask(
+    how: c_int,
+    set: *const sigset_t,
+    old: *mut sigset_t,
+    call: impl FnOnce(c_int, *const sigset_t, *mut sigset_t) -> c_int,
+) -> c_int {
+    let ours = with_held(how, set);
+    let set = ours.as_ref().map_or(set, |s| s as *const sigset_t);
+    let r = call(how, set, old);
+    if r == 0 {
+        without_held(old);
+    }
+    r
+}
+
 /// sigprocmask(2).
 ///
 /// # Safety
@@ -44,14 +60,10 @@ pub unsafe extern "C" fn sigprocmask(
     set: *const sigset_t,
     old: *mut sigset_t,
 ) -> c_int {
-    let ours = with_held(how, set);
-    let set = ours.as_ref().map_or(set, |s| s as *const sigset_t);
     // SAFETY: the program's arguments, `set` its own or our copy of it.
-    let r = unsafe { real::sigprocmask(how, set, old) };
-    if r == 0 {
-        without_held(old);
-    }
-    r
+    set_mask(how, set, old, |h, s, o| unsafe {
+        real::sigprocmask(h, s, o)
+    })
 }
 
 /// pthread_sigmask(3).
@@ -64,12 +76,8 @@ pub unsafe extern "C" fn pthread_sigmask(
     set: *const sigset_t,
     old: *mut sigset_t,
 ) -> c_int {
-    let ours = with_held(how, set);
-    let set = ours.as_ref().map_or(set, |s| s as *const sigset_t);
     // SAFETY: the program's arguments, `set` its own or our copy of it.
-    let r = unsafe { real::pthread_sigmask(how, set, old) };
-    if r == 0 {
-        without_held(old);
-    }
-    r
+    set_mask(how, set, old, |h, s, o| unsafe {
+        real::pthread_sigmask(h, s, o)
+    })
 }
