@@ -255,7 +255,7 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
     let program = progs().join("sig_in_sleep");
     let pause = tmp.join("pause");
     let pause_arg = path_str(&pause);
-    std::fs::write(&pause, "300000").unwrap();
+    std::fs::write(&pause, "1000000").unwrap();
     let native = std::process::Command::new(&program)
         .arg(pause_arg)
         .output()
@@ -269,7 +269,7 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
         &tmp,
         "sig_in_sleep",
         &pause,
-        ("0", "300000"),
+        ("0", "1000000"),
         "stopped in select\nserver exited 0\n",
     );
 }
@@ -284,7 +284,7 @@ fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
     let tmp = TempDir::new("term_unblocked");
     let spins = tmp.join("spins");
     let want = "got 1\ngot 2\ngot 3\nchild killed by signal 15\n";
-    record_then_replay_slower(&tmp, "term_unblocked", &spins, ("0", "300000000"), want);
+    record_then_replay_slower(&tmp, "term_unblocked", &spins, ("0", "500000000"), want);
 }
 
 /// Records `program FILE` with FILE saying `says.0` (the record must print `want`), then

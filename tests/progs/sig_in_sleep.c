@@ -9,10 +9,11 @@
  * parent, sleeps as many microseconds as FILE says (none: 0) with usleep,
  * and then, unless the flag is already set, waits in select on its self-pipe (at most 5 s).
  * It prints "stopped in select" or "stopped before select" and exits 0. The parent reads
- * "ready", sleeps 50 ms, sends SIGTERM to the server, reaps it and prints how it ended.
+ * "ready", sleeps 250 ms (time enough, even under load, for the server to be in its select),
+ * sends SIGTERM to the server, reaps it and prints how it ended.
  *
  * Recorded with FILE saying 0 the signal comes during the select. A replay run with FILE
- * saying 300000 (the server slower before its select, as under load; ddbx replays the
+ * saying 1000000 (the server slower before its select, as under load; ddbx replays the
  * environment and arguments, not the contents of files) receives it during the usleep: the
  * handler must still run in the select, as recorded.
  */
@@ -73,6 +74,6 @@ int main(int argc, char **argv)
         return server(sv[1], argc > 1 ? argv[1] : NULL);
     if (recv_all(sv[0], buf, sizeof buf) != sizeof buf)
         fail("read ready");
-    terminate_and_say(child, 50000, "server");
+    terminate_and_say(child, 250000, "server");
     return 0;
 }
