@@ -284,7 +284,7 @@ fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
     let tmp = TempDir::new("term_unblocked");
     let spins = tmp.join("spins");
     let want = "got 1\ngot 2\ngot 3\nchild killed by signal 15\n";
-    record_then_replay_slower(&tmp, "term_unblocked", &spins, ("0", "500000000"), want);
+    record_then_replay_slower(&tmp, "term_unblocked", &spins, ("0", "300000000"), want);
 }
 
 /// Records `program FILE` with FILE saying `says.0` (the record must print `want`), then

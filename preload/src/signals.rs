@@ -370,13 +370,6 @@ pub fn next_planned() -> Option<Planned> {
     })
 }
 
-/// Whether the record had deliveries and all of them are made, with every wait outcome it
-/// recorded (a handler run now takes none of the main line's).
-pub fn plan_made() -> bool {
-    let len = PLAN_LEN.load(SeqCst);
-    len > 0 && PLAN_NEXT.load(SeqCst) >= len && WAITS_NEXT.load(SeqCst) >= WAITS_LEN.load(SeqCst)
-}
-
 /// How many recorded waits the program has made (or that were dropped as passed).
 pub fn waits_taken() -> u32 {
     WAITS_NEXT.load(SeqCst).min(u32::MAX as usize) as u32

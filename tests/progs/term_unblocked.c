@@ -7,11 +7,11 @@
  * The parent makes a socketpair and forks a child. The child sets an empty signal mask, then
  * 3 times: reads a 4-byte message, answers "ack.", computes (a loop of as many iterations as
  * FILE says, no system call; none if no file) and prints "got K". The parent sends each
- * message and reads its ack, waits 200 ms (time enough for the child to print), sends the
- * child SIGTERM, reaps it and prints "child killed by signal 15": the record's child has
- * printed "got 3" by then and waits for a 4th message.
+ * message and reads its ack, waits 200 ms, sends the child SIGTERM, reaps it and prints
+ * "child killed by signal 15": the record's child has printed "got 3" by then and waits for a
+ * 4th message.
  *
- * A replay with FILE saying 500000000 makes the child compute past the parent's kill: the
+ * A replay with FILE saying 300000000 makes the child compute past the parent's kill: the
  * signal, held by ddbx until the child's next call although the child unblocked it, must not
  * end the child before it prints "got 3".
  */

@@ -171,15 +171,7 @@ pub fn arrival(ctx: *mut libc::c_void) {
 /// signal would leave the replay waiting for a process that never ends.)
 fn deliver_past_the_end(ctx: *mut libc::c_void) -> bool {
     let at_end = ld::running().is_some_and(|ld| ld.next_record().is_none());
-    // A SIGCHLD once the record's deliveries are all made: the record's handler reaped that
-    // child inside a hooked call, where its waits were not recorded (sig_malloc's main loop
-    // spins until its handler has reaped every child: kept, the arrival left it spinning for
-    // ever, on 1 recording in 3 under load).
-    let unplanned_child = signals::plan_made() && signals::has_arrival(libc::SIGCHLD);
-    if !(at_end || unplanned_child)
-        || signals::next_planned().is_some()
-        || !signals::enter_delivery()
-    {
+    if !at_end || signals::next_planned().is_some() || !signals::enter_delivery() {
         return false;
     }
     let mut ran = false;
