@@ -25,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 
 #include "../../examples/figure1/figure1.h"
 
@@ -548,10 +549,64 @@ static UNUSED void reap_and_say(pid_t child, const char *who)
         printf("%s exited %d\n", who, WEXITSTATUS(status));
 }
 
-/* Waits `us` microseconds, sends `child` SIGTERM, then reaps it as reap_and_say says. */
-static UNUSED void terminate_and_say(pid_t child, useconds_t us, const char *who)
+/* Whether `pid` is blocked in one of the system calls `calls` (numbers, ended by -1), as
+ * /proc/PID/syscall says ("running" or another call: no). */
+static int blocked_in(pid_t pid, const long *calls)
 {
-    usleep(us);
+    char path[64], line[256];
+    FILE *f;
+    long nr;
+    int found = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof line, f) && sscanf(line, "%ld", &nr) == 1)
+        for (; *calls >= 0 && !found; calls++)
+            found = *calls == nr;
+    fclose(f);
+    return found;
+}
+
+/* The CPU time `pid` has used, user and system, in clock ticks (/proc/PID/stat). */
+static long cpu_ticks(pid_t pid)
+{
+    char path[64], line[1024];
+    const char *end;
+    FILE *f;
+    long user = 0, sys = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof line, f) && (end = strrchr(line, ')')) &&
+        sscanf(end + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &user, &sys) != 2)
+        user = sys = 0;
+    fclose(f);
+    return user + sys;
+}
+
+/* Waits until `child` is blocked in one of `calls` (ended by -1), or has used `ticks` more
+ * clock ticks of CPU from now (0: no such limit): the state a test needs a process in before
+ * it signals it, awaited rather than guessed with a pause. It looks every millisecond, for 60
+ * s at most (then fails: the state never came). */
+static UNUSED void await_state(pid_t child, const long *calls, long ticks)
+{
+    long start = cpu_ticks(child), waited;
+
+    for (waited = 0; waited < 60000; waited++) {
+        if (blocked_in(child, calls) || (ticks > 0 && cpu_ticks(child) - start >= ticks))
+            return;
+        usleep(1000);
+    }
+    fail("the child never reached the state awaited");
+}
+
+/* Sends `child` SIGTERM, then reaps it as reap_and_say says. */
+static UNUSED void terminate_and_say(pid_t child, const char *who)
+{
     if (kill(child, SIGTERM) < 0)
         fail("kill");
     reap_and_say(child, who);

@@ -9,7 +9,7 @@
  * parent, sleeps as many microseconds as FILE says (none: 0) with usleep,
  * and then, unless the flag is already set, waits in select on its self-pipe (at most 5 s).
  * It prints "stopped in select" or "stopped before select" and exits 0. The parent reads
- * "ready", sleeps 250 ms (time enough, even under load, for the server to be in its select),
+ * "ready", waits until the server is blocked in its sleep or its select (/proc/PID/syscall),
  * sends SIGTERM to the server, reaps it and prints how it ended.
  *
  * Recorded with FILE saying 0 the signal comes during the select. A replay run with FILE
@@ -74,6 +74,12 @@ int main(int argc, char **argv)
         return server(sv[1], argc > 1 ? argv[1] : NULL);
     if (recv_all(sv[0], buf, sizeof buf) != sizeof buf)
         fail("read ready");
-    terminate_and_say(child, 250000, "server");
+    /* In the record, the server's select; in a slow replay, its sleep before it. */
+    {
+        static const long waits[] = {SYS_select, SYS_pselect6, SYS_nanosleep, SYS_clock_nanosleep, -1};
+
+        await_state(child, waits, 0);
+    }
+    terminate_and_say(child, "server");
     return 0;
 }

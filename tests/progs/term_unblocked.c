@@ -7,11 +7,12 @@
  * The parent makes a socketpair and forks a child. The child sets an empty signal mask, then
  * 3 times: reads a 4-byte message, answers "ack.", computes (a loop of as many iterations as
  * FILE says, no system call; none if no file) and prints "got K". The parent sends each
- * message and reads its ack, waits 200 ms, sends the child SIGTERM, reaps it and prints
+ * message and reads its ack, then waits until the child is blocked reading a 4th message or
+ * has computed for 50 ms of CPU (/proc/PID), sends the child SIGTERM, reaps it and prints
  * "child killed by signal 15": the record's child has printed "got 3" by then and waits for a
  * 4th message.
  *
- * A replay with FILE saying 300000000 makes the child compute past the parent's kill: the
+ * A replay with FILE saying 300000000 has the parent's kill come during the computation: the
  * signal, held by ddbx until the child's next call although the child unblocked it, must not
  * end the child before it prints "got 3".
  */
@@ -51,6 +52,13 @@ int main(int argc, char **argv)
         if (recv_all(sv[0], msg, sizeof msg) != sizeof msg)
             fail("read ack");
     }
-    terminate_and_say(child, 200000, "child");
+    /* In the record, the child's read of a 4th message; in a slow replay, its computation
+     * (5 ticks of CPU: 50 ms). */
+    {
+        static const long reads[] = {SYS_read, SYS_recvfrom, -1};
+
+        await_state(child, reads, 5);
+    }
+    terminate_and_say(child, "child");
     return 0;
 }

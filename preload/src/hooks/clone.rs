@@ -83,6 +83,7 @@ pub unsafe extern "C" fn syscall(
         // SAFETY: the program's arguments, valid for the call (its contract).
         return unsafe { raw_syscall(n, args) };
     }
+    let held = super::nohang::hold_sigchld();
     atfork_prepare();
     // SAFETY: as above.
     let r = unsafe { raw_syscall(n, args) };
@@ -95,5 +96,6 @@ pub unsafe extern "C" fn syscall(
     }
     super::nohang::forked(r as libc::pid_t);
     sys::set_errno(errno);
+    super::nohang::release_sigchld(held);
     r
 }

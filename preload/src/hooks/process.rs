@@ -134,7 +134,7 @@ fn exiting(status: c_int) {
 /// Called by the program in place of libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fork() -> pid_t {
-    forked_by_program(|| {
+    forked_by_program(false, || {
         // SAFETY: no arguments.
         unsafe { real::fork() }
     })
@@ -147,38 +147,52 @@ pub unsafe extern "C" fn fork() -> pid_t {
 /// Called by the program in place of libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn vfork() -> pid_t {
-    forked_by_program(|| {
+    forked_by_program(false, || {
         // SAFETY: no arguments.
         unsafe { real::fork() }
     })
 }
 
+/// _Fork(3): a fork without the fork handlers, so we run ours.
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _Fork() -> pid_t {
+    forked_by_program(true, || {
+        // SAFETY: no arguments.
+        unsafe { real::_Fork() }
+    })
+}
+
 /// A fork the program makes with `call`: outside our hooks, or from its signal handler run
-/// inside one. The LD's own forks (none today) are left alone.
-fn forked_by_program(call: impl FnOnce() -> pid_t) -> pid_t {
+/// inside one (`handlers`: `call` does not run the fork handlers, so they are run here). The
+/// LD's own forks (none today) are left alone. SIGCHLD waits, in record, until the child is
+/// known and the program is out of the hook (`hooks::nohang::hold_sigchld`).
+fn forked_by_program(handlers: bool, call: impl FnOnce() -> pid_t) -> pid_t {
     let guard = Guard::enter();
     if guard.is_some() {
         let _ = active();
     } else if !crate::signals::in_program_handler() {
         return call();
     }
-    super::nohang::forked(call())
-}
-
-hook! {
-    /// _Fork(3): a fork without the fork handlers, so we run ours.
-    fn _Fork() -> pid_t {
-        let _ = active();
+    let held = super::nohang::hold_sigchld();
+    let pid = if handlers {
         atfork_prepare();
-        // SAFETY: no arguments.
-        let pid = unsafe { real::_Fork() };
+        let pid = call();
         if pid == 0 {
             atfork_child();
         } else {
             atfork_parent();
         }
-        super::nohang::forked(pid)
-    }
+        pid
+    } else {
+        call()
+    };
+    let pid = super::nohang::forked(pid);
+    drop(guard);
+    super::nohang::release_sigchld(held);
+    pid
 }
 
 /// The entries of a C environment array, copied.
