@@ -267,9 +267,39 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
     );
     record_then_replay_slower(
         &tmp,
-        "sig_in_sleep",
+        &["sig_in_sleep"],
         &pause,
         ("0", "1000000"),
+        "stopped in select\nserver exited 0\n",
+    );
+}
+
+/// `sig_in_sleep FILE spin`: as above, but the server computes (a loop, no call) before its
+/// select. Recorded with no computation, the signal comes in the select; replayed with a long
+/// one, it arrives while the server computes, and the handler must wait for the select: run
+/// at once, it set the flag the server checks before its select, which the server then never
+/// made (`expected Ready(…)` or the record's EINTR, found an exit: vsftpd's session parent
+/// exited before the read that the record's SIGCHLD interrupted).
+#[test]
+fn a_signal_taken_in_a_call_that_arrives_in_computation_waits_for_that_call() {
+    let tmp = TempDir::new("sig_in_spin");
+    let program = progs().join("sig_in_sleep");
+    let spins = tmp.join("spins");
+    std::fs::write(&spins, "300000000").unwrap();
+    let native = std::process::Command::new(&program)
+        .args([path_str(&spins), "spin"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "stopped before select\nserver exited 0\n",
+        "natively, the signal comes in the long computation"
+    );
+    record_then_replay_slower(
+        &tmp,
+        &["sig_in_sleep", "spin"],
+        &spins,
+        ("0", "300000000"),
         "stopped in select\nserver exited 0\n",
     );
 }
@@ -284,23 +314,26 @@ fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
     let tmp = TempDir::new("term_unblocked");
     let spins = tmp.join("spins");
     let want = "got 1\ngot 2\ngot 3\nchild killed by signal 15\n";
-    record_then_replay_slower(&tmp, "term_unblocked", &spins, ("0", "300000000"), want);
+    record_then_replay_slower(&tmp, &["term_unblocked"], &spins, ("0", "300000000"), want);
 }
 
-/// Records `program FILE` with FILE saying `says.0` (the record must print `want`), then
-/// replays it twice with FILE saying `says.1`: the program slower somewhere, as under load
-/// (ddbx does not replay the contents of files). Each replay must be the record's.
+/// Records `program[0] FILE program[1..]` with FILE saying `says.0` (the record must print
+/// `want`), then replays it twice with FILE saying `says.1`: the program slower somewhere, as
+/// under load (ddbx does not replay the contents of files). Each replay must be the record's.
 fn record_then_replay_slower(
     tmp: &TempDir,
-    program: &str,
+    program: &[&str],
     file: &Path,
     says: (&str, &str),
     want: &str,
 ) {
-    let program = progs().join(program);
+    let args: Vec<&str> = std::iter::once(path_str(file))
+        .chain(program[1..].iter().copied())
+        .collect();
+    let program = progs().join(program[0]);
     std::fs::write(file, says.0).unwrap();
     let rec = tmp.join("rec");
-    let recorded = DDBX.record(&rec, &program, &[path_str(file)]).success();
+    let recorded = DDBX.record(&rec, &program, &args).success();
     assert_eq!(recorded.stdout, want);
     std::fs::write(file, says.1).unwrap();
     DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);

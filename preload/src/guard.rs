@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
+    static PAST_EVENT: Cell<bool> = const { Cell::new(false) };
     static TID: Cell<i32> = const { Cell::new(0) };
 }
 
@@ -25,6 +26,7 @@ impl Guard {
                     None
                 } else {
                     inside.set(true);
+                    let _ = PAST_EVENT.try_with(|past| past.set(false));
                     Some(Guard(()))
                 }
             })
@@ -67,6 +69,23 @@ pub fn on_leave(f: extern "C" fn()) {
 /// hooked call).
 pub fn inside() -> bool {
     INSIDE.try_with(|inside| inside.get()).unwrap_or(true)
+}
+
+/// The hook this thread is in has logged its event (record): what comes after, until the hook
+/// returns, the program sees as coming after the call.
+pub fn event_done() {
+    let _ = PAST_EVENT.try_with(|past| past.set(true));
+}
+
+/// Whether this thread is inside a hook that has not logged its event yet: a signal that comes
+/// now comes during the call, as the program sees it. One that comes after the event's line,
+/// before the hook returns, is taken by the program right after the call, as in its
+/// computation, and is noted so: noted as "in a call", replay would run its handler in the
+/// program's next call, after the program had acted on a flag the handler had not set yet
+/// (vsftpd's session parent read its child's EOF, found no SIGCHLD flag and wrote "500 OOPS"
+/// to its client where the record had exited).
+pub fn inside_before_event() -> bool {
+    inside() && !PAST_EVENT.try_with(|past| past.get()).unwrap_or(false)
 }
 
 /// Leaves the guard held by the current hook for the time of `f` (replay runs a signal

@@ -20,6 +20,7 @@ impl Ld {
     pub fn emit(&mut self, record: &Record) {
         if self.mode == ddbx_wire::proto::Mode::Record {
             self.send_deferred_reaps();
+            crate::guard::event_done();
         }
         self.flush_values();
         self.count_event();
@@ -157,6 +158,7 @@ impl Ld {
 
     /// Optimal tracing: an event happened whose outcome is `decision`.
     pub fn emit_decided(&mut self, record: &Record, decision: Decision) {
+        crate::guard::event_done();
         self.count_event();
         self.counters.count(record);
         self.note_connection(record);

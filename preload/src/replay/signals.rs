@@ -10,8 +10,8 @@
 //!   executed as many events as the record had), whatever the program is doing then: blocked
 //!   in a call ddbx passes through (a read of its self-pipe, `sigsuspend`, `pause`), in its
 //!   computation, or in a replayed call; except that one the record took inside a call, if
-//!   it finds the program in a sleep, waits for the program's next hooked call or sleep
-//!   ([`at_call`]; the sleep goes on, `crate::hooks::sleep`);
+//!   it finds the program outside any hook (sleeping, computing), waits for the program's
+//!   next hooked call or sleep ([`at_call`]; a sleep goes on, `crate::hooks::sleep`);
 //! * otherwise **at the entry of the next event** once it is due ([`at_gate`]): an arrival
 //!   that came too early waits for it, and an event whose gap has a delivery waits for the
 //!   signal to arrive. The call that follows comes out as recorded: the EINTR the record's
@@ -31,7 +31,7 @@ use crate::sys;
 use ddbx_wire::history::Record;
 use libc::{c_int, timespec};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::AtomicBool;
 
 /// What [`deliver_due`] stopped at.
 enum Due {
@@ -71,14 +71,17 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         if !at_gate
             && p.in_call
             && !guard::inside()
-            && sleeping()
             && ld::running().is_some_and(|ld| ld.values_thread())
         {
-            // The record took it inside a call, and the program sleeps: it would come out of
-            // the sleep with the handler run, before that call (its flag seen a loop early).
-            // Kept for the program's next hooked call or sleep ([`at_call`]); the sleep goes
-            // on (`crate::hooks::sleep`). Not in computation: a loop that waits for the
-            // handler's effect without a call (sig_malloc) would wait for ever.
+            // The record took it inside a call, and the program sleeps or computes before
+            // that call: run now, the program would see the handler's flag before the call
+            // (a sleep's loop ended a turn early; vsftpd's session parent exited before the
+            // read the record's signal interrupted). Kept for the program's next hooked call
+            // or sleep ([`at_call`]); a sleep goes on (`crate::hooks::sleep`). The program
+            // reaches that call without the handler, as the record's did: what the record
+            // notes "in a call" came after the program had entered it (a delivery after the
+            // call's event, as the program leaves the hook, is noted in computation:
+            // `crate::guard::inside_before_event`).
             KEPT.store(true, SeqCst);
             break Due::Nothing;
         }
@@ -380,14 +383,6 @@ fn wait_for(ld: &mut Ld, sig: libc::c_int) {
     }
 }
 
-/// Replay: how many threads sleep in a sleep hook now (a handler that comes sees it).
-static SLEEPING: AtomicU32 = AtomicU32::new(0);
-
-/// Whether the program sleeps in a sleep hook now (for the LD's signal handler).
-pub fn sleeping() -> bool {
-    SLEEPING.load(SeqCst) > 0
-}
-
 /// Makes one sleep call: `call(left)` sleeps for (or until) `left` and returns the error
 /// number, 0 when it slept to its end, with what is left of a relative sleep in `left`.
 /// In replay, an interruption that ran no handler of the program is slept through.
@@ -400,9 +395,7 @@ pub fn asleep(left: &mut timespec, mut call: impl FnMut(&mut timespec) -> c_int)
     let _ = at_call();
     loop {
         let ran = crate::signals::handlers_run();
-        SLEEPING.fetch_add(1, SeqCst);
         let err = call(left);
-        SLEEPING.fetch_sub(1, SeqCst);
         if err != libc::EINTR || crate::signals::handlers_run() != ran {
             return err;
         }
