@@ -304,6 +304,36 @@ fn a_signal_taken_in_a_call_that_arrives_in_computation_waits_for_that_call() {
     );
 }
 
+/// `kill_grace`: a parent asks its child to stop, waits 200 ms, then sends SIGKILL (a
+/// script's `kill; sleep; kill -9`, `runuser`'s grace after the SIGTERM it relays). Recorded
+/// with a quick clean-up, the SIGKILL found the child gone; natively with a slow one it ends
+/// the child in its clean-up. Replayed with the slow one, the SIGKILL waits for the child to
+/// end, as the record's found it (before, it killed the child in every replay: postgres's
+/// postmaster, SIGKILLed by `runuser` in the middle of its shutdown, 3 replays of 3).
+#[test]
+fn a_sigkill_that_found_its_target_gone_waits_for_it_to_end() {
+    let tmp = TempDir::new("kill_grace");
+    let program = progs().join("kill_grace");
+    let cleanup = tmp.join("cleanup");
+    std::fs::write(&cleanup, "1000000").unwrap();
+    let native = std::process::Command::new(&program)
+        .arg(path_str(&cleanup))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "child killed by signal 9\n",
+        "natively, the SIGKILL ends the slow clean-up"
+    );
+    record_then_replay_slower(
+        &tmp,
+        &["kill_grace"],
+        &cleanup,
+        ("0", "1000000"),
+        "cleaned up\nchild exited 0\n",
+    );
+}
+
 /// `term_unblocked`'s child sets an empty signal mask at its start (haproxy does) and leaves
 /// SIGTERM to its default action; after its last ack it computes, then prints. Replayed with
 /// a computation longer than its parent's pause before the kill, the SIGTERM, which the LD

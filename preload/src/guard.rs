@@ -88,6 +88,17 @@ pub fn inside_before_event() -> bool {
     inside() && !PAST_EVENT.try_with(|past| past.get()).unwrap_or(false)
 }
 
+/// In a child forked by the program's signal handler that interrupted a hook: the hook is the
+/// parent's, not the child's. The child runs its program outside any hook from now on (until
+/// its handler returns into that hook's frame, which leaves the guard as usual). Inheriting it
+/// held, the child lived its whole life inside the guard: postgres's walwriter, forked from the
+/// postmaster's SIGCHLD handler, had its SIGTERM handler put off until a hook returned, which
+/// never came, and the postmaster's shutdown waited for it until `runuser` killed it.
+pub fn forked_out_of_hook() {
+    let _ = INSIDE.try_with(|inside| inside.set(false));
+    let _ = PAST_EVENT.try_with(|past| past.set(false));
+}
+
 /// Leaves the guard held by the current hook for the time of `f` (replay runs a signal
 /// handler the record ran outside any hooked call: its calls are hooked as they were then).
 pub fn outside<R>(f: impl FnOnce() -> R) -> R {

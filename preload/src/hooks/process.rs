@@ -190,6 +190,9 @@ fn forked_by_program(handlers: bool, call: impl FnOnce() -> pid_t) -> pid_t {
         call()
     };
     let pid = super::nohang::forked(pid);
+    if pid == 0 && guard.is_none() {
+        crate::guard::forked_out_of_hook();
+    }
     drop(guard);
     super::nohang::release_sigchld(held);
     pid

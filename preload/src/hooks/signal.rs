@@ -9,7 +9,9 @@
 //! its EXEC child, a script stopping its server), that is too early or needless: the sender's
 //! replay sends it again at the same point of its own history. So while recording, each kill
 //! is told to the GD, which notes it on the receiving actor in the manifest, and replay lets
-//! such a process wait for its killer.
+//! such a process wait for its killer. In replay a SIGKILL, which no LD can hold, is sent only
+//! once the GD says it lands where the record's did (`LdToGd::Kill`); not from a signal
+//! handler (the LD may be talking to the GD there).
 
 use super::{active, hook};
 use crate::{real, record, signals, sys};
@@ -17,15 +19,27 @@ use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
 hook! {
-    /// kill(2): noted for the GD while recording, then sent as asked.
+    /// kill(2): noted for the GD while recording, then sent as asked. In replay a SIGKILL
+    /// waits until it lands where the record's did (`LdToGd::Kill`): no LD can hold it.
     fn kill(pid: pid_t, sig: c_int) -> c_int {
         if pid > 0
             && sig > 0
             && pid != sys::getpid()
             && let Some(ld) = active()
-            && ld.mode == Mode::Record
         {
-            record::process::kill(ld, pid, sig);
+            match ld.mode {
+                Mode::Record => record::process::kill(ld, pid, sig),
+                Mode::Replay
+                    if sig == libc::SIGKILL
+                        && !signals::in_signal_context()
+                        && crate::ld::gd::may_send() =>
+                {
+                    let saved = sys::errno();
+                    let _ = crate::halting::request(ld, &ddbx_wire::proto::LdToGd::Kill { pid, sig });
+                    sys::set_errno(saved);
+                }
+                Mode::Replay => {}
+            }
         }
         // SAFETY: no pointer arguments.
         unsafe { real::kill(pid, sig) }

@@ -30,8 +30,8 @@ use crate::signals::{self, Planned};
 use crate::sys;
 use ddbx_wire::history::Record;
 use libc::{c_int, timespec};
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 /// What [`deliver_due`] stopped at.
 enum Due {

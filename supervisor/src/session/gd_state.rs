@@ -22,6 +22,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
+/// How long a replayed SIGKILL waits at most for its target to reach the state the record's
+/// found (`GdState::await_kill_target`): longer than a grace period a script or a wrapper
+/// gives, shorter than a test's patience.
+const KILL_PATIENCE: Duration = Duration::from_secs(10);
+
 /// A kind of I/O that was not recorded, and the actors that did it.
 pub(super) struct Passthrough {
     /// The kind, as the LD described it.
@@ -217,6 +222,38 @@ impl GdState {
                 Some((pid, self.recorded_signal(actor)?))
             })
             .collect()
+    }
+
+    /// Replay: waits until a SIGKILL (`sig`) the program sends to process `pid` lands where the
+    /// record's did (at most [`KILL_PATIENCE`]): a recorded process that did not die of it in
+    /// the record had ended before it came, so it is let end first; one that died of it is
+    /// let reach the end of its history (or end). A SIGKILL cannot be held by the receiving LD as other
+    /// signals are: sent early (a replay slower than its record, and `runuser`'s grace of two
+    /// seconds after its SIGTERM), it ended postgres's postmaster in the middle of its shutdown.
+    pub(crate) fn await_kill_target(&self, pid: i32, sig: i32) {
+        let deadline = Instant::now() + KILL_PATIENCE;
+        let mut tables = self.lock();
+        loop {
+            // An actor that said it exits is still running its exit (and would die of the
+            // signal): the process's own state says when it has ended.
+            let Some(actor) = tables.registry.actor_of_pid(pid) else {
+                return;
+            };
+            let ended = super::procs::zombie_status(pid).is_some()
+                || super::procs::start_time(pid).is_none();
+            let landed = ended
+                || (self.recorded_signal(actor) == Some(sig) && tables.at_end.contains(&actor));
+            if landed || tables.ending {
+                return;
+            }
+            // A process's end is not always told (a zombie its parent has not reaped): look
+            // again now and then.
+            let next = deadline.min(Instant::now() + Duration::from_millis(20));
+            tables = match self.wait_until(tables, next) {
+                Ok(tables) if Instant::now() < deadline => tables,
+                _ => return,
+            };
+        }
     }
 
     /// Replay: the signal that ended `actor` in the record, if one did.

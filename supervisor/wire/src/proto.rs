@@ -94,6 +94,17 @@ pub enum LdToGd {
         /// The signal.
         sig: i32,
     },
+    /// Replay: the program is about to send SIGKILL to process `pid` with kill(2). Answered
+    /// by [`GdToLd::KillNow`] once the kill can land where the record's did: on a process
+    /// that has ended, when the record's target did not die of it (a `kill -9` after a grace
+    /// period, `runuser`'s SIGKILL two seconds after its SIGTERM, which found the record's
+    /// server gone), or on one at the end of its history, when it did.
+    Kill {
+        /// The process it is sent to (this run's pid).
+        pid: i32,
+        /// The signal.
+        sig: i32,
+    },
     /// I/O of a kind ddbx does not record yet (UDP, pipes): reported once per kind.
     Passthrough {
         /// The actor.
@@ -392,6 +403,8 @@ pub enum GdToLd {
         /// Who made it (as in [`LdToGd::Handover`]).
         connector: (ActorId, u64),
     },
+    /// Answer to [`LdToGd::Kill`]: send it now.
+    KillNow,
 }
 
 /// Encodes a message as one line (with its newline).

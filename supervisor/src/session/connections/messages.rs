@@ -1,5 +1,5 @@
 //! The messages an LD sends after its handshake, handled by kind: replay matching
-//! (`Connected`, `WhoIs`, `AtEnd`), facts about the processes (`Signal`, `Passthrough`,
+//! (`Connected`, `WhoIs`, `Kill`, `AtEnd`), facts about the processes (`Signal`, `Passthrough`,
 //! `Reaped`, `Exiting`, `Observed`, `Execing`, `ExecFailed`), problems that stop the session (`Diverged`,
 //! `Unsupported`), and the halting notes (`Need`, `Passive`, `State`).
 
@@ -40,6 +40,7 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             remote,
             peer_pid,
         } => return Some(who_is(gd, &local, &remote, peer_pid)),
+        LdToGd::Kill { pid, sig } => return Some(kill_now(gd, pid, sig)),
         LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
         LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
         LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
@@ -179,6 +180,12 @@ fn who_is(gd: &GdState, local: &str, remote: &str, peer_pid: Option<i32>) -> GdT
         }
         tables = gd.wait(tables);
     }
+}
+
+/// Replay: a SIGKILL may be sent once it lands where the record's did.
+fn kill_now(gd: &GdState, pid: i32, sig: i32) -> GdToLd {
+    gd.await_kill_target(pid, sig);
+    GdToLd::KillNow
 }
 
 /// Asking whether a process has died, without waiting.
