@@ -282,9 +282,9 @@ fn a_process_outside_the_session_cannot_talk_to_the_gd() {
         argv: vec!["stranger".into()],
         key: key.to_string(),
     };
-    stranger
-        .write_all(ddbx_wire::proto::encode(&hello).as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
+    // The GD may have closed the connection already (it checks the peer when it accepts):
+    // the write then fails with a broken pipe, which is a refusal too.
+    let _ = stranger.write_all(ddbx_wire::proto::encode(&hello).as_bytes());
     let mut answer = String::new();
     let _ = stranger.read_to_string(&mut answer);
     assert_eq!(answer, "", "the GD answered a stranger");

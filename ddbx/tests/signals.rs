@@ -336,15 +336,18 @@ fn a_sigkill_that_found_its_target_gone_waits_for_it_to_end() {
 
 /// `term_unblocked`'s child sets an empty signal mask at its start (haproxy does) and leaves
 /// SIGTERM to its default action; after its last ack it computes, then prints. Replayed with
-/// a computation longer than its parent's pause before the kill, the SIGTERM, which the LD
-/// holds whatever mask the program sets, still ends it only after it printed, as recorded
-/// (let through by the program's mask, it printed one line less).
+/// a computation that the parent's kill comes in, the SIGTERM, which the LD holds whatever
+/// mask the program sets, still ends it only after it printed, as recorded (let through by
+/// the program's mask, it printed one line less). The computation (7e8 loop turns, about 4 s
+/// here) outlasts the two quiet seconds after which the GD wakes a process that holds its
+/// signal blocked in a call no hook sees: one that runs is let compute (woken after two, it
+/// printed one line less too).
 #[test]
 fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
     let tmp = TempDir::new("term_unblocked");
     let spins = tmp.join("spins");
     let want = "got 1\ngot 2\ngot 3\nchild killed by signal 15\n";
-    record_then_replay_slower(&tmp, &["term_unblocked"], &spins, ("0", "300000000"), want);
+    record_then_replay_slower(&tmp, &["term_unblocked"], &spins, ("0", "700000000"), want);
 }
 
 /// Records `program[0] FILE program[1..]` with FILE saying `says.0` (the record must print

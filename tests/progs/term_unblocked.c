@@ -12,7 +12,7 @@
  * "child killed by signal 15": the record's child has printed "got 3" by then and waits for a
  * 4th message.
  *
- * A replay with FILE saying 300000000 has the parent's kill come during the computation: the
+ * A replay with FILE saying 700000000 has the parent's kill come during the computation: the
  * signal, held by ddbx until the child's next call although the child unblocked it, must not
  * end the child before it prints "got 3".
  */

@@ -12,7 +12,7 @@ use super::procs;
 use super::transcript::Transcript;
 use ddbx_wire::manifest::ExitStatus;
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,9 @@ const HALTING_TICK: Duration = Duration::from_secs(1);
 const CAUSE_GRACE: Duration = Duration::from_millis(200);
 /// How long the halted actors have to answer `Report`.
 const REPORT_LIMIT: Duration = Duration::from_secs(10);
+/// Quiet ticks a process that runs past its last event, holding the signal that killed the
+/// record's, is let compute before it is woken to die of it (`MainLoop::wake_held_ends`).
+const RUNNING_PATIENCE: u32 = 15;
 
 /// How the main loop ended.
 pub(super) struct LoopEnd {
@@ -63,8 +66,9 @@ pub(super) struct MainLoop<'a> {
     exits_announced: HashSet<i32>,
     /// A divergence waiting (since then) for the kill that may have caused it.
     pending: Option<(Divergence, Instant)>,
-    /// Processes found at their end with their recorded signal held, at the last quiet tick.
-    held_seen: RefCell<HashSet<i32>>,
+    /// Processes found at their end with their recorded signal held, with the number of
+    /// quiet ticks in a row they have been.
+    held_seen: RefCell<HashMap<i32, u32>>,
 }
 
 impl<'a> MainLoop<'a> {
@@ -90,7 +94,7 @@ impl<'a> MainLoop<'a> {
             root_status: None,
             exits_announced: HashSet::new(),
             pending: None,
-            held_seen: RefCell::new(HashSet::new()),
+            held_seen: RefCell::new(HashMap::new()),
         }
     }
 
@@ -203,20 +207,27 @@ impl<'a> MainLoop<'a> {
     }
 
     /// Past its last event, a process keeps the signal that killed the record's blocked
-    /// until its next call (`preload/src/fatal.rs`). One that still holds it, come, after a
-    /// whole quiet tick is stuck where no hook sees it (a loop, a read of a terminal): it is
-    /// woken to die of it now, rather than hang the process that waits for its end.
+    /// until its next call (`preload/src/fatal.rs`). One that still holds it, blocked, after a
+    /// whole quiet tick is stuck where no hook sees it (a read of a terminal, a raw `pause`):
+    /// it is woken to die of it now, rather than hang the process that waits for its end. One
+    /// that runs is computing its way to that call (the record's died somewhere in the same
+    /// computation): it is given [`RUNNING_PATIENCE`] ticks (a loop that never calls again
+    /// would otherwise hold it for ever). Woken after two ticks whatever it did, a child that
+    /// computed for five seconds after its last message died before printing what it had read
+    /// (`tests/progs/term_unblocked.c`).
     fn wake_held_ends(&self) {
         let mut seen = self.held_seen.borrow_mut();
-        let held: HashSet<i32> = self
+        let held: HashMap<i32, u32> = self
             .gd
             .killed_at_end()
             .into_iter()
             .filter(|(pid, sig)| procs::holds(*pid, *sig))
-            .map(|(pid, _)| pid)
+            .map(|(pid, _)| (pid, seen.get(&pid).map_or(1, |ticks| ticks + 1)))
             .collect();
-        for pid in held.intersection(&seen) {
-            procs::signal(*pid, libc::SIGCONT);
+        for (pid, ticks) in &held {
+            if (*ticks >= 2 && !procs::running(*pid)) || *ticks > RUNNING_PATIENCE {
+                procs::signal(*pid, libc::SIGCONT);
+            }
         }
         *seen = held;
     }

@@ -102,6 +102,11 @@ pub fn blocks(pid: i32, sig: i32) -> bool {
     signal_masks(pid).is_some_and(|(blocked, _)| has(blocked, sig))
 }
 
+/// Whether process `pid` is running or ready to (state `R`), rather than blocked in a call.
+pub fn running(pid: i32) -> bool {
+    stat_field(pid, 3).is_some_and(|state| state == "R")
+}
+
 /// Whether process `pid` has signal `sig` blocked and pending: it came, and waits.
 pub fn holds(pid: i32, sig: i32) -> bool {
     signal_masks(pid).is_some_and(|(blocked, pending)| has(blocked & pending, sig))
