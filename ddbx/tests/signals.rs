@@ -20,10 +20,7 @@ fn deliveries(rec: &Path, actor: &str) -> Vec<(usize, String)> {
     let mut events = 0;
     let mut found = Vec::new();
     for line in text.lines().skip(1) {
-        if ["~g", "~G", "~n", "~w"]
-            .iter()
-            .any(|tag| line.starts_with(tag))
-        {
+        if line.starts_with("~g") || line.starts_with("~G") || line.starts_with("~w") {
             found.push((events, line.to_string()));
         } else if !line.starts_with('~') {
             events += 1;
@@ -47,9 +44,8 @@ fn sigchld_among_receives(mode: &str) {
         // The timer's SIGCHLD and the client's (during the last waitpid), both inside a
         // hooked call: a poll, a receive, or the wait.
         assert_eq!(noted.len(), 2, "{mode}: {noted:?}");
-        // (`~g`: during the call of the next event, `~n`: during a hooked call that made
-        // no event, the wait; `~G`: in computation, which happens too.)
-        let sigchld_of = |l: &str| l.replacen("~G", "~g", 1).replacen("~n", "~g", 1);
+        // (`~g`: during a hooked call, `~G`: in computation, which happens too.)
+        let sigchld_of = |l: &str| l.replacen("~G", "~g", 1);
         assert_eq!(
             sigchld_of(&noted[0].1),
             "~g17@2",
@@ -115,12 +111,8 @@ fn a_parent_reaping_in_sigsuspend_replays_its_batches() {
     let (tmp, recorded) = DDBX.race(&program, &[], 3);
     let rec = tmp.join("rec");
     let noted = deliveries(&rec, "p1");
-    // Taken in `sigsuspend`, a call that makes no event (`~n`), or in the call of the next
-    // event (`~g`).
     assert!(
-        noted
-            .iter()
-            .any(|(_, l)| l.starts_with("~g17") || l.starts_with("~n17")),
+        noted.iter().any(|(_, l)| l.starts_with("~g17")),
         "{noted:?}"
     );
     let more = tmp.join("more").join("rec");
@@ -157,7 +149,7 @@ fn children_forked_by_a_signal_handler_take_their_own_signals() {
     sigchld_handler_forks(&["6", "term"], |rec| {
         let taken = histories_text(rec)
             .iter()
-            .filter(|h| h.lines().any(|l| l == "~g15" || l == "~n15"))
+            .filter(|h| h.lines().any(|l| l == "~g15"))
             .count();
         assert_eq!(taken, 3, "the three replacements each took a SIGTERM");
     });

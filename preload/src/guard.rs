@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
     static PAST_EVENT: Cell<bool> = const { Cell::new(false) };
-    /// Where the ring of signal notes was when the current hook started.
-    static NOTES_FROM: Cell<usize> = const { Cell::new(0) };
     static TID: Cell<i32> = const { Cell::new(0) };
 }
 
@@ -29,7 +27,6 @@ impl Guard {
                 } else {
                     inside.set(true);
                     let _ = PAST_EVENT.try_with(|past| past.set(false));
-                    let _ = NOTES_FROM.try_with(|from| from.set(crate::signals::notes_written()));
                     Some(Guard(()))
                 }
             })
@@ -38,28 +35,8 @@ impl Guard {
     }
 }
 
-/// The hook this thread is in ends without an event: the signal notes made during it say so.
-fn hook_without_event() {
-    if !PAST_EVENT.try_with(|past| past.get()).unwrap_or(true)
-        && let Ok(from) = NOTES_FROM.try_with(|from| from.get())
-        && crate::signals::notes_written() != from
-    {
-        crate::signals::hook_ended_without_event(from);
-    }
-}
-
-/// The process exits (`exit` or `_exit`, maybe from a signal handler inside a hook): a hook
-/// it is in will never make its event (rsync's daemon exits from its SIGTERM handler inside
-/// a `select`).
-pub fn exiting() {
-    if inside() {
-        hook_without_event();
-    }
-}
-
 impl Drop for Guard {
     fn drop(&mut self) {
-        hook_without_event();
         let _ = INSIDE.try_with(|inside| inside.set(false));
         if DEFERRED.swap(false, Ordering::SeqCst) {
             let f = ON_LEAVE.load(Ordering::SeqCst);

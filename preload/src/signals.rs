@@ -110,13 +110,16 @@ pub fn disposition(sig: c_int) -> Option<Disposition> {
     })
 }
 
-// ---- Deliveries that happened, for the history: `preload/src/signals/notes.rs` ----
+// ---- Deliveries that happened, for the history ----
 
-mod notes;
-pub use notes::{
-    Note, hook_ended_without_event, next_note, note, note_closed, note_reaped, notes_written,
-    take_lost,
-};
+const NOTES: usize = 256;
+/// A signal: `ended << 32 | sig << 1 | in_call` (`ended`: a child number); a non-blocking
+/// wait's outcome: `WAIT_NOTE | child`. 0: free.
+static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
+static WRITTEN: AtomicUsize = AtomicUsize::new(0);
+static READ: AtomicUsize = AtomicUsize::new(0);
+/// Deliveries not noted because the ring was full (the history misses them).
+static LOST: AtomicU32 = AtomicU32::new(0);
 
 /// The number (as in `Fork`) of the child of this image whose end raised this SIGCHLD (0:
 /// another signal, another cause, or a child this image did not fork).
@@ -194,11 +197,81 @@ pub fn kid_pid(index: u32) -> Option<c_int> {
         .map(|v| (v >> 32) as u32 as c_int)
 }
 
+/// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `ended`: see
+/// [`ended_child`].
+pub fn note(sig: c_int, in_call: bool, ended: u32) {
+    push_note(u64::from(ended) << 32 | (sig as u64) << 1 | u64::from(in_call));
+}
+
+fn push_note(v: u64) {
+    let at = WRITTEN.load(SeqCst);
+    if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
+        LOST.fetch_add(1, SeqCst);
+        return;
+    }
+    WRITTEN.store(at.wrapping_add(1), SeqCst);
+    NOTE[at % NOTES].store(v, SeqCst);
+}
+
+const WAIT_NOTE: u64 = 1 << 63;
+const CLOSE_NOTE: u64 = 1 << 62;
+
+/// A non-blocking wait of the program returned child number `child` (0: none): noted in the
+/// same ring as the deliveries, so that the lines keep their order.
+pub fn note_reaped(child: u32) {
+    push_note(WAIT_NOTE | u64::from(child));
+}
+
+/// The program's handler, inside a hooked call, closed channel end `fd` (see
+/// `ddbx_wire::history::value::Value::Closed`): noted in the same ring, in order.
+pub fn note_closed(fd: c_int) {
+    push_note(CLOSE_NOTE | fd as u32 as u64);
+}
+
+/// What a note says.
+pub enum Note {
+    /// A channel end closed by a handler inside a hooked call.
+    Closed(c_int),
+    /// A delivery: signal, in a call, the child whose end raised it.
+    Signal(c_int, bool, Option<u32>),
+    /// A non-blocking wait's outcome.
+    Reaped(u32),
+}
+
+/// The next note, oldest first.
+pub fn next_note() -> Option<Note> {
+    let at = READ.load(SeqCst);
+    if at == WRITTEN.load(SeqCst) {
+        return None;
+    }
+    let v = NOTE[at % NOTES].swap(0, SeqCst);
+    READ.store(at.wrapping_add(1), SeqCst);
+    if v == 0 {
+        return None;
+    }
+    if v & WAIT_NOTE != 0 {
+        return Some(Note::Reaped(v as u32));
+    }
+    if v & CLOSE_NOTE != 0 {
+        return Some(Note::Closed(v as u32 as c_int));
+    }
+    let ended = (v >> 32) as u32;
+    Some(Note::Signal(
+        ((v >> 1) & 0x7f) as c_int,
+        v & 1 == 1,
+        (ended != 0).then_some(ended),
+    ))
+}
+
+/// Deliveries the ring had no room for, since the last call.
+pub fn take_lost() -> u32 {
+    LOST.swap(0, SeqCst)
+}
+
 // ---- Replay: the recorded deliveries and the real arrivals ----
 
 const PLAN: usize = 8192;
-/// Each recorded delivery: `gap << 9 | no_event << 8 | sig << 1 | in_call`, in history
-/// order.
+/// Each recorded delivery: `gap << 8 | sig << 1 | in_call`, in history order.
 static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
 /// The child number of each planned SIGCHLD's ended child (0: unknown).
 static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
@@ -250,8 +323,6 @@ pub struct Planned {
     pub sig: c_int,
     /// Whether it came inside a hooked call.
     pub in_call: bool,
-    /// Inside a hooked call that made no event (`~n`), not the next event's.
-    pub no_event: bool,
     /// For a SIGCHLD: the number of the child whose end raised it (0: unknown).
     pub kid: u32,
     /// How many of the image's recorded waits come before it in the history: it runs after
@@ -270,7 +341,7 @@ pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
     let mut n = 0;
     for p in deliveries.take(PLAN) {
         PLANNED[n].store(
-            p.gap << 9 | u64::from(p.no_event) << 8 | (p.sig as u64) << 1 | u64::from(p.in_call),
+            p.gap << 8 | (p.sig as u64) << 1 | u64::from(p.in_call),
             SeqCst,
         );
         PLANNED_KID[n].store(p.kid, SeqCst);
@@ -291,10 +362,9 @@ pub fn next_planned() -> Option<Planned> {
     }
     let v = PLANNED[i].load(SeqCst);
     Some(Planned {
-        gap: v >> 9,
+        gap: v >> 8,
         sig: ((v >> 1) & 0x7f) as c_int,
         in_call: v & 1 == 1,
-        no_event: v & 1 << 8 != 0,
         kid: PLANNED_KID[i].load(SeqCst),
         waits_before: PLANNED_WAITS[i].load(SeqCst),
     })
@@ -423,13 +493,11 @@ pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
         Value::Signal {
             sig,
             in_call,
-            no_event,
             ended,
         } if mine(*gap) => Some(Planned {
             gap: *gap,
             sig: *sig,
             in_call: *in_call,
-            no_event: *no_event,
             kid: ended.unwrap_or(0),
             waits_before: waits.min(PLAN as u32),
         }),

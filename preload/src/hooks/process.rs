@@ -108,7 +108,6 @@ extern "C" fn at_exit(status: c_int, _arg: *mut libc::c_void) {
 /// Every way out of the process that we see (the exit handler, _exit, _Exit): the exit event,
 /// then nothing more is recorded (atexit handlers of other libraries, stdio flush).
 fn exiting(status: c_int) {
-    crate::guard::exiting();
     // The exiting thread's piece of the lock history is complete: no NUL bytes are left in it
     // (the reader takes those for a process killed while writing).
     crate::locks::flush_runs();

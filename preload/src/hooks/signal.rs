@@ -175,7 +175,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
         match signals::mode() {
             signals::RECORD => {
                 let ended = signals::ended_child(sig, info);
-                signals::note(sig, crate::guard::inside_before_event(), false, ended);
+                signals::note(sig, crate::guard::inside_before_event(), ended);
                 signals::call_handler(sig, d, info, ctx);
             }
             signals::REPLAY if !signals::overflowed() => {

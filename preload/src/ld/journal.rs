@@ -122,10 +122,8 @@ impl Ld {
             return;
         }
         while let Some(note) = crate::signals::next_note() {
-            let (sig, in_call, no_event, ended) = match note {
-                crate::signals::Note::Signal(sig, in_call, no_event, ended) => {
-                    (sig, in_call, no_event, ended)
-                }
+            let (sig, in_call, ended) = match note {
+                crate::signals::Note::Signal(sig, in_call, ended) => (sig, in_call, ended),
                 crate::signals::Note::Reaped(child) => {
                     self.log_value(&Value::Reaped { child });
                     continue;
@@ -138,7 +136,6 @@ impl Ld {
             self.log_value(&Value::Signal {
                 sig,
                 in_call,
-                no_event,
                 ended,
             });
             if !in_call && self.mode == ddbx_wire::proto::Mode::Record {

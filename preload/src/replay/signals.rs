@@ -70,21 +70,18 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         }
         if !at_gate
             && p.in_call
-            && p.gap == events
-            && (!guard::inside() || (!p.no_event && !IN_EVENT.load(SeqCst)))
+            && !guard::inside()
             && ld::running().is_some_and(|ld| ld.values_thread())
         {
             // The record took it inside a call, and the program sleeps or computes before
-            // that call, or is in a call before that event's: run now, the program would see
-            // the handler's flag before the call (a sleep's loop ended a turn early; vsftpd's
-            // session parent exited before the read the record's signal interrupted). Kept:
-            // one taken in a call that made no event (`~n`) for the program's next hooked
-            // call ([`at_call`]); one taken in the call of the next event (`~g`) for that
-            // event's entry ([`at_gate`]). A sleep goes on (`crate::hooks::sleep`). The
-            // program reaches that call without the handler, as the record's did: what the
-            // record notes "in a call" came after the program had entered it (a delivery
-            // after the call's event, as the program leaves the hook, is noted in
-            // computation: `crate::guard::inside_before_event`).
+            // that call: run now, the program would see the handler's flag before the call
+            // (a sleep's loop ended a turn early; vsftpd's session parent exited before the
+            // read the record's signal interrupted). Kept for the program's next hooked call
+            // or sleep ([`at_call`]); a sleep goes on (`crate::hooks::sleep`). The program
+            // reaches that call without the handler, as the record's did: what the record
+            // notes "in a call" came after the program had entered it (a delivery after the
+            // call's event, as the program leaves the hook, is noted in computation:
+            // `crate::guard::inside_before_event`).
             KEPT.store(true, SeqCst);
             break Due::Nothing;
         }
@@ -93,7 +90,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         }
         signals::planned_done();
         let mut info = signals::info_of(p.sig);
-        signals::note(p.sig, p.in_call, p.no_event, p.kid);
+        signals::note(p.sig, p.in_call, p.kid);
         let Some(d) = signals::disposition(p.sig) else {
             // The program has let go of its handler since the signal arrived.
             continue;
@@ -150,27 +147,12 @@ fn has_come(p: &Planned) -> bool {
 /// An arrival kept for the program's next hooked call (see [`deliver_due_forcing`]).
 static KEPT: AtomicBool = AtomicBool::new(false);
 
-/// Whether the program is in the call of an event, past its entry ([`at_gate`]) and before
-/// the event is made ([`after_event`]): a delivery the record took in the call of its next
-/// event runs there at once.
-static IN_EVENT: AtomicBool = AtomicBool::new(false);
-
-/// At the entry of a hooked call (`hook!`, `close`, the sleeps, `pause`, `sigsuspend`, a wait
-/// for a child), inside the guard: an arrival kept for a call that made no event in the
-/// record (`~n`) is delivered, as the record's was, inside a call. One the record took in the
-/// call of its next event (`~g`) waits for that event's entry ([`at_gate`]): delivered in a
-/// call before it (on a file, or a pipe nobody records), it set rsync's receiver's flag
-/// before the `poll` the record's signal interrupted, and the receiver left without that
-/// `poll`. True if a handler of the program ran (a wait for a signal, `pause`, is then over).
+/// At the entry of a hooked call, inside the guard: an arrival kept for it is delivered, as
+/// the record's was, inside a call. True if a handler of the program ran (a wait for a
+/// signal, `pause`, is then over).
 #[inline]
 pub fn at_call() -> bool {
-    if IN_EVENT.load(Relaxed) {
-        IN_EVENT.store(false, SeqCst);
-    }
-    if KEPT.load(Relaxed)
-        && signals::next_planned().is_none_or(|p| p.no_event || !p.in_call)
-        && KEPT.swap(false, SeqCst)
-    {
+    if KEPT.load(Relaxed) && KEPT.swap(false, SeqCst) {
         let ran = signals::handlers_run();
         deliver_due(false, std::ptr::null_mut());
         return signals::handlers_run() != ran;
@@ -274,8 +256,6 @@ pub fn at_gate(ld: &mut Ld) {
         ld.next_record(),
         Some(Record::Fail { err, .. }) if err.0 == libc::EINTR
     );
-    IN_EVENT.store(true, SeqCst);
-    KEPT.store(false, SeqCst);
     settle(ld, true, |p, events| !p.in_call || p.gap < events || eintr);
 }
 
@@ -310,9 +290,6 @@ pub fn after_event(ld: &mut Ld) {
         return;
     }
     guard::on_leave(left_hook);
-    // The call's event is made: a delivery the record took in the next event's call waits
-    // for that call.
-    IN_EVENT.store(false, SeqCst);
     settle(ld, false, |p, events| p.in_call && p.gap < events);
     await_computation_delivery(ld);
     deliver_past_the_end(std::ptr::null_mut());

@@ -15,10 +15,7 @@
 //! ~u=1764154321123456  gettimeofday, microseconds since the epoch (then `~u+…`)
 //! ~s=1764154321        time(), seconds (then `~s+…`)
 //! ~r3fa2…              random bytes (getrandom, getentropy, a read of /dev/urandom), hex
-//! ~g17                 signal 17 (SIGCHLD) ran the program's handler during the hooked call
-//!                      of the next event
-//! ~n15                 signal 15 ran it during a hooked call that made no event (a sleep, a
-//!                      wait for a child, a call on a file)
+//! ~g17                 signal 17 (SIGCHLD) ran the program's handler during a hooked call
 //! ~G10                 signal 10 (SIGUSR1) ran it outside any hooked call (computation)
 //! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
@@ -66,9 +63,6 @@ pub enum Value {
         /// Whether it came during a hooked call (`~g`: a blocking call it interrupted, or the
         /// LD's own work) rather than in the program's computation (`~G`).
         in_call: bool,
-        /// In a call that made no event (`~n`: a sleep, a wait for a child, a call on a
-        /// file), rather than in the call of the event that follows (`~g`).
-        no_event: bool,
         /// A SIGCHLD raised by the end of a child the image forked: its number (as in
         /// `Fork`), so that the analysis knows the delivery needs that child's last event.
         ended: Option<u32>,
@@ -213,15 +207,10 @@ impl Deltas {
         if let Value::Signal {
             sig,
             in_call,
-            no_event,
             ended,
         } = value
         {
-            let tag = match (in_call, no_event) {
-                (true, true) => 'n',
-                (true, false) => 'g',
-                (false, _) => 'G',
-            };
+            let tag = if *in_call { 'g' } else { 'G' };
             write!(out, "~{tag}{sig}")?;
             if let Some(pid) = ended {
                 write!(out, "@{pid}")?;
@@ -338,7 +327,7 @@ impl Deltas {
                 let clock: i32 = rest[1..end].parse().map_err(|_| bad())?;
                 (ValueKey::Clock(clock), &rest[end..])
             }
-            Some(tag @ (b'g' | b'G' | b'n')) => {
+            Some(tag @ (b'g' | b'G')) => {
                 let (sig, ended) = match rest[1..].split_once('@') {
                     Some((sig, kid)) => (sig, Some(kid.parse::<u32>().map_err(|_| bad())?)),
                     None => (&rest[1..], None),
@@ -351,8 +340,7 @@ impl Deltas {
                 }
                 return Ok(Value::Signal {
                     sig,
-                    in_call: *tag != b'G',
-                    no_event: *tag == b'n',
+                    in_call: *tag == b'g',
                     ended,
                 });
             }
@@ -480,26 +468,17 @@ mod tests {
             Value::Signal {
                 sig: 17,
                 in_call: true,
-                no_event: false,
                 ended: None,
             },
             Value::Signal {
                 sig: 10,
                 in_call: false,
-                no_event: false,
                 ended: None,
             },
             Value::Signal {
                 sig: 17,
                 in_call: false,
-                no_event: false,
                 ended: Some(3),
-            },
-            Value::Signal {
-                sig: 15,
-                in_call: true,
-                no_event: true,
-                ended: Some(2),
             },
             Value::Reaped { child: 3 },
             Value::Reaped { child: 0 },
@@ -520,10 +499,9 @@ mod tests {
         assert_eq!(lines[9], "~g17");
         assert_eq!(lines[10], "~G10");
         assert_eq!(lines[11], "~G17@3");
-        assert_eq!(lines[12], "~n15@2");
-        assert_eq!(lines[13], "~w3");
-        assert_eq!(lines[15], "~h6");
-        assert_eq!(lines[16], "~q=17");
+        assert_eq!(lines[12], "~w3");
+        assert_eq!(lines[14], "~h6");
+        assert_eq!(lines[15], "~q=17");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
