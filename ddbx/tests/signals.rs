@@ -252,25 +252,11 @@ fn a_child_killed_where_no_hook_sees_it_still_dies_of_its_signal() {
 /// short (natively, the same sleep has the signal come before the select).
 #[test]
 fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
-    let tmp = TempDir::new("sig_in_sleep");
-    let program = progs().join("sig_in_sleep");
-    let pause = tmp.join("pause");
-    let pause_arg = path_str(&pause);
-    std::fs::write(&pause, "1000000").unwrap();
-    let native = std::process::Command::new(&program)
-        .arg(pause_arg)
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&native.stdout),
-        "stopped before select\nserver exited 0\n",
-        "natively, the signal comes in the long sleep"
-    );
-    record_then_replay_slower(
-        &tmp,
+    natively_then_slower(
+        "sig_in_sleep",
         &["sig_in_sleep"],
-        &pause,
         ("0", "1000000"),
+        "stopped before select\nserver exited 0\n",
         "stopped in select\nserver exited 0\n",
     );
 }
@@ -283,24 +269,11 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
 /// exited before the read that the record's SIGCHLD interrupted).
 #[test]
 fn a_signal_taken_in_a_call_that_arrives_in_computation_waits_for_that_call() {
-    let tmp = TempDir::new("sig_in_spin");
-    let program = progs().join("sig_in_sleep");
-    let spins = tmp.join("spins");
-    std::fs::write(&spins, "300000000").unwrap();
-    let native = std::process::Command::new(&program)
-        .args([path_str(&spins), "spin"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&native.stdout),
-        "stopped before select\nserver exited 0\n",
-        "natively, the signal comes in the long computation"
-    );
-    record_then_replay_slower(
-        &tmp,
+    natively_then_slower(
+        "sig_in_spin",
         &["sig_in_sleep", "spin"],
-        &spins,
         ("0", "300000000"),
+        "stopped before select\nserver exited 0\n",
         "stopped in select\nserver exited 0\n",
     );
 }
@@ -313,24 +286,11 @@ fn a_signal_taken_in_a_call_that_arrives_in_computation_waits_for_that_call() {
 /// postmaster, SIGKILLed by `runuser` in the middle of its shutdown, 3 replays of 3).
 #[test]
 fn a_sigkill_that_found_its_target_gone_waits_for_it_to_end() {
-    let tmp = TempDir::new("kill_grace");
-    let program = progs().join("kill_grace");
-    let cleanup = tmp.join("cleanup");
-    std::fs::write(&cleanup, "1000000").unwrap();
-    let native = std::process::Command::new(&program)
-        .arg(path_str(&cleanup))
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&native.stdout),
-        "child killed by signal 9\n",
-        "natively, the SIGKILL ends the slow clean-up"
-    );
-    record_then_replay_slower(
-        &tmp,
+    natively_then_slower(
+        "kill_grace",
         &["kill_grace"],
-        &cleanup,
         ("0", "1000000"),
+        "child killed by signal 9\n",
         "cleaned up\nchild exited 0\n",
     );
 }
@@ -349,6 +309,33 @@ fn a_held_signal_stays_held_when_the_program_unblocks_every_signal() {
     let spins = tmp.join("spins");
     let want = "got 1\ngot 2\ngot 3\nchild killed by signal 15\n";
     record_then_replay_slower(&tmp, &["term_unblocked"], &spins, ("0", "700000000"), want);
+}
+
+/// Runs `program[0] FILE program[1..]` natively with FILE saying `says.1` (the program slower
+/// somewhere) and checks it prints `native` (the other side of the race, shown to exist), then
+/// [`record_then_replay_slower`], whose record must print `want`.
+fn natively_then_slower(
+    name: &str,
+    program: &[&str],
+    says: (&str, &str),
+    native: &str,
+    want: &str,
+) {
+    let tmp = TempDir::new(name);
+    let file = tmp.join("file");
+    std::fs::write(&file, says.1).unwrap();
+    let out = std::process::Command::new(progs().join(program[0]))
+        .arg(path_str(&file))
+        .args(&program[1..])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        native,
+        "natively, with the file saying {}",
+        says.1
+    );
+    record_then_replay_slower(&tmp, program, &file, says, want);
 }
 
 /// Records `program[0] FILE program[1..]` with FILE saying `says.0` (the record must print
