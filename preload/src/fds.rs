@@ -18,7 +18,7 @@ pub mod epoll;
 pub mod pipes;
 
 use libc::c_int;
-use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 const MAX_FDS: usize = 65536;
 /// Open file descriptions known at once (each is referred to by at least one fd).
@@ -66,6 +66,9 @@ pub const PEER_RECORDED: u16 = 4096;
 pub const PEER_OUTSIDE: u16 = 8192;
 /// Record: this process noted the connection's endpoint for its peer (`record/peers.rs`).
 pub const ENDPOINT_NOTED: u16 = 16384;
+/// A regular file that several processes may write, whose writes take turns
+/// (`ld/appends.rs`): opened with O_APPEND, or a process's standard output or error.
+pub const TURNS: u16 = 32768;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
 struct Description {
@@ -86,6 +89,9 @@ static DESCRIPTIONS: [Description; MAX_DESCRIPTIONS] = [const {
         generation: AtomicU32::new(0),
     }
 }; MAX_DESCRIPTIONS];
+
+/// Each description's file, when it is a regular file ([`file_key`]; 0: not one).
+static FILE_KEY: [AtomicU64; MAX_DESCRIPTIONS] = [const { AtomicU64::new(0) }; MAX_DESCRIPTIONS];
 
 /// Where the search for a free description slot starts.
 static NEXT_FREE: AtomicU32 = AtomicU32::new(0);
@@ -141,6 +147,7 @@ fn allocate(bits: u16) -> Option<u32> {
             d.generation.fetch_add(1, Ordering::Relaxed);
             pipes::unlink(slot);
             d.bits.store(bits, Ordering::Relaxed);
+            FILE_KEY[slot].store(0, Ordering::Relaxed);
             NEXT_FREE.store((slot + 1) as u32, Ordering::Relaxed);
             return Some(slot as u32);
         }
@@ -177,11 +184,12 @@ fn description(fd: c_int) -> Option<&'static Description> {
     if known != 0 {
         return DESCRIPTIONS.get(known as usize - 1);
     }
-    let bits = classify(fd);
+    let (bits, file) = classify(fd);
     if bits == 0 {
         return None; // not open: classify again when it is
     }
     let slot = allocate(bits)?;
+    FILE_KEY[slot as usize].store(file, Ordering::Relaxed);
     point(fd, Some(slot));
     DESCRIPTIONS.get(slot as usize)
 }
@@ -321,6 +329,10 @@ pub fn dup(from: c_int, to: c_int) {
         d.refs.fetch_add(1, Ordering::AcqRel);
     }
     point(to, shared);
+    if (to == 1 || to == 2) && file_key(to).is_some() {
+        // A regular file made a process's output (`cmd >log 2>&1`): its children share it.
+        update(to, TURNS, 0);
+    }
 }
 
 /// Whether the fd is one of the LD's own.
@@ -333,19 +345,25 @@ pub fn is_ours(fd: c_int) -> bool {
             .is_some_and(|d| d.bits.load(Ordering::Relaxed) & OURS != 0)
 }
 
-fn classify(fd: c_int) -> u16 {
+fn classify(fd: c_int) -> (u16, u64) {
     // SAFETY: fstat/getsockopt/fcntl write only into our locals.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         if libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) != 0 {
-            return 0; // not open: classify again when it is
+            return (0, 0); // not open: classify again when it is
         }
-        let nonblock = if crate::sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0 {
+        let flags = crate::sys::fcntl(fd, libc::F_GETFL, 0);
+        let nonblock = if flags & libc::O_NONBLOCK != 0 {
             NONBLOCK
         } else {
             0
         };
-        match st.st_mode & libc::S_IFMT {
+        if st.st_mode & libc::S_IFMT == libc::S_IFREG {
+            let shared = flags & libc::O_APPEND != 0 || fd == 1 || fd == 2;
+            let turns = if shared { TURNS } else { 0 };
+            return (KNOWN | nonblock | turns, file_key_of(&st));
+        }
+        let bits = match st.st_mode & libc::S_IFMT {
             libc::S_IFSOCK => {
                 let ty = sockopt(fd, libc::SO_TYPE);
                 let domain = sockopt(fd, libc::SO_DOMAIN);
@@ -360,8 +378,23 @@ fn classify(fd: c_int) -> u16 {
                 KNOWN | nonblock | RANDOM
             }
             _ => KNOWN | nonblock,
-        }
+        };
+        (bits, 0)
     }
+}
+
+/// A file's identity as one non-zero number (its device and inode).
+fn file_key_of(st: &libc::stat) -> u64 {
+    let key = st.st_dev.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ st.st_ino;
+    key.max(1)
+}
+
+/// The regular file `fd` refers to, as one non-zero number (its device and inode); `None`:
+/// not a regular file.
+pub fn file_key(fd: c_int) -> Option<u64> {
+    let slot = fd_slot(fd)?.load(Ordering::Relaxed).checked_sub(1)?;
+    let key = FILE_KEY.get(slot as usize)?.load(Ordering::Relaxed);
+    (key != 0).then_some(key)
 }
 
 /// The bits of a new socket of this domain and type (`ty` may carry SOCK_ flags).

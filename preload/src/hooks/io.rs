@@ -79,6 +79,16 @@ fn on_send(
     if crate::fds::pipes::is_self_pipe_write(fd) {
         return call(0, len);
     }
+    if crate::fds::kind(fd) & crate::fds::TURNS != 0
+        && let Some(key) = crate::fds::file_key(fd)
+        && let Some(ld) = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread())
+    {
+        // A file several processes may write: the order of their writes is its content.
+        return match ld.mode {
+            Mode::Record => record::io::append(ld, key, || call(0, len)),
+            Mode::Replay => replay::io::append(ld, key, || call(0, len)),
+        };
+    }
     let Some(ld) = ld_for_io(fd) else {
         return call(0, len);
     };

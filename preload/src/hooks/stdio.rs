@@ -139,6 +139,7 @@ unsafe extern "C" {
 /// glibc's stdio reads and writes the standard streams with internal calls that the hooks
 /// never see (`seq`, `tr`, `sort` and most of coreutils write with stdio, and so do bash's
 /// builtins). So while fd 0, 1 or 2 is an end of a pipe of the session (a shell's `a | b`),
+/// or fd 1 or 2 a file whose writes take turns (`./test.sh >out 2>&1`, `ld/appends.rs`),
 /// its standard stream is replaced by one whose I/O goes through our hooks on the same fd
 /// number, as `fdopen` does for sockets: at the start of an image, and when a `dup2`/`dup3`
 /// puts such a pipe there (a forked subshell running a builtin in `$(…)`). The stream keeps
@@ -151,7 +152,10 @@ pub fn wrap_standard_streams() {
 
 /// [`wrap_standard_streams`] for `fd` alone (0, 1 or 2; anything else is left alone).
 pub fn wrap_standard_stream(fd: c_int) {
-    if !fds::pipes::is_recorded(fd) {
+    // A file as standard output or error takes turns with the other processes that write it
+    // (`ld/appends.rs`): what stdio writes there must reach our `write` too.
+    let shared_file = (fd == 1 || fd == 2) && fds::kind(fd) & fds::TURNS != 0;
+    if !fds::pipes::is_recorded(fd) && !shared_file {
         return;
     }
     // SAFETY: the standard streams are globals of the C library; the program changes them

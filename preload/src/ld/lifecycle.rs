@@ -83,6 +83,8 @@ pub fn start() -> Option<Joined> {
         },
     };
     let first = ld.join(claim)?;
+    // Mapped now, before the program can chroot or switch users: its children keep it.
+    ld.map_file_turns_early();
     if ld.records_pipes()
         && let Some(pipes) = getenv(env::PIPES)
     {

@@ -12,6 +12,7 @@
 //! means "pass straight through" (no GD in the environment, the GD unreachable, or the LD still
 //! starting or already off).
 
+pub mod appends;
 pub mod exec;
 pub mod gd;
 pub mod journal;

@@ -200,7 +200,7 @@ fn unlock(page: &Page) {
 }
 
 /// Waits (at most 50 ms, then the caller looks again) while `word` holds `value`.
-fn futex_wait(word: &AtomicU32, value: u32) {
+pub(super) fn futex_wait(word: &AtomicU32, value: u32) {
     let saved = sys::errno();
     let timeout = libc::timespec {
         tv_sec: 0,
@@ -219,7 +219,7 @@ fn futex_wait(word: &AtomicU32, value: u32) {
     sys::set_errno(saved);
 }
 
-fn futex_wake(word: &AtomicU32) {
+pub(super) fn futex_wake(word: &AtomicU32) {
     let saved = sys::errno();
     // SAFETY: `word` is a live u32 in a shared mapping.
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };

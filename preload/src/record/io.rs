@@ -148,3 +148,16 @@ pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
         }
     }
 }
+
+/// A write into a regular file several processes may write (`fds::TURNS`, the file `key`),
+/// made by `call`: its turn among the session's writes into that file is logged as a value
+/// (`~a12`), so that replay writes in the same order (`ld/appends.rs`).
+pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
+    let (r, turn) = ld.append_in_turn(key, call);
+    let err = sys::errno();
+    if let Some(turn) = turn {
+        ld.log_value(&ddbx_wire::history::value::Value::Appended { turn });
+    }
+    sys::set_errno(err);
+    r
+}

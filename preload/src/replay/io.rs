@@ -320,3 +320,22 @@ pub fn send(
         _ => unreachable_record(ld),
     }
 }
+
+/// A write into a regular file several processes may write (`fds::TURNS`, the file `key`),
+/// made by `call`: it waits for the turn the record logged for it in this gap, if any
+/// (`ld/appends.rs`). A halting replay does not wait (the write before it may belong to an
+/// actor held at the halt), nor does a write the record did not make.
+pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
+    let Some(turn) = super::values::take_turn(ld) else {
+        return call();
+    };
+    if ld.halt.is_none() {
+        ld.wait_for_append_turn(key, turn);
+    }
+    let r = call();
+    let err = sys::errno();
+    ld.append_turn_done(key, turn);
+    ld.log_value(&ddbx_wire::history::value::Value::Appended { turn });
+    sys::set_errno(err);
+    r
+}

@@ -98,3 +98,11 @@ pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>>
         _ => None,
     }
 }
+
+/// The turn the record logged for the next write into a shared file in this gap, if any.
+pub fn take_turn(ld: &mut Ld) -> Option<u64> {
+    match take(ld, |v| matches!(v, Value::Appended { .. }))? {
+        Value::Appended { turn } => Some(turn),
+        _ => None,
+    }
+}

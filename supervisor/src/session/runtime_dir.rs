@@ -83,6 +83,7 @@ impl RuntimeDir {
                         .mode(0o700)
                         .create(dir.state_dir())
                         .map_err(|e| Error::io_at("cannot create", &dir.state_dir(), e))?;
+                    dir.make_file_turns()?;
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
@@ -109,6 +110,24 @@ impl RuntimeDir {
     /// The GD's socket.
     pub fn socket(&self) -> PathBuf {
         self.path.join("gd.sock")
+    }
+
+    /// The table of write turns into shared files (`ddbx_wire::FILE_TURNS`), zeroed: 0666, so
+    /// that a process that switched to another uid (a server's session running as `ftp`)
+    /// takes its turns too. It holds only counters: the worst a stranger who guesses its
+    /// name can do is disorder the writes of this session's shared files.
+    fn make_file_turns(&self) -> Result<()> {
+        let path = self.path.join(ddbx_wire::FILE_TURNS);
+        let size = (ddbx_wire::FILE_TURN_SLOTS * ddbx_wire::FILE_TURN_ENTRY) as u64;
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|f| {
+                f.set_len(size)?;
+                f.set_permissions(std::fs::Permissions::from_mode(0o666))
+            });
+        made.map_err(|e| Error::io_at("cannot create", &path, e))
     }
 
     /// Where the LDs keep their per-actor state files.

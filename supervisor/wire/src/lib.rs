@@ -51,6 +51,16 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// debuggee and no check on the hook path. The GD never writes to it.
 pub const LIFELINE: &str = "lifeline";
 
+/// The file in the session's runtime directory (made by the GD, writable by every uid a
+/// program may switch to) that holds, for each regular file that processes of the session
+/// write in turns, the count of writes so far: [`FILE_TURN_SLOTS`] entries of
+/// [`FILE_TURN_ENTRY`] bytes, mapped shared by every LD (`preload/src/ld/appends.rs`).
+pub const FILE_TURNS: &str = "turns";
+/// How many files the table of [`FILE_TURNS`] can count at once.
+pub const FILE_TURN_SLOTS: usize = 4096;
+/// The size of one entry of [`FILE_TURNS`].
+pub const FILE_TURN_ENTRY: usize = 32;
+
 /// Environment variables through which the GD configures each LD.
 pub mod env {
     /// Path of the GD's Unix socket. Without it the preload stays inert.

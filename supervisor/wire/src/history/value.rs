@@ -20,6 +20,8 @@
 //! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
+//! ~a12                 a write into a shared file (O_APPEND, or standard output or error) was
+//!                      that file's 12th write (from 0) by any process of the session
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -86,6 +88,14 @@ pub enum Value {
         /// The count.
         n: i64,
     },
+    /// A write into a regular file that several processes may write (opened with O_APPEND, or
+    /// a process's standard output or error): how many writes into that file by the
+    /// session's processes came before it. Replay makes it wait for them, so that the file's
+    /// lines come out in the recorded order.
+    Appended {
+        /// The write's turn (0: the file's first).
+        turn: u64,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -107,6 +117,8 @@ pub enum ValueKey {
     Closed,
     /// What `FIONREAD` said.
     Waiting,
+    /// A shared file's write turn.
+    Appended,
 }
 
 impl Value {
@@ -121,6 +133,7 @@ impl Value {
             Value::Reaped { .. } => ValueKey::Reaped,
             Value::Closed { .. } => ValueKey::Closed,
             Value::Waiting { .. } => ValueKey::Waiting,
+            Value::Appended { .. } => ValueKey::Appended,
         }
     }
 
@@ -135,6 +148,7 @@ impl Value {
             Value::Reaped { child } => i64::from(*child),
             Value::Closed { fd } => i64::from(*fd),
             Value::Waiting { n } => *n,
+            Value::Appended { turn } => i64::try_from(*turn).unwrap_or(i64::MAX),
         }
     }
 
@@ -151,6 +165,9 @@ impl Value {
                 fd: i32::try_from(n).unwrap_or(-1),
             },
             ValueKey::Waiting => Value::Waiting { n },
+            ValueKey::Appended => Value::Appended {
+                turn: u64::try_from(n).unwrap_or(0),
+            },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
     }
@@ -201,7 +218,9 @@ impl Deltas {
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
                 ValueKey::Waiting => out.write_str("~q"),
-                ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed => Ok(()),
+                ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed | ValueKey::Appended => {
+                    Ok(())
+                }
             }
         };
         if let Value::Signal {
@@ -222,6 +241,9 @@ impl Deltas {
         }
         if let Value::Closed { fd } = value {
             return write!(out, "~h{fd}");
+        }
+        if let Value::Appended { turn } = value {
+            return write!(out, "~a{turn}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -269,7 +291,11 @@ impl Deltas {
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
             ValueKey::Waiting => put(b"~q", &mut len)?,
-            ValueKey::Random | ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed => {
+            ValueKey::Random
+            | ValueKey::Signal
+            | ValueKey::Reaped
+            | ValueKey::Closed
+            | ValueKey::Appended => {
                 return None;
             }
         }
@@ -352,6 +378,10 @@ impl Deltas {
                 let fd: i32 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::Closed { fd });
             }
+            Some(b'a') => {
+                let turn: u64 = rest[1..].parse().map_err(|_| bad())?;
+                return Ok(Value::Appended { turn });
+            }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
@@ -424,6 +454,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Reaped => "non-blocking wait".into(),
         ValueKey::Closed => "close in a handler".into(),
         ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
+        ValueKey::Appended => "write turn in a shared file".into(),
     }
 }
 
@@ -488,6 +519,7 @@ mod tests {
                 clock: i32::MAX,
                 ns: i64::MIN,
             },
+            Value::Appended { turn: 12 },
         ];
         let mut w = Deltas::default();
         let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
@@ -502,6 +534,7 @@ mod tests {
         assert_eq!(lines[12], "~w3");
         assert_eq!(lines[14], "~h6");
         assert_eq!(lines[15], "~q=17");
+        assert_eq!(lines[17], "~a12");
         let mut r = Deltas::default();
         let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
         assert_eq!(back, values);
@@ -517,6 +550,7 @@ mod tests {
                         | Value::Signal { .. }
                         | Value::Reaped { .. }
                         | Value::Closed { .. }
+                        | Value::Appended { .. }
                 )),
             }
         }
@@ -528,7 +562,7 @@ mod tests {
         for bad in [
             "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
             "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx", "~g17@", "~g17@x", "~w", "~wx", "~q",
-            "~qx",
+            "~qx", "~a", "~ax", "~a-1",
         ] {
             let e = r.parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");

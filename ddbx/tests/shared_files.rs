@@ -1,0 +1,63 @@
+//! Writes into one file by several processes of the session (issue #10): the log that every
+//! session process of a server appends to, a script's output redirected to a file that its
+//! children share. The processes need not talk to each other for their order to be a race,
+//! and the file keeps the order: the record logs each write's turn among the file's writes
+//! (`~a` values), and replay makes every writer wait for its turn.
+//!
+//! `append_race LOG [stdout|stdio]` (four children write three lines each into LOG, opened by
+//! each with O_APPEND, or shared as their standard output, written with write(2) or printf;
+//! the parent prints LOG) is shown racy
+//! natively, recorded, and replayed 3 times with the record's output. Before writes into
+//! shared files took turns, replay printed the lines in its own order.
+
+use ddbx_tests::{Ddbx, TempDir, path_str, progs};
+
+const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
+
+/// The `~a` (write turn) value lines of each history of `rec`, by file name.
+fn turns(rec: &std::path::Path) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = std::fs::read_dir(rec.join("history"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let n = text.lines().filter(|l| l.starts_with("~a")).count();
+            (e.file_name().to_string_lossy().into_owned(), n)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn append_race(args: &[&str]) {
+    let tmp = TempDir::new("shared-file");
+    let log = tmp.join("log");
+    let all: Vec<&str> = std::iter::once(path_str(&log))
+        .chain(args.iter().copied())
+        .collect();
+    let program = progs().join("append_race");
+    let (run, recorded) = DDBX.race(&program, &all, 5);
+    assert_eq!(recorded.stdout.lines().count(), 12, "{}", recorded.stdout);
+    let rec = run.join("rec");
+    // Each child's three writes took a turn; the parent wrote nothing into the file.
+    let counts = turns(&rec);
+    let with_turns: Vec<usize> = counts.iter().map(|(_, n)| *n).filter(|n| *n > 0).collect();
+    assert_eq!(with_turns, vec![3, 3, 3, 3], "{counts:?}");
+}
+
+#[test]
+fn children_appending_to_one_log_replay_in_the_recorded_order() {
+    append_race(&[]);
+}
+
+#[test]
+fn children_sharing_standard_output_in_a_file_replay_in_the_recorded_order() {
+    append_race(&["stdout"]);
+}
+
+#[test]
+fn children_printing_to_standard_output_in_a_file_replay_in_the_recorded_order() {
+    // printf's bytes reach the file through glibc's internal write, which no preload sees:
+    // the LD gives such a process a standard output whose writes go through its hooks.
+    append_race(&["stdio"]);
+}

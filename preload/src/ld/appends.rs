@@ -1,0 +1,232 @@
+//! The order of writes into a regular file that several processes write: the log that every
+//! session process of an FTP or HTTP server appends to, the output file a script's children
+//! share (`./test.sh >out 2>&1`). Which process's line comes first is decided by the race
+//! between them; the file keeps that order, so the record counts each write into such a file
+//! (its *turn*, logged as a value, `~a12`) and replay makes every writer wait for its turn.
+//!
+//! Which files: those the program opened with O_APPEND and those that are a process's
+//! standard output or error (`fds::TURNS`); files a process writes at explicit offsets
+//! (`pwrite`), or that only one process writes, are not concerned (a sole writer is always
+//! in turn). Writes that go through glibc's stdio buffers (`fprintf` to a `FILE`) are made
+//! by libc's internal calls, which no preload sees: they take no turn.
+//!
+//! Every process of the session shares one table, the file [`ddbx_wire::FILE_TURNS`] in the
+//! runtime directory (made by the GD, writable by any uid the program switches to), mapped
+//! shared when the LD starts (forked children keep the mapping; an exec'd image maps it
+//! again), before the program can chroot or drop its privileges: an
+//! entry per file, keyed by device and inode, holding a lock and the count of writes so far.
+//! While recording, a write takes its file's lock, writes, and counts itself, so that the turn
+//! it logs is the order in which the file took the bytes. Nothing here waits for ever: a lock
+//! whose holder died is taken over, and a writer that has waited [`PATIENCE`] without the
+//! count moving goes on (record: without a turn; replay: out of turn, said in `DDBX_LD_LOG`).
+
+use super::Ld;
+use super::turns::{futex_wait, futex_wake};
+use crate::sys;
+use ddbx_wire::{FILE_TURN_ENTRY, FILE_TURN_SLOTS, FILE_TURNS};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// How long (ns) a writer waits for its file's lock or turn while nothing moves: long enough
+/// for a writer that is only slower than in the record, short enough that a turn that never
+/// comes (its write was not made in this replay, or another of replay's waits holds its
+/// writer behind this one) costs little.
+const PATIENCE: u64 = 1_000_000_000;
+/// How many entries a file's key is looked for in, from its hash on.
+const PROBES: usize = 64;
+
+/// One file's counter.
+#[repr(C)]
+struct Entry {
+    /// The file ([`crate::fds::file_key`]); 0: a free entry.
+    key: AtomicU64,
+    /// The pid of the writer holding the lock (0: free).
+    lock: AtomicU32,
+    /// Writes into the file so far (the next write's turn).
+    writes: AtomicU32,
+    /// Processes waiting on `lock` or `writes`: a writer wakes them only when there are some.
+    waiters: AtomicU32,
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() <= FILE_TURN_ENTRY);
+
+/// The table's address in this image (0: not mapped yet; 1: it cannot be).
+static TABLE: AtomicUsize = AtomicUsize::new(0);
+const UNAVAILABLE: usize = 1;
+
+impl Ld {
+    /// The entry of the file `key`, the table mapped first if need be; `None` when there is no
+    /// table (an LD not started by a GD that made one) or no room left in it.
+    fn file_entry(&self, key: u64) -> Option<&'static Entry> {
+        let base = match TABLE.load(Ordering::Acquire) {
+            0 => self.map_file_turns(),
+            UNAVAILABLE => return None,
+            base => base,
+        };
+        if base == UNAVAILABLE {
+            return None;
+        }
+        let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
+        for i in 0..PROBES {
+            let at = base + ((start + i) % FILE_TURN_SLOTS) * FILE_TURN_ENTRY;
+            // SAFETY: within the mapping of FILE_TURN_SLOTS entries, which stays mapped for the
+            // life of the image; entries are atomics only.
+            let entry = unsafe { &*(at as *const Entry) };
+            match entry
+                .key
+                .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(entry),
+                Err(k) if k == key => return Some(entry),
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
+    /// Maps the session's table at the LD's start, before the program can make it
+    /// unreachable (a server's session process chroots and switches users before it logs;
+    /// forked children keep the mapping). Not under optimal tracing, which logs no turns.
+    pub fn map_file_turns_early(&self) {
+        if self.trace.is_none() && TABLE.load(Ordering::Acquire) == 0 {
+            self.map_file_turns();
+        }
+    }
+
+    /// Maps the session's table (see the module's documentation); its address, or
+    /// [`UNAVAILABLE`].
+    fn map_file_turns(&self) -> usize {
+        let mut path = [0u8; 512];
+        let dir = self.runtime_dir().unwrap_or(b"");
+        let name = FILE_TURNS.as_bytes();
+        let len = dir.len() + 1 + name.len();
+        let mapped = if dir.is_empty() || len > path.len() {
+            None
+        } else {
+            path[..dir.len()].copy_from_slice(dir);
+            path[dir.len()] = b'/';
+            path[dir.len() + 1..len].copy_from_slice(name);
+            map_shared(&path[..len])
+        };
+        let base = mapped.unwrap_or(UNAVAILABLE);
+        TABLE.store(base, Ordering::Release);
+        base
+    }
+
+    /// Record: a write into the shared file `key`, made by `call` in turn. Returns what `call`
+    /// returned and the write's turn (`None`: no table, no lock within [`PATIENCE`], or
+    /// nothing written).
+    pub fn append_in_turn(&self, key: u64, call: impl FnOnce() -> isize) -> (isize, Option<u64>) {
+        let Some(entry) = self.file_entry(key) else {
+            return (call(), None);
+        };
+        if !lock(entry, self.pid as u32) {
+            return (call(), None);
+        }
+        let r = call();
+        let err = sys::errno();
+        let turn = (r > 0).then(|| u64::from(entry.writes.fetch_add(1, Ordering::AcqRel)));
+        entry.lock.store(0, Ordering::Release);
+        if entry.waiters.load(Ordering::Acquire) > 0 {
+            futex_wake(&entry.lock);
+        }
+        sys::set_errno(err);
+        (r, turn)
+    }
+
+    /// Replay: waits until the writes into the shared file `key` before turn `turn` are made
+    /// (at most [`PATIENCE`] while their count does not move).
+    pub fn wait_for_append_turn(&self, key: u64, turn: u64) {
+        let Some(entry) = self.file_entry(key) else {
+            return;
+        };
+        let mut seen = entry.writes.load(Ordering::Acquire);
+        let mut since = sys::monotonic_ns();
+        while u64::from(seen) < turn {
+            entry.waiters.fetch_add(1, Ordering::AcqRel);
+            futex_wait(&entry.writes, seen);
+            entry.waiters.fetch_sub(1, Ordering::AcqRel);
+            let now = entry.writes.load(Ordering::Acquire);
+            if now != seen {
+                seen = now;
+                since = sys::monotonic_ns();
+            } else if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
+                let msg = format!(
+                    "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for write {seen}; writing out of turn",
+                    self.pid
+                );
+                sys::diag(self.log_fd, &msg);
+                return;
+            }
+        }
+    }
+
+    /// Replay: the write of turn `turn` into the shared file `key` is made; the next writer
+    /// goes (a write that came out of turn never moves the count back).
+    pub fn append_turn_done(&self, key: u64, turn: u64) {
+        let Some(entry) = self.file_entry(key) else {
+            return;
+        };
+        let next = u32::try_from(turn + 1).unwrap_or(u32::MAX);
+        entry.writes.fetch_max(next, Ordering::AcqRel);
+        if entry.waiters.load(Ordering::Acquire) > 0 {
+            futex_wake(&entry.writes);
+        }
+    }
+}
+
+/// Maps the table file at `path` shared, read-write; its address.
+fn map_shared(path: &[u8]) -> Option<usize> {
+    let file = sys::open(path, libc::O_RDWR | libc::O_CLOEXEC, 0);
+    if file < 0 {
+        return None;
+    }
+    let size = FILE_TURN_SLOTS * FILE_TURN_ENTRY;
+    // SAFETY: a shared mapping of the file just opened (the GD made it `size` bytes long); the
+    // fd is closed once mapped, the mapping stays.
+    let p = unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file,
+            0,
+        );
+        libc::syscall(libc::SYS_close, file);
+        p
+    };
+    (p != libc::MAP_FAILED).then_some(p as usize)
+}
+
+/// Takes the entry's lock for the process `me`; `false` when a live holder kept it for
+/// [`PATIENCE`].
+fn lock(entry: &Entry, me: u32) -> bool {
+    let since = sys::monotonic_ns();
+    loop {
+        match entry
+            .lock
+            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return true,
+            Err(holder) => {
+                // SAFETY: a signal 0 probe, no memory involved.
+                let dead = unsafe { libc::kill(holder as libc::pid_t, 0) } != 0
+                    && sys::errno() == libc::ESRCH;
+                if dead
+                    && entry
+                        .lock
+                        .compare_exchange(holder, me, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    return true;
+                }
+                if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
+                    return false;
+                }
+                entry.waiters.fetch_add(1, Ordering::AcqRel);
+                futex_wait(&entry.lock, holder);
+                entry.waiters.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/*
+ * append_race LOG [stdout|stdio]: four children each write three lines into LOG, which each
+ * opens for itself with O_APPEND (the log that every session process of a server appends to);
+ * with `stdout`, into the parent's standard output redirected to LOG, one open file shared by
+ * all (`./script >LOG`), with write(2); with `stdio`, the same with printf and fflush. The
+ * children do not talk to each other: which one's line the file takes
+ * first is a race (DDBX_JITTER). The parent reaps them, then prints LOG's lines.
+ */
+#include "common.h"
+
+#define CHILDREN 4
+#define LINES 3
+
+/* Child `id`: its lines, written with write(2) into `fd` (or LOG opened with O_APPEND), or
+ * with stdio into stdout. */
+static void writer(int id, const char *log, int fd, int stdio)
+{
+    char line[64];
+    int n;
+
+    jitter_init();
+    if (fd < 0 && (fd = open(log, O_WRONLY | O_APPEND)) < 0)
+        die("open");
+    for (int j = 1; j <= LINES; j++) {
+        jitter();
+        n = snprintf(line, sizeof line, "child %d line %d\n", id, j);
+        if (stdio) {
+            if (fputs(line, stdout) == EOF || fflush(stdout) == EOF)
+                die("fputs");
+        } else if (write(fd, line, (size_t)n) != n) {
+            die("write");
+        }
+    }
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    pid_t pids[CHILDREN];
+    int shared, stdio, fd, out = -1;
+    char line[64];
+    FILE *f;
+
+    program_start();
+    if (argc < 2) {
+        fprintf(stderr, "usage: append_race LOG [stdout|stdio]\n");
+        return 2;
+    }
+    stdio = argc > 2 && strcmp(argv[2], "stdio") == 0;
+    shared = stdio || (argc > 2 && strcmp(argv[2], "stdout") == 0);
+    if ((fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+        die("open");
+    fflush(stdout);
+    if (shared && ((out = dup(1)) < 0 || dup2(fd, 1) < 0))
+        die("dup");
+    close_or_die(fd);
+    for (int i = 0; i < CHILDREN; i++) {
+        if ((pids[i] = fork()) < 0)
+            die("fork");
+        if (pids[i] == 0)
+            writer(i + 1, argv[1], shared ? 1 : -1, stdio);
+    }
+    wait_all_ok(pids, CHILDREN);
+    if (shared && (dup2(out, 1) < 0 || close(out) < 0))
+        die("dup2");
+    if (!(f = fopen(argv[1], "r")))
+        die("fopen");
+    while (fgets(line, sizeof line, f))
+        fputs(line, stdout);
+    fclose(f);
+    return 0;
+}
