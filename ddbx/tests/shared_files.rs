@@ -4,9 +4,9 @@
 //! and the file keeps the order: the record logs each write's turn among the file's writes
 //! (`~a` values), and replay makes every writer wait for its turn.
 //!
-//! `append_race LOG [stdout|stdio]` (four children write three lines each into LOG, opened by
-//! each with O_APPEND, or shared as their standard output, written with write(2) or printf;
-//! the parent prints LOG) is shown racy
+//! `append_race LOG [stdout|stdio|locked]` (four children write three lines each into LOG,
+//! opened by each with O_APPEND, or shared as their standard output, written with write(2)
+//! or printf, or under a write lock on LOG; the parent prints LOG) is shown racy
 //! natively, recorded, and replayed 3 times with the record's output. Before writes into
 //! shared files took turns, replay printed the lines in its own order.
 
@@ -60,4 +60,12 @@ fn children_printing_to_standard_output_in_a_file_replay_in_the_recorded_order()
     // printf's bytes reach the file through glibc's internal write, which no preload sees:
     // the LD gives such a process a standard output whose writes go through its hooks.
     append_race(&["stdio"]);
+}
+
+#[test]
+fn children_locking_the_log_around_each_line_replay_in_the_recorded_order() {
+    // vsftpd's way: each line written under a write lock on the log. The lock is taken in
+    // turn too: a child that took it first in replay, when its line comes later, would hold
+    // it while waiting for its turn, and the child whose turn it is would wait for the lock.
+    append_race(&["locked"]);
 }

@@ -152,6 +152,8 @@ reals! {
     fn time(t: *mut libc::time_t) -> libc::time_t;
     fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t;
     fn getentropy(buf: *mut c_void, n: size_t) -> c_int;
+    fn flock(fd: c_int, op: c_int) -> c_int;
+    fn lockf(fd: c_int, cmd: c_int, len: libc::off_t) -> c_int;
     fn pthread_create(thread: *mut libc::pthread_t, attr: *const libc::pthread_attr_t, start: *mut c_void, arg: *mut c_void) -> c_int;
     fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_void) -> c_int;
     fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int;

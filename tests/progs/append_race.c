@@ -1,7 +1,8 @@
 /*
- * append_race LOG [stdout|stdio]: four children each write three lines into LOG, which each
- * opens for itself with O_APPEND (the log that every session process of a server appends to);
- * with `stdout`, into the parent's standard output redirected to LOG, one open file shared by
+ * append_race LOG [stdout|stdio|locked]: four children each write three lines into LOG, which
+ * each opens for itself with O_APPEND (the log that every session process of a server appends
+ * to); with `locked`, each line under a write lock on LOG (fcntl F_SETLKW, as vsftpd locks its
+ * log); with `stdout`, into the parent's standard output redirected to LOG, one open file shared by
  * all (`./script >LOG`), with write(2); with `stdio`, the same with printf and fflush. The
  * children do not talk to each other: which one's line the file takes
  * first is a race (DDBX_JITTER). The parent reaps them, then prints LOG's lines.
@@ -13,8 +14,9 @@
 
 /* Child `id`: its lines, written with write(2) into `fd` (or LOG opened with O_APPEND), or
  * with stdio into stdout. */
-static void writer(int id, const char *log, int fd, int stdio)
+static void writer(int id, const char *log, int fd, int stdio, int locked)
 {
+    struct flock fl = {.l_whence = SEEK_SET};
     char line[64];
     int n;
 
@@ -23,6 +25,11 @@ static void writer(int id, const char *log, int fd, int stdio)
         die("open");
     for (int j = 1; j <= LINES; j++) {
         jitter();
+        fl.l_type = F_WRLCK;
+        if (locked && fcntl(fd, F_SETLKW, &fl) < 0)
+            die("fcntl");
+        if (locked)
+            jitter();
         n = snprintf(line, sizeof line, "child %d line %d\n", id, j);
         if (stdio) {
             if (fputs(line, stdout) == EOF || fflush(stdout) == EOF)
@@ -30,6 +37,9 @@ static void writer(int id, const char *log, int fd, int stdio)
         } else if (write(fd, line, (size_t)n) != n) {
             die("write");
         }
+        fl.l_type = F_UNLCK;
+        if (locked && fcntl(fd, F_SETLK, &fl) < 0)
+            die("fcntl");
     }
     _exit(0);
 }
@@ -37,16 +47,17 @@ static void writer(int id, const char *log, int fd, int stdio)
 int main(int argc, char **argv)
 {
     pid_t pids[CHILDREN];
-    int shared, stdio, fd, out = -1;
+    int shared, stdio, locked, fd, out = -1;
     char line[64];
     FILE *f;
 
     program_start();
     if (argc < 2) {
-        fprintf(stderr, "usage: append_race LOG [stdout|stdio]\n");
+        fprintf(stderr, "usage: append_race LOG [stdout|stdio|locked]\n");
         return 2;
     }
     stdio = argc > 2 && strcmp(argv[2], "stdio") == 0;
+    locked = argc > 2 && strcmp(argv[2], "locked") == 0;
     shared = stdio || (argc > 2 && strcmp(argv[2], "stdout") == 0);
     if ((fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
         die("open");
@@ -58,7 +69,7 @@ int main(int argc, char **argv)
         if ((pids[i] = fork()) < 0)
             die("fork");
         if (pids[i] == 0)
-            writer(i + 1, argv[1], shared ? 1 : -1, stdio);
+            writer(i + 1, argv[1], shared ? 1 : -1, stdio, locked);
     }
     wait_all_ok(pids, CHILDREN);
     if (shared && (dup2(out, 1) < 0 || close(out) < 0))

@@ -1,7 +1,9 @@
 //! Duplicating fds (dup, dup2, dup3, `fcntl(F_DUPFD)`) and fcntl's other tracked commands
 //! (`O_NONBLOCK`). A dup of a channel end is a `Dup` event; a dup over the last fd on a
 //! connection lets go of it (`Close`); a session pipe put on fd 0, 1 or 2 gets its standard
-//! stream wrapped (`stdio.rs`).
+//! stream wrapped (`stdio.rs`). File locks (`fcntl(F_SETLKW)`, `flock`, `lockf`) taken for
+//! writing on a file whose writes take turns wait, in replay, for the turn of the write they
+//! guard (`super::io::before_file_lock`).
 
 use super::socket::{let_go, letting_go};
 use super::{active, hook};
@@ -104,6 +106,17 @@ hook! {
 /// # Safety
 /// `arg` as fcntl(2) wants it for `cmd` (a pointer for the commands that take one).
 unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if matches!(
+        cmd,
+        libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW
+    ) && arg != 0
+    {
+        // SAFETY: for these commands `arg` points to the caller's struct flock.
+        let kind = unsafe { (*(arg as *const libc::flock)).l_type };
+        if kind == libc::F_WRLCK as libc::c_short {
+            super::io::before_file_lock(fd);
+        }
+    }
     // SAFETY: the caller's arguments, valid for fcntl.
     let r = unsafe { real::fcntl(fd, cmd, arg) };
     if r < 0 {
@@ -148,4 +161,26 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     // SAFETY: same contract as fcntl.
     unsafe { fcntl(fd, cmd, arg) }
+}
+
+hook! {
+    /// flock(2).
+    fn flock(fd: c_int, op: c_int) -> c_int {
+        if op & libc::LOCK_EX != 0 {
+            super::io::before_file_lock(fd);
+        }
+        // SAFETY: no pointer arguments.
+        unsafe { real::flock(fd, op) }
+    }
+}
+
+hook! {
+    /// lockf(3) (glibc locks through its internal fcntl, which no preload sees).
+    fn lockf(fd: c_int, cmd: c_int, len: libc::off_t) -> c_int {
+        if cmd == libc::F_LOCK || cmd == libc::F_TLOCK {
+            super::io::before_file_lock(fd);
+        }
+        // SAFETY: no pointer arguments.
+        unsafe { real::lockf(fd, cmd, len) }
+    }
 }

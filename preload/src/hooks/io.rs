@@ -68,6 +68,27 @@ fn random_read(
     n
 }
 
+/// The LD, when writes into `fd` take turns (`fds::TURNS`), with the file's key.
+fn turn_taker(fd: c_int) -> Option<(&'static mut crate::ld::Ld, u64)> {
+    if crate::fds::kind(fd) & crate::fds::TURNS == 0 {
+        return None;
+    }
+    let key = crate::fds::file_key(fd)?;
+    let ld = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread())?;
+    Some((ld, key))
+}
+
+/// Before a lock for writing is taken on `fd` (vsftpd locks its log around each line): in
+/// replay, the turn of the write it guards is waited for first, or a process that took the
+/// lock out of turn would wait for its turn while the one whose turn it is waits for the lock.
+pub fn before_file_lock(fd: c_int) {
+    if let Some((ld, key)) = turn_taker(fd)
+        && ld.mode == Mode::Replay
+    {
+        replay::io::before_lock(ld, key);
+    }
+}
+
 /// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`;
 /// `gather(offset, n)` copies those bytes.
 fn on_send(
@@ -79,10 +100,7 @@ fn on_send(
     if crate::fds::pipes::is_self_pipe_write(fd) {
         return call(0, len);
     }
-    if crate::fds::kind(fd) & crate::fds::TURNS != 0
-        && let Some(key) = crate::fds::file_key(fd)
-        && let Some(ld) = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread())
-    {
+    if let Some((ld, key)) = turn_taker(fd) {
         // A file several processes may write: the order of their writes is its content.
         return match ld.mode {
             Mode::Record => record::io::append(ld, key, || call(0, len)),

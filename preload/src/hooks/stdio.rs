@@ -67,6 +67,23 @@ unsafe extern "C" fn cookie_write(
     unsafe { super::io::write(fd_of(cookie), buf.cast(), size) }
 }
 
+/// fseek and ftell: the fd's own offset (a standard output in a file has one; a socket or a
+/// pipe says ESPIPE, as the stream without this function did).
+///
+/// # Safety
+/// `offset` points to stdio's offset.
+unsafe extern "C" fn cookie_seek(cookie: *mut c_void, offset: *mut i64, whence: c_int) -> c_int {
+    // SAFETY: as stdio promises; lseek takes no pointer.
+    unsafe {
+        let r = libc::syscall(libc::SYS_lseek, fd_of(cookie), *offset, whence);
+        if r < 0 {
+            return -1;
+        }
+        *offset = r;
+    }
+    0
+}
+
 /// fclose: frees the slot and closes the socket through our `close` hook.
 ///
 /// # Safety
@@ -116,7 +133,7 @@ unsafe fn cookie_stream(fd: c_int, mode: *const c_char) -> *mut FILE {
     let io = CookieFunctions {
         read: Some(cookie_read),
         write: Some(cookie_write),
-        seek: None,
+        seek: Some(cookie_seek),
         close: Some(cookie_close),
     };
     // SAFETY: mode is the caller's C string; the cookie is a slot index, not a pointer.

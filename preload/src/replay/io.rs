@@ -339,3 +339,13 @@ pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     sys::set_errno(err);
     r
 }
+
+/// Before a lock for writing is taken on the shared file `key`: waits for the turn of the next
+/// write the record made in this gap, if any (the write the lock guards).
+pub fn before_lock(ld: &mut Ld, key: u64) {
+    if ld.halt.is_none()
+        && let Some(turn) = super::values::next_turn(ld)
+    {
+        ld.wait_for_append_turn(key, turn);
+    }
+}

@@ -32,6 +32,18 @@ fn skip_to_gap(values: &mut ReplayValues, gap: u64) {
     }
 }
 
+/// The first value of this gap that `fits`, left in the list.
+fn peek(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<&Value> {
+    let gap = ld.events();
+    let values = &mut ld.replay.as_mut()?.values;
+    skip_to_gap(values, gap);
+    values.list[values.cursor..]
+        .iter()
+        .take_while(|(after, _)| *after == gap)
+        .filter_map(|(_, v)| v.as_ref())
+        .find(|v| fits(v))
+}
+
 /// The first value of this gap that `fits`, taken out of the list.
 fn take(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<Value> {
     let gap = ld.events();
@@ -103,6 +115,15 @@ pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>>
 pub fn take_turn(ld: &mut Ld) -> Option<u64> {
     match take(ld, |v| matches!(v, Value::Appended { .. }))? {
         Value::Appended { turn } => Some(turn),
+        _ => None,
+    }
+}
+
+/// The turn the record logged for the next write into a shared file in this gap, if any,
+/// left for that write.
+pub fn next_turn(ld: &mut Ld) -> Option<u64> {
+    match peek(ld, |v| matches!(v, Value::Appended { .. }))? {
+        Value::Appended { turn } => Some(*turn),
         _ => None,
     }
 }
