@@ -383,7 +383,7 @@ fn dnsmasq_over_udp_and_tcp() {
 }
 
 #[test]
-#[ignore = "fails today: the files' mtimes, which the script's files get anew in replay, change what rsync sends (`a send of 76 bytes … the record sent 80`); with fixed mtimes, class 5 (the receiver checks the flag its SIGUSR2 handler sets before each poll: the replay delivers it at an earlier hooked call, `expected Ready(…), found exit with status 0`, 4/4), and the order in which the daemon's children append to its log differs (README, Limits)"]
+#[ignore = "fails today: the files' mtimes, which the script's files get anew in replay, change what rsync sends (`a send of 76 bytes … the record sent 80`); with fixed mtimes, class 5 (the receiver checks the flag its SIGUSR2 handler sets before each poll: the replay delivers it at an earlier hooked call, `expected Ready(…), found exit with status 0`, 4/4), and the order in which the daemon's children append to its log differs (rsync writes it with stdio, whose writes take no turn: README, Limits)"]
 fn rsync_daemon_with_concurrent_clients() {
     // rsync --daemon (a child per connection, privileges dropped to nobody), 6 clients that
     // download a module and upload a file; the order the daemon logged the uploads.
@@ -393,7 +393,7 @@ fn rsync_daemon_with_concurrent_clients() {
 }
 
 #[test]
-#[ignore = "fails today: the order in which the sessions append to vsftpd's log differs (README, Limits), though every replay reaches the end since 2026-11-27 (3/3; before, a SIGCHLD taken after a read's event, or arriving before the read it interrupted, diverged 3/3); a halt hangs (the data connection is passed over SCM_RIGHTS, which the analysis does not follow); `races` lists its races (FINDINGS.md)"]
+#[ignore = "fails today: a halt hangs (the data connection is passed over SCM_RIGHTS, which the analysis does not follow); replays print the record's output, log order included, since the sessions' log writes take turns (6/6 in matrix.sh on 2026-11-27), but some records' replays still diverge on class 5 (an EINTR or a final EPIPE); `races` lists its races (FINDINGS.md)"]
 fn vsftpd_sessions_with_curl_uploads() {
     // vsftpd: a session process per connection (a raw clone into new namespaces), anonymous
     // uploads by 6 curl clients at once; the order vsftpd logged them.
