@@ -383,7 +383,7 @@ fn dnsmasq_over_udp_and_tcp() {
 }
 
 #[test]
-#[ignore = "fails today: the files' mtimes, which the script's files get anew in replay, change what rsync sends (`a send of 76 bytes … the record sent 80`); with fixed mtimes, class 5 (the receiver checks the flag its SIGUSR2 handler sets before each poll: the replay delivers it at an earlier hooked call, `expected Ready(…), found exit with status 0`, 4/4), and the order in which the daemon's children append to its log differs (rsync writes it with stdio, whose writes take no turn: README, Limits)"]
+#[ignore = "fails today: the files' mtimes, which the script's files get anew in replay, change what rsync sends (`a send of 76 bytes … the record sent 80`); with fixed mtimes, class 5 (the receiver checks the flag its SIGUSR2 handler sets before each poll: the replay delivers it at an earlier hooked call, `expected Ready(…), found exit with status 0`, 4/4), though its children's log lines now take turns (105 per record) as vsftpd's do"]
 fn rsync_daemon_with_concurrent_clients() {
     // rsync --daemon (a child per connection, privileges dropped to nobody), 6 clients that
     // download a module and upload a file; the order the daemon logged the uploads.

@@ -4,9 +4,10 @@
 //! and the file keeps the order: the record logs each write's turn among the file's writes
 //! (`~a` values), and replay makes every writer wait for its turn.
 //!
-//! `append_race LOG [stdout|stdio|locked]` (four children write three lines each into LOG,
-//! opened by each with O_APPEND, or shared as their standard output, written with write(2)
-//! or printf, or under a write lock on LOG; the parent prints LOG) is shown racy
+//! `append_race LOG [stdout|stdio|locked|fopen]` (four children write three lines each into
+//! LOG, opened by each with O_APPEND or with fopen's "a", or shared as their standard output,
+//! written with write(2), printf or fprintf, or under a write lock on LOG; the parent prints
+//! LOG) is shown racy
 //! natively, recorded, and replayed 3 times with the record's output. Before writes into
 //! shared files took turns, replay printed the lines in its own order.
 
@@ -68,4 +69,11 @@ fn children_locking_the_log_around_each_line_replay_in_the_recorded_order() {
     // turn too: a child that took it first in replay, when its line comes later, would hold
     // it while waiting for its turn, and the child whose turn it is would wait for the lock.
     append_race(&["locked"]);
+}
+
+#[test]
+fn children_writing_the_log_with_fprintf_replay_in_the_recorded_order() {
+    // rsync's way: fopen(LOG, "a"), then fprintf. glibc's stream writes with an internal call
+    // that no preload sees, so the LD gives such a stream writes through its hooks.
+    append_race(&["fopen"]);
 }

@@ -143,6 +143,8 @@ reals! {
     fn pthread_sigmask(how: c_int, set: *const sigset_t, old: *mut sigset_t) -> c_int;
     fn pause() -> c_int;
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut libc::FILE;
+    fn fopen(path: *const c_char, mode: *const c_char) -> *mut libc::FILE;
+    fn fopen64(path: *const c_char, mode: *const c_char) -> *mut libc::FILE;
     fn fileno(stream: *mut libc::FILE) -> c_int;
     fn fileno_unlocked(stream: *mut libc::FILE) -> c_int;
     fn clock_gettime(clock: libc::clockid_t, tp: *mut timespec) -> c_int;

@@ -1,8 +1,9 @@
 /*
- * append_race LOG [stdout|stdio|locked]: four children each write three lines into LOG, which
- * each opens for itself with O_APPEND (the log that every session process of a server appends
- * to); with `locked`, each line under a write lock on LOG (fcntl F_SETLKW, as vsftpd locks its
- * log); with `stdout`, into the parent's standard output redirected to LOG, one open file shared by
+ * append_race LOG [stdout|stdio|locked|fopen]: four children each write three lines into LOG,
+ * which each opens for itself with O_APPEND (the log that every session process of a server
+ * appends to); with `locked`, each line under a write lock on LOG (fcntl F_SETLKW, as vsftpd
+ * locks its log); with `fopen`, LOG opened with fopen(LOG, "a") and each line written with
+ * fprintf and fflush (as rsync writes its log); with `stdout`, into the parent's standard output redirected to LOG, one open file shared by
  * all (`./script >LOG`), with write(2); with `stdio`, the same with printf and fflush. The
  * children do not talk to each other: which one's line the file takes
  * first is a race (DDBX_JITTER). The parent reaps them, then prints LOG's lines.
@@ -18,9 +19,14 @@ static void writer(int id, const char *log, int fd, int stdio, int locked)
 {
     struct flock fl = {.l_whence = SEEK_SET};
     char line[64];
+    FILE *f = NULL;
     int n;
 
     jitter_init();
+    if (fd < 0 && stdio && !(f = fopen(log, "a")))
+        die("fopen");
+    if (f)
+        fd = fileno(f);
     if (fd < 0 && (fd = open(log, O_WRONLY | O_APPEND)) < 0)
         die("open");
     for (int j = 1; j <= LINES; j++) {
@@ -32,7 +38,7 @@ static void writer(int id, const char *log, int fd, int stdio, int locked)
             jitter();
         n = snprintf(line, sizeof line, "child %d line %d\n", id, j);
         if (stdio) {
-            if (fputs(line, stdout) == EOF || fflush(stdout) == EOF)
+            if (fputs(line, f ? f : stdout) == EOF || fflush(f ? f : stdout) == EOF)
                 die("fputs");
         } else if (write(fd, line, (size_t)n) != n) {
             die("write");
@@ -47,18 +53,19 @@ static void writer(int id, const char *log, int fd, int stdio, int locked)
 int main(int argc, char **argv)
 {
     pid_t pids[CHILDREN];
-    int shared, stdio, locked, fd, out = -1;
+    int shared, stdio, locked, fopened, fd, out = -1;
     char line[64];
     FILE *f;
 
     program_start();
     if (argc < 2) {
-        fprintf(stderr, "usage: append_race LOG [stdout|stdio|locked]\n");
+        fprintf(stderr, "usage: append_race LOG [stdout|stdio|locked|fopen]\n");
         return 2;
     }
-    stdio = argc > 2 && strcmp(argv[2], "stdio") == 0;
+    fopened = argc > 2 && strcmp(argv[2], "fopen") == 0;
+    stdio = fopened || (argc > 2 && strcmp(argv[2], "stdio") == 0);
     locked = argc > 2 && strcmp(argv[2], "locked") == 0;
-    shared = stdio || (argc > 2 && strcmp(argv[2], "stdout") == 0);
+    shared = (stdio && !fopened) || (argc > 2 && strcmp(argv[2], "stdout") == 0);
     if ((fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
         die("open");
     fflush(stdout);

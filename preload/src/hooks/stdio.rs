@@ -7,7 +7,9 @@
 //! Here `fdopen` on a recorded socket returns a stream made with `fopencookie(3)` instead,
 //! whose reads, writes and close call our hooks: every byte the stream moves is then a
 //! recorded receive or send, replayed like any other. `fileno` of such a stream gives the
-//! socket back. Streams on anything else (files, pipes) are glibc's own.
+//! socket back. The same is done for files whose writes take turns (`ld/appends.rs`): a
+//! stream that `fopen` opens for appending (a daemon's log written with `fprintf`), or that
+//! `fdopen` makes on such a file. Streams on anything else (files, pipes) are glibc's own.
 
 use super::hook;
 use crate::{fds, real};
@@ -104,16 +106,95 @@ fn recorded_socket(fd: c_int) -> bool {
     kind & fds::STREAM != 0 && kind & fds::OURS == 0 && super::active().is_some()
 }
 
+/// Whether writes into `fd` take turns (a file opened for appending, or a standard output in
+/// a file) while the LD runs.
+fn turn_file(fd: c_int) -> bool {
+    fds::kind(fd) & fds::TURNS != 0 && super::active().is_some_and(|ld| ld.trace.is_none())
+}
+
 hook! {
-    /// fdopen(3): on a recorded stream socket, a stream whose I/O goes through our hooks.
+    /// fdopen(3): on a recorded stream socket, or a file whose writes take turns, a stream
+    /// whose I/O goes through our hooks.
     fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
-        if !recorded_socket(fd) {
+        if !recorded_socket(fd) && !turn_file(fd) {
             // SAFETY: the program's arguments, passed on unchanged.
             return unsafe { real::fdopen(fd, mode) };
         }
         // SAFETY: the program's mode string.
         unsafe { cookie_stream(fd, mode) }
     }
+}
+
+hook! {
+    /// fopen(3): see [`open_for_appending`].
+    fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
+        // SAFETY: the program's C strings.
+        unsafe { open_for_appending(path, mode).unwrap_or_else(|| real::fopen(path, mode)) }
+    }
+}
+
+hook! {
+    /// fopen64(3): see [`open_for_appending`].
+    fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
+        // SAFETY: the program's C strings.
+        unsafe { open_for_appending(path, mode).unwrap_or_else(|| real::fopen64(path, mode)) }
+    }
+}
+
+/// `fopen(path, mode)` when `mode` opens for appending (`a`, `a+`, with glibc's `b`, `e`,
+/// `x`, `m` and `c` flags) a regular file: the file opened as fopen would, with a stream whose
+/// writes reach our `write`, so that they take turns; `None`: any other mode or file, or no
+/// LD, which the caller leaves to glibc's fopen.
+///
+/// # Safety
+/// `path` and `mode` are C strings.
+unsafe fn open_for_appending(path: *const c_char, mode: *const c_char) -> Option<*mut FILE> {
+    if path.is_null() || mode.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's C string.
+    let flags = unsafe { std::ffi::CStr::from_ptr(mode) }.to_bytes();
+    let (first, rest) = flags.split_first()?;
+    if *first != b'a' || !rest.iter().all(|c| b"+bexmc".contains(c)) {
+        return None;
+    }
+    super::active().filter(|ld| ld.trace.is_none())?;
+    let plus = rest.contains(&b'+');
+    let open_flags = libc::O_APPEND
+        | libc::O_CREAT
+        | if plus { libc::O_RDWR } else { libc::O_WRONLY }
+        | if rest.contains(&b'e') {
+            libc::O_CLOEXEC
+        } else {
+            0
+        }
+        | if rest.contains(&b'x') {
+            libc::O_EXCL
+        } else {
+            0
+        };
+    // SAFETY: a C path; openat applies the umask to 0666 as fopen does.
+    let fd = unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path, open_flags, 0o666) };
+    if fd < 0 {
+        return Some(std::ptr::null_mut()); // fopen's failure, errno set by openat
+    }
+    let fd = fd as c_int;
+    fds::forget(fd);
+    let simple = if plus { c"a+" } else { c"a" };
+    // SAFETY: `fd` was just opened; the modes are C strings.
+    let stream = unsafe {
+        if fds::kind(fd) & fds::TURNS != 0 {
+            cookie_stream(fd, simple.as_ptr())
+        } else {
+            real::fdopen(fd, mode)
+        }
+    };
+    if stream.is_null() {
+        let err = crate::sys::errno();
+        crate::sys::close(fd);
+        crate::sys::set_errno(err);
+    }
+    Some(stream)
 }
 
 /// A stream on `fd` whose reads, writes and close go through our hooks (glibc's own stream
