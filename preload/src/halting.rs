@@ -80,7 +80,7 @@ fn memory_variables(ld: &mut Ld) -> Vec<(String, i64)> {
 
 /// Whether the actor runs freely (no halting, or halting is over, or it cannot be held).
 fn runs_freely(halt: Option<&HaltState>) -> bool {
-    halt.is_none_or(|h| h.released || h.bystander)
+    halt.is_none_or(HaltState::runs_freely)
 }
 
 /// At the entry of the next event of a halting replay: wait while passive, then, if the
@@ -159,7 +159,7 @@ pub fn after_event(ld: &mut Ld) {
     let Some(halt) = ld.halt.as_ref() else {
         return;
     };
-    if halt.released || halt.bystander || halt.passive_sent {
+    if halt.runs_freely() || halt.passive_sent {
         return;
     }
     let (events, target, epoch) = (ld.events(), halt.target, halt.epoch);
@@ -205,7 +205,7 @@ pub fn before_blocking(ld: &mut Ld) {
     let Some(halt) = ld.halt.as_ref() else {
         return;
     };
-    if halt.released || halt.bystander || ld.next_record().is_none() {
+    if halt.runs_freely() || ld.next_record().is_none() {
         return;
     }
     // Only an active actor will execute its next event; a passive one asks for nothing.

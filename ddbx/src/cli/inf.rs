@@ -110,8 +110,12 @@ pub fn run(args: Args) -> Result<i32, Error> {
                         .and_then(|h| h.records.get(*events as usize))
                         .map(|r| format!("   next: {r}"))
                         .unwrap_or_default();
-                    let bystander = history
-                        .is_some_and(|h| ddbx_supervisor::wire::history::is_bystander(&h.records));
+                    // A bystander the predicate names is held like any other actor.
+                    let named = actors.contains(actor);
+                    let bystander = !named
+                        && history.is_some_and(|h| {
+                            ddbx_supervisor::wire::history::is_bystander(&h.records)
+                        });
                     let mark = if bystander {
                         "   (no socket events: a replay lets it run freely, so it may be further)"
                     } else {

@@ -209,7 +209,8 @@ pub struct HaltState {
     /// `Retarget`s received (echoed in `Passive`).
     pub epoch: u64,
     /// The actor does nothing ddbx can hold it at (no socket or probe events: a shell's
-    /// helper talking through pipes): it runs freely.
+    /// helper talking through pipes): it runs freely, unless the predicate names it
+    /// ([`HaltState::runs_freely`]).
     pub bystander: bool,
 }
 
@@ -225,6 +226,12 @@ impl HaltState {
             epoch,
             bystander: false,
         }
+    }
+
+    /// Whether the actor runs freely: halting is over, or it is a bystander that no simple
+    /// predicate names (a process that only forks, halted at `p1.events >= 3`, is held there).
+    pub fn runs_freely(&self) -> bool {
+        self.released || (self.bystander && self.sp.is_none())
     }
 }
 

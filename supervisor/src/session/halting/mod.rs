@@ -361,14 +361,13 @@ impl Halting {
         }
         let mut any_created = false;
         for (id, a) in &self.actors {
-            if self.recorded.is_bystander(*id) {
-                continue;
-            }
+            // A bystander is only waited for to say hello once forked.
+            let bystander = self.bystander(*id);
             match a.phase {
-                Phase::Running => return false,
-                Phase::Passive | Phase::Exited => any_created = true,
+                Phase::Running if !bystander => return false,
+                Phase::Passive | Phase::Exited if !bystander => any_created = true,
                 Phase::NotCreated if self.on_its_way(*id, a) => return false,
-                Phase::NotCreated => {}
+                _ => {}
             }
         }
         if any_created {
@@ -386,12 +385,15 @@ impl Halting {
         if self.progress(creation.parent) >= creation.event {
             return true; // forked, not yet said hello
         }
-        let parent_runs_freely = self.recorded.is_bystander(creation.parent)
-            && self
-                .actors
-                .get(&creation.parent)
-                .is_some_and(|p| p.phase != Phase::Exited);
+        let parent = self.actors.get(&creation.parent);
+        let parent_runs_freely =
+            parent.is_some_and(|p| p.phase != Phase::Exited) && self.bystander(creation.parent);
         a.target > 0 && parent_runs_freely
+    }
+
+    /// Whether `actor` is a bystander (no socket or probe event) that no predicate names.
+    fn bystander(&self, actor: ActorId) -> bool {
+        self.recorded.is_bystander(actor) && !self.sp.contains_key(&actor)
     }
 
     /// Whether a halt was detected and not resumed from yet.
@@ -566,7 +568,7 @@ impl Halting {
         let events = self.progress(id);
         let status = if a.phase == Phase::Exited {
             "exited"
-        } else if self.recorded.is_bystander(id) {
+        } else if self.bystander(id) {
             "bystander (no socket events: not held)"
         } else if !a.at_gate {
             "passive (waiting outside its recorded events, e.g. in waitpid)"

@@ -414,7 +414,8 @@ impl fmt::Display for Record {
 
 /// Whether an actor with these records is a *bystander*: it has no socket or probe event, so
 /// nothing in it can be held or asked for (a shell's helper that talks through pipes). A halting
-/// replay lets bystanders run freely, and its termination detector does not wait for them.
+/// replay lets bystanders run freely, and its termination detector does not wait for them,
+/// unless the predicate names them (then they are held at their gates like any actor).
 /// Closing copies of connections it inherited (a CGI child of a web server, which talks to its
 /// parent through pipes) does not make an actor more than a bystander.
 pub fn is_bystander(records: &[Record]) -> bool {
