@@ -21,7 +21,7 @@
 //! count moving goes on (record: without a turn; replay: out of turn, said in `DDBX_LD_LOG`).
 
 use super::Ld;
-use super::turns::{futex_wait, futex_wake};
+use super::turns::{futex_wait, futex_wake, lock_shared, map_shared, unlock_shared};
 use crate::sys;
 use ddbx_wire::{FILE_TURN_ENTRY, FILE_TURN_SLOTS, FILE_TURNS};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -105,7 +105,7 @@ impl Ld {
             path[..dir.len()].copy_from_slice(dir);
             path[dir.len()] = b'/';
             path[dir.len() + 1..len].copy_from_slice(name);
-            map_shared(&path[..len])
+            map_table(&path[..len])
         };
         let base = mapped.unwrap_or(UNAVAILABLE);
         TABLE.store(base, Ordering::Release);
@@ -119,16 +119,13 @@ impl Ld {
         let Some(entry) = self.file_entry(key) else {
             return (call(), None);
         };
-        if !lock(entry, self.pid as u32) {
+        if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
             return (call(), None);
         }
         let r = call();
         let err = sys::errno();
         let turn = (r > 0).then(|| u64::from(entry.writes.fetch_add(1, Ordering::AcqRel)));
-        entry.lock.store(0, Ordering::Release);
-        if entry.waiters.load(Ordering::Acquire) > 0 {
-            futex_wake(&entry.lock);
-        }
+        unlock_shared(&entry.lock, &entry.waiters);
         sys::set_errno(err);
         (r, turn)
     }
@@ -175,58 +172,10 @@ impl Ld {
 }
 
 /// Maps the table file at `path` shared, read-write; its address.
-fn map_shared(path: &[u8]) -> Option<usize> {
+fn map_table(path: &[u8]) -> Option<usize> {
     let file = sys::open(path, libc::O_RDWR | libc::O_CLOEXEC, 0);
     if file < 0 {
         return None;
     }
-    let size = FILE_TURN_SLOTS * FILE_TURN_ENTRY;
-    // SAFETY: a shared mapping of the file just opened (the GD made it `size` bytes long); the
-    // fd is closed once mapped, the mapping stays.
-    let p = unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file,
-            0,
-        );
-        libc::syscall(libc::SYS_close, file);
-        p
-    };
-    (p != libc::MAP_FAILED).then_some(p as usize)
-}
-
-/// Takes the entry's lock for the process `me`; `false` when a live holder kept it for
-/// [`PATIENCE`].
-fn lock(entry: &Entry, me: u32) -> bool {
-    let since = sys::monotonic_ns();
-    loop {
-        match entry
-            .lock
-            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => return true,
-            Err(holder) => {
-                // SAFETY: a signal 0 probe, no memory involved.
-                let dead = unsafe { libc::kill(holder as libc::pid_t, 0) } != 0
-                    && sys::errno() == libc::ESRCH;
-                if dead
-                    && entry
-                        .lock
-                        .compare_exchange(holder, me, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    return true;
-                }
-                if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
-                    return false;
-                }
-                entry.waiters.fetch_add(1, Ordering::AcqRel);
-                futex_wait(&entry.lock, holder);
-                entry.waiters.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-    }
+    map_shared(file, FILE_TURN_SLOTS * FILE_TURN_ENTRY).map(|p| p as usize)
 }

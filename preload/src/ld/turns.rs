@@ -71,23 +71,9 @@ impl Ld {
         if file < 0 {
             return None;
         }
-        // SAFETY: ftruncate and mmap of the file just opened; it is closed once mapped.
-        let p = unsafe {
-            libc::syscall(libc::SYS_ftruncate, file, PAGE as libc::off_t);
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                PAGE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file,
-                0,
-            );
-            libc::syscall(libc::SYS_close, file);
-            p
-        };
-        if p == libc::MAP_FAILED {
-            return None;
-        }
+        // SAFETY: ftruncate of the file just opened (no pointer).
+        unsafe { libc::syscall(libc::SYS_ftruncate, file, PAGE as libc::off_t) };
+        let p = map_shared(file, PAGE)?;
         // Reuse the slot of this key (a fresh pipe at a reused description), else a free or
         // dead one.
         let slot = KEYS
@@ -166,37 +152,68 @@ impl Ld {
 
 /// Takes the page's lock for the process `me`.
 fn lock(page: &Page, me: u32) {
+    lock_shared(&page.lock, &page.waiters, me, u64::MAX);
+}
+
+fn unlock(page: &Page) {
+    unlock_shared(&page.lock, &page.waiters);
+}
+
+/// Takes a lock word in shared memory (the holder's pid; 0: free) for the process `me`,
+/// taking it over from a holder that died; `waiters` counts the processes asleep on it.
+/// `false` when a live holder kept it `patience` nanoseconds.
+pub(super) fn lock_shared(lock: &AtomicU32, waiters: &AtomicU32, me: u32, patience: u64) -> bool {
+    let since = sys::monotonic_ns();
     loop {
-        match page
-            .lock
-            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => return,
+        match lock.compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return true,
             Err(holder) => {
                 // SAFETY: a signal 0 probe, no memory involved.
                 let dead = unsafe { libc::kill(holder as libc::pid_t, 0) } != 0
                     && sys::errno() == libc::ESRCH;
                 if dead
-                    && page
-                        .lock
+                    && lock
                         .compare_exchange(holder, me, Ordering::AcqRel, Ordering::Relaxed)
                         .is_ok()
                 {
-                    return;
+                    return true;
                 }
-                page.waiters.fetch_add(1, Ordering::AcqRel);
-                futex_wait(&page.lock, holder);
-                page.waiters.fetch_sub(1, Ordering::AcqRel);
+                if sys::monotonic_ns().saturating_sub(since) >= patience {
+                    return false;
+                }
+                waiters.fetch_add(1, Ordering::AcqRel);
+                futex_wait(lock, holder);
+                waiters.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
 }
 
-fn unlock(page: &Page) {
-    page.lock.store(0, Ordering::Release);
-    if page.waiters.load(Ordering::Acquire) > 0 {
-        futex_wake(&page.lock);
+/// Frees a lock word taken with [`lock_shared`], waking its sleepers if any.
+pub(super) fn unlock_shared(lock: &AtomicU32, waiters: &AtomicU32) {
+    lock.store(0, Ordering::Release);
+    if waiters.load(Ordering::Acquire) > 0 {
+        futex_wake(lock);
     }
+}
+
+/// Maps `size` bytes of the open file `file` shared, read-write, and closes `file` (the
+/// mapping stays); its address.
+pub(super) fn map_shared(file: c_int, size: usize) -> Option<*mut libc::c_void> {
+    // SAFETY: a shared mapping of an fd we opened; it is closed once mapped.
+    let p = unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file,
+            0,
+        );
+        libc::syscall(libc::SYS_close, file);
+        p
+    };
+    (p != libc::MAP_FAILED).then_some(p)
 }
 
 /// Waits (at most 50 ms, then the caller looks again) while `word` holds `value`.
