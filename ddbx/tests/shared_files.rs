@@ -4,10 +4,10 @@
 //! and the file keeps the order: the record logs each write's turn among the file's writes
 //! (`~a` values), and replay makes every writer wait for its turn.
 //!
-//! `append_race LOG [stdout|stdio|locked|fopen]` (four children write three lines each into
-//! LOG, opened by each with O_APPEND or with fopen's "a", or shared as their standard output,
-//! written with write(2), printf or fprintf, or under a write lock on LOG; the parent prints
-//! LOG) is shown racy
+//! `append_race LOG [stdout|stdio|locked|fopen|killed]` (four children write three lines each
+//! into LOG, opened by each with O_APPEND or with fopen's "a", or shared as their standard
+//! output, written with write(2), printf or fprintf, or under a write lock on LOG, or then
+//! killed by the parent's SIGTERM; the parent prints LOG) is shown racy
 //! natively, recorded, and replayed 3 times with the record's output. Before writes into
 //! shared files took turns, replay printed the lines in its own order.
 
@@ -80,4 +80,12 @@ fn children_writing_the_log_with_fprintf_replay_in_the_recorded_order() {
     // rsync's way: fopen(LOG, "a"), then fprintf. glibc's stream writes with an internal call
     // that no preload sees, so the LD gives such a stream writes through its hooks.
     append_race(&["fopen"]);
+}
+
+#[test]
+fn children_killed_after_their_last_line_keep_their_turns() {
+    // Each child waits in pause() after its lines until the parent ends it with SIGTERM: its
+    // lines come after its last event, so their turns must be in the history before it dies
+    // (before, they waited in the LD for the next event's line and died with the process).
+    append_race(&["killed"]);
 }

@@ -157,6 +157,10 @@ pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     let err = sys::errno();
     if let Some(turn) = turn {
         ld.log_value(&ddbx_wire::history::value::Value::Appended { turn });
+        // Written now, not with the next event's line: a process killed before its next
+        // event (a server ended by SIGTERM after its last log line) keeps its turns, and the
+        // writers after it in replay do not wait for turns that never come.
+        ld.flush_values();
     }
     sys::set_errno(err);
     r
