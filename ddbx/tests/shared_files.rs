@@ -89,3 +89,35 @@ fn children_killed_after_their_last_line_keep_their_turns() {
     // (before, they waited in the LD for the next event's line and died with the process).
     append_race(&["killed"]);
 }
+
+#[test]
+fn a_turn_that_never_comes_is_waited_for_then_reported() {
+    // A history that lost the first write's turn (edited here; in life, a write the replay
+    // did not make): its writer writes without a turn, the writer of turn 1 waits 1 s for
+    // a write that never counts, writes out of turn, and the replay says so at its end.
+    let tmp = TempDir::new("shared-file-lost-turn");
+    let log = tmp.join("log");
+    let rec = tmp.join("rec");
+    let program = progs().join("append_race");
+    DDBX.record(&rec, &program, &[path_str(&log)])
+        .env("DDBX_JITTER", "5")
+        .success();
+    let first = std::fs::read_dir(rec.join("history"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l == "~a0")))
+        .expect("a history with turn 0");
+    let text = std::fs::read_to_string(&first).unwrap();
+    let edited: Vec<&str> = text.lines().filter(|l| *l != "~a0").collect();
+    std::fs::write(&first, edited.join("\n") + "\n").unwrap();
+    let replayed = DDBX.run(["replay", path_str(&rec)]).output();
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert!(
+        replayed
+            .stderr
+            .contains("could not wait for their recorded turn"),
+        "{}",
+        replayed.stderr
+    );
+}

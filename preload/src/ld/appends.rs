@@ -48,6 +48,7 @@ struct Entry {
 }
 
 const _: () = assert!(std::mem::size_of::<Entry>() <= FILE_TURN_ENTRY);
+const _: () = assert!(std::mem::offset_of!(Entry, writes) == ddbx_wire::FILE_TURN_OUT_OF_TURN);
 
 /// The table's address in this image (0: not mapped yet; 1: it cannot be).
 static TABLE: AtomicUsize = AtomicUsize::new(0);
@@ -67,7 +68,8 @@ impl Ld {
         }
         let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
         for i in 0..PROBES {
-            let at = base + ((start + i) % FILE_TURN_SLOTS) * FILE_TURN_ENTRY;
+            // Entry 0 is no file's: it counts the writes made out of turn.
+            let at = base + (1 + (start + i) % (FILE_TURN_SLOTS - 1)) * FILE_TURN_ENTRY;
             // SAFETY: within the mapping of FILE_TURN_SLOTS entries, which stays mapped for the
             // life of the image; entries are atomics only.
             let entry = unsafe { &*(at as *const Entry) };
@@ -152,6 +154,11 @@ impl Ld {
                     self.pid
                 );
                 sys::diag(self.log_fd, &msg);
+                let base = TABLE.load(Ordering::Acquire);
+                // SAFETY: entry 0 of the mapped table (a mapping is never `UNAVAILABLE` here:
+                // the entry above came from it); its `writes` is the count the GD reports.
+                let stats = unsafe { &*(base as *const Entry) };
+                stats.writes.fetch_add(1, Ordering::AcqRel);
                 return;
             }
         }

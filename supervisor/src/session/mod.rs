@@ -211,7 +211,6 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
         ddbx_pid,
     };
     let (gd, listener) = start_gd(&mode, &runtime, &facts, access, &manifest_dir, &events_tx)?;
-
     let root = launch::Root {
         program: &program,
         argv: &argv,
@@ -272,11 +271,22 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
             _ => {}
         }
     }
+    say_out_of_turn(&runtime, &mut transcript);
     transcript.event(&SessionEvent::Finishing);
     let outcome = finish::outcome(&gd, ended, transcript)?;
     drop(lifeline);
     drop(runtime);
     Ok(outcome)
+}
+
+/// Says how many writes into shared files the replay made out of turn, if any.
+fn say_out_of_turn(runtime: &RuntimeDir, transcript: &mut Transcript) {
+    let n = runtime.out_of_turn_writes();
+    if n > 0 {
+        transcript.say(format!(
+            "ddbx: {n} write(s) into files that several processes write could not wait for their recorded turn (1 s without progress): those lines may come out in another order than the record's (DDBX_LD_LOG=FILE names them)"
+        ));
+    }
 }
 
 /// The GD before the root starts: the registry, the first manifest, the replay plans, the

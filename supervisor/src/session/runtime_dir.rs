@@ -130,6 +130,20 @@ impl RuntimeDir {
         made.map_err(|e| Error::io_at("cannot create", &path, e))
     }
 
+    /// How many writes into shared files a replay made out of turn (their turn never came
+    /// within the LD's patience: its write was not made in this replay, or another of
+    /// replay's waits held its writer); 0 when the table cannot be read.
+    pub fn out_of_turn_writes(&self) -> u32 {
+        let at = ddbx_wire::FILE_TURN_OUT_OF_TURN;
+        std::fs::read(self.path.join(ddbx_wire::FILE_TURNS))
+            .ok()
+            .and_then(|b| {
+                b.get(at..at + 4)
+                    .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            })
+            .unwrap_or(0)
+    }
+
     /// Where the LDs keep their per-actor state files.
     pub fn state_dir(&self) -> PathBuf {
         self.path.join("state")

@@ -60,6 +60,10 @@ pub const FILE_TURNS: &str = "turns";
 pub const FILE_TURN_SLOTS: usize = 4096;
 /// The size of one entry of [`FILE_TURNS`].
 pub const FILE_TURN_ENTRY: usize = 32;
+/// Where, in [`FILE_TURNS`], the count of writes that a replay made out of turn is (a
+/// little-endian `u32`, in the first entry, which is no file's): what the session reports
+/// at the end of a replay.
+pub const FILE_TURN_OUT_OF_TURN: usize = 12;
 
 /// Environment variables through which the GD configures each LD.
 pub mod env {
