@@ -110,3 +110,33 @@ fn bytes_between_recorded_processes_are_not_kept_while_recording() {
     assert!(!closed_then_read, "a read after a Close on its fd: {h:?}");
     DDBX.run(["replay", path_str(&rec)]).success();
 }
+
+/// SCM_RIGHTS, halting: the record names the descriptors a send passed and the numbers the
+/// receive that took them gave them, so the analysis binds the worker's passed fd to the
+/// connection its parent accepted, and a halting replay amid the worker's reads of it halts at
+/// `ddbx inf`'s cut (before, those reads needed nothing: the worker read while the client was
+/// held before its sends, and the halt hung). Replays write the same histories (checked by
+/// `record_and_replay`), `passed` included.
+#[test]
+fn a_halt_amid_reads_of_a_passed_connection_halts_where_inf_says() {
+    let (tmp, _) = DDBX.record_and_replay(&progs().join("fd_passing"), &[], 2, 1);
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    let passes = |records: &Vec<Record>, sending: bool| {
+        records.iter().any(|r| match r {
+            Record::Send { passed, .. } if sending => passed.len() == 1,
+            Record::Recv { passed, .. } if !sending => passed.len() == 1,
+            _ => false,
+        })
+    };
+    let (Some(parent), Some(worker)) = (
+        h.iter().find(|(_, r)| passes(r, true)).map(|(a, _)| a),
+        h.iter().find(|(_, r)| passes(r, false)).map(|(a, _)| a),
+    ) else {
+        panic!("no send that passed a descriptor and receive that took it: {h:#?}");
+    };
+    assert_ne!(parent, worker);
+    // Halfway through the worker's 20 or so reads.
+    let reads = h[worker].len() as u64;
+    DDBX.halts_at_where_inf_says(&rec, &format!("{worker}:{}", reads / 2));
+}

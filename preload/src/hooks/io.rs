@@ -32,7 +32,12 @@ fn on_recv(
         return call(len);
     };
     match ld.mode {
-        Mode::Record => record::io::recv(ld, fd, (len, into.flags), call, gather),
+        Mode::Record => {
+            let msg = into.msg;
+            // SAFETY: `msg` is null or the program's msghdr, which the receive filled.
+            let passed = || unsafe { buffers::passed_in(msg) };
+            record::io::recv(ld, fd, (len, into.flags), call, (gather, passed))
+        }
         Mode::Replay => replay::io::recv(ld, fd, len, into, call),
     }
 }
@@ -94,6 +99,16 @@ pub fn before_file_lock(fd: c_int) {
 fn on_send(
     fd: c_int,
     len: usize,
+    call: impl FnMut(usize, usize) -> isize,
+    gather: impl Fn(usize, usize) -> Vec<u8>,
+) -> isize {
+    on_send_passing(fd, (len, Vec::new()), call, gather)
+}
+
+/// [`on_send`] of a send that passes the fds `passed` (sendmsg's `SCM_RIGHTS`).
+fn on_send_passing(
+    fd: c_int,
+    (len, passed): (usize, Vec<c_int>),
     mut call: impl FnMut(usize, usize) -> isize,
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
@@ -111,7 +126,7 @@ fn on_send(
         return call(0, len);
     };
     match ld.mode {
-        Mode::Record => record::io::send(ld, fd, len, call, gather),
+        Mode::Record => record::io::send(ld, fd, (len, passed), call, gather),
         Mode::Replay => replay::io::send(ld, fd, len, call),
     }
 }
@@ -394,9 +409,11 @@ unsafe fn on_sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
     let iovs = unsafe { IoVecs::of_msg(msg) };
     let drop_address = drops_address(fd);
     let flags = send_flags(fd, flags);
-    on_send(
+    // SAFETY: as above.
+    let passed = unsafe { buffers::passed_in(msg) };
+    on_send_passing(
         fd,
-        iovs.total(),
+        (iovs.total(), passed),
         |off, m| {
             let part = iovs.part(off, m);
             // SAFETY: `msg` points to the program's msghdr.

@@ -15,16 +15,19 @@ fn keeps_bytes(ld: &Ld, fd: c_int, received: bool) -> bool {
 }
 
 /// A receive of at most `len` bytes on `fd` with these `flags`; `call(n)` does the real
-/// receive of at most `n`; `gather(n)` copies the first `n` bytes received.
+/// receive of at most `n`; `gather(n)` copies the first `n` bytes received; `passed()` reads
+/// the fds that came with them (`SCM_RIGHTS`, recvmsg only), which the record names so that
+/// the analysis knows what the new numbers are bound to.
 pub fn recv(
     ld: &mut Ld,
     fd: c_int,
     (len, flags): (usize, c_int),
     mut call: impl FnMut(usize) -> isize,
-    gather: impl Fn(usize) -> Vec<u8>,
+    (gather, passed): (impl Fn(usize) -> Vec<u8>, impl Fn() -> Vec<c_int>),
 ) -> isize {
     let r = call(len);
     let err = sys::errno();
+    let passed = if r > 0 { passed() } else { Vec::new() };
     if flags & libc::MSG_PEEK != 0 && r >= 0 {
         // Seen, not taken: the receive that takes these bytes keeps them (an outside peer's)
         // and tells optimal tracing; a peek is always logged.
@@ -39,21 +42,27 @@ pub fn recv(
             _ => (Decision::Logged, false),
         };
         let data = (r > 0 && !described && keeps_bytes(ld, fd, true)).then(|| gather(r as usize));
-        ld.emit_decided(&received(fd, r, err, data), decision);
+        // A receive that took fds binds new numbers: the analysis needs it in the history.
+        let decision = if passed.is_empty() {
+            decision
+        } else {
+            Decision::Logged
+        };
+        ld.emit_decided(&with_passed(received(fd, r, err, data), passed), decision);
     } else {
         let data = (r > 0 && keeps_bytes(ld, fd, true)).then(|| gather(r as usize));
-        ld.emit(&received(fd, r, err, data));
+        ld.emit(&with_passed(received(fd, r, err, data), passed));
     }
     sys::set_errno(err);
     r
 }
 
-/// A send of `len` bytes on `fd`; `call(offset, n)` sends bytes `offset..offset + n`;
-/// `gather(offset, n)` copies those bytes.
+/// A send of `len` bytes on `fd` that passes the fds `passed` (`SCM_RIGHTS`, sendmsg only);
+/// `call(offset, n)` sends bytes `offset..offset + n`; `gather(offset, n)` copies those bytes.
 pub fn send(
     ld: &mut Ld,
     fd: c_int,
-    len: usize,
+    (len, passed): (usize, Vec<c_int>),
     mut call: impl FnMut(usize, usize) -> isize,
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
@@ -68,7 +77,8 @@ pub fn send(
         let data = (r > 0 && keeps_bytes(ld, fd, false))
             .then(|| gather(0, r as usize))
             .filter(|d| d.len() == r as usize); // sendfile's bytes are not at hand
-        ld.emit(&with_turn(sent(fd, r, err, data), turn));
+        let rec = with_passed(with_turn(sent(fd, r, err, data), turn), passed);
+        ld.emit(&rec);
         sys::set_errno(err);
         return r;
     }
@@ -89,7 +99,7 @@ pub fn send(
     if turn.is_some() {
         // A write into a pipe of the session: its turn orders it among the pipe's writers.
         ld.emit(&with_turn(sent(fd, r, err, None), turn));
-    } else if r >= 0 && r as usize == len && len > 0 {
+    } else if r >= 0 && r as usize == len && len > 0 && passed.is_empty() {
         // A send that took everything is what replay does anyway; a partial or failed
         // one is logged, with its bytes when no side channel says the peer is ours.
         ld.emit_decided(&sent(fd, r, err, None), Decision::Untraced);
@@ -97,7 +107,7 @@ pub fn send(
         let data = (r > 0 && token.is_none() && keeps_bytes(ld, fd, false))
             .then(|| gather(0, r as usize))
             .filter(|d| d.len() == r as usize);
-        ld.emit(&sent(fd, r, err, data));
+        ld.emit(&with_passed(sent(fd, r, err, data), passed));
     }
     sys::set_errno(err);
     r
@@ -111,6 +121,7 @@ pub fn received(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Recor
             fd,
             n: r as u64,
             data: data.map(Data),
+            passed: Vec::new(),
         }
     } else if err == libc::EAGAIN {
         Record::NoData { fd }
@@ -131,6 +142,18 @@ fn with_turn(mut rec: Record, turn: Option<u64>) -> Record {
     rec
 }
 
+/// A send's or receive's record with the fds it passed or took (`SCM_RIGHTS`): only a send
+/// or receive of at least one byte passes them.
+fn with_passed(mut rec: Record, fds: Vec<c_int>) -> Record {
+    match &mut rec {
+        Record::Send { n, passed, .. } | Record::Recv { n, passed, .. } if *n > 0 => {
+            *passed = fds;
+        }
+        _ => {}
+    }
+    rec
+}
+
 /// The record of a send that returned `r`; `data` is what it sent, when the bytes are kept.
 pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
     if r >= 0 {
@@ -139,6 +162,7 @@ pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
             n: r as u64,
             data: data.map(Data),
             turn: None,
+            passed: Vec::new(),
         }
     } else {
         Record::Fail {

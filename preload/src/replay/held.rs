@@ -273,7 +273,7 @@ pub fn fitting(control: &[u8], room: usize) -> usize {
 }
 
 /// The fds passed (`SCM_RIGHTS`) in `control`.
-fn passed_fds(control: &[u8]) -> Vec<c_int> {
+pub fn passed_fds(control: &[u8]) -> Vec<c_int> {
     let mut out = Vec::new();
     for (start, len, header) in cmsgs(control) {
         if header.cmsg_level == libc::SOL_SOCKET && header.cmsg_type == libc::SCM_RIGHTS {

@@ -175,6 +175,7 @@ fn untraced_recv(ld: &mut Ld, fd: c_int, len: usize, receiver: &mut impl Receive
             fd,
             n: r as u64,
             data: None,
+            passed: Vec::new(),
         },
     );
     r
@@ -265,6 +266,7 @@ pub fn send(
             n: len as u64,
             data: None,
             turn: None,
+            passed: Vec::new(),
         },
         other => other,
     };

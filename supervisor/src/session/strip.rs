@@ -206,20 +206,28 @@ impl Walk<'_> {
                 fd,
                 n,
                 data: Some(_),
+                passed,
             } if managed(&fd, &self.bound) => {
-                return Some(Record::Recv { fd, n, data: None });
+                return Some(Record::Recv {
+                    fd,
+                    n,
+                    data: None,
+                    passed,
+                });
             }
             Record::Send {
                 fd,
                 n,
                 data: Some(_),
                 turn,
+                passed,
             } if managed(&fd, &self.bound) => {
                 return Some(Record::Send {
                     fd,
                     n,
                     data: None,
                     turn,
+                    passed,
                 });
             }
             _ => {}
@@ -337,6 +345,7 @@ mod tests {
             fd,
             n: b.len() as u64,
             data: bytes(b),
+            passed: Vec::new(),
         }
     }
 
@@ -346,6 +355,7 @@ mod tests {
             n: b.len() as u64,
             data: bytes(b),
             turn: None,
+            passed: Vec::new(),
         }
     }
 

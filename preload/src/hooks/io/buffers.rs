@@ -206,3 +206,23 @@ impl replay::held::Receiver for ProgramReceive {
         taken
     }
 }
+
+/// The fds passed (`SCM_RIGHTS`) in the ancillary data of `msg` (null: none).
+///
+/// # Safety
+/// `msg` must be null or a readable msghdr whose `msg_control` holds `msg_controllen`
+/// readable bytes (or is null).
+pub unsafe fn passed_in(msg: *const msghdr) -> Vec<c_int> {
+    if msg.is_null() {
+        return Vec::new();
+    }
+    #[allow(clippy::unnecessary_cast)] // a socklen_t in other C libraries
+    // SAFETY: not null, readable (the contract).
+    let (control, len) = unsafe { ((*msg).msg_control, (*msg).msg_controllen as usize) };
+    if control.is_null() || len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: `control` holds `len` readable bytes (the contract).
+    let bytes = unsafe { std::slice::from_raw_parts(control.cast::<u8>(), len) };
+    crate::replay::held::passed_fds(bytes)
+}

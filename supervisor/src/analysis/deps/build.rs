@@ -3,6 +3,8 @@
 //! and readiness query to its channel direction (numbered in [`super::stream`]) and finds what
 //! the readiness of a listening socket needs.
 
+mod passing;
+
 use super::roles::{FdUse, Role, fd_roles, role_at};
 use super::stream::{Stream, StreamUse};
 use super::{ChannelId, Deps, Direction, Event};
@@ -11,6 +13,7 @@ use crate::analysis::parents_first;
 use ddbx_wire::history::value::Value;
 use ddbx_wire::history::{Call, Origin, Record};
 use ddbx_wire::{ActorId, Errno, Events, History};
+use passing::{Passing, Received};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Which end of a channel an fd is bound to.
@@ -106,25 +109,6 @@ impl Deps {
         deps.add_creation_needs(&by_actor, &origin_of);
         deps.add_signal_needs(histories, origins);
         let ends = deps.add_connection_needs(&by_actor, channels);
-        let mut walk = BindingWalk {
-            ends: &ends,
-            connector_of: channels
-                .iter()
-                .map(|c| {
-                    (
-                        (c.acceptor.actor, c.acceptor.event),
-                        (c.connector.actor, c.connector.event),
-                    )
-                })
-                .collect(),
-            snapshots: HashMap::new(),
-            streams: Streams::new(),
-            listening_needs: Vec::new(),
-            releases: HashMap::new(),
-            shutdowns: HashMap::new(),
-            resets: Vec::new(),
-            next_pair: channels.iter().map(|c| c.id).max().unwrap_or(0) + 1,
-        };
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
                 if by_actor.contains_key(&parent) =>
@@ -133,9 +117,21 @@ impl Deps {
             }
             _ => None,
         };
-        for a in parents_first(by_actor.keys().copied(), parent_of) {
-            walk.actor(a, by_actor[&a], origin_of(a));
-        }
+        // Walked again while the fds passed over Unix sockets bind differently (`passing`).
+        let (mut received, mut round) = (Received::new(), 0);
+        let mut walk = loop {
+            let mut walk = BindingWalk::new(&ends, channels, received);
+            walk.round = round;
+            round += 1;
+            for a in parents_first(by_actor.keys().copied(), parent_of) {
+                walk.actor(a, by_actor[&a], origin_of(a));
+            }
+            let found = walk.passing.received();
+            if found == walk.received || walk.rounds_left(&mut deps.diagnostics) == 0 {
+                break walk;
+            }
+            received = found;
+        };
         for (ready, connector) in std::mem::take(&mut walk.listening_needs) {
             deps.add_need(ready, connector);
         }
@@ -268,9 +264,41 @@ struct BindingWalk<'a> {
     resets: Vec<(Event, End)>,
     /// The id the next socketpair's channel gets (after every matched channel's).
     next_pair: ChannelId,
+    /// What the fds each receive took are bound to, as the walk before found it.
+    received: Received,
+    /// The passing this walk saw.
+    passing: Passing,
+    /// How many walks came before this one.
+    round: u32,
 }
 
-impl BindingWalk<'_> {
+impl<'a> BindingWalk<'a> {
+    /// A walk from scratch, the fds of each receive bound as `received` says.
+    fn new(ends: &'a HashMap<Event, End>, channels: &[Channel], received: Received) -> Self {
+        BindingWalk {
+            ends,
+            connector_of: channels
+                .iter()
+                .map(|c| {
+                    (
+                        (c.acceptor.actor, c.acceptor.event),
+                        (c.connector.actor, c.connector.event),
+                    )
+                })
+                .collect(),
+            snapshots: HashMap::new(),
+            streams: Streams::new(),
+            listening_needs: Vec::new(),
+            releases: HashMap::new(),
+            shutdowns: HashMap::new(),
+            resets: Vec::new(),
+            next_pair: channels.iter().map(|c| c.id).max().unwrap_or(0) + 1,
+            received,
+            passing: Passing::default(),
+            round: 0,
+        }
+    }
+
     /// Walks the history `h` of actor `a`.
     fn actor(&mut self, a: ActorId, h: &History, origin: Origin) {
         let mut fds: HashMap<i32, End> = match origin {
@@ -299,6 +327,7 @@ impl BindingWalk<'_> {
             if self.fd_table(&mut fds, &mut unused, r, (here, release_at(h, a, i))) {
                 continue;
             }
+            self.pass(&mut fds, &mut unused, r, here);
             match r {
                 Record::Connect { fd, .. } => {
                     self.let_go(&mut fds, &mut unused, *fd, here);

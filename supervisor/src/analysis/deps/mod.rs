@@ -74,6 +74,9 @@
 //!     `~g17@N`, N being the child's number, as in its parent's `Fork`) ran the handler
 //!     before the actor's next event, which needs that child's last event (its exit, or where
 //!     it was killed).
+//!   * **passed descriptors**: a `Recv` that took fds (`passed: [..]`, `SCM_RIGHTS`) binds
+//!     each new number to what the sender had bound the number it passed to (the *k*-th send
+//!     that passed fds on a channel direction pairs with the *k*-th receive that took fds).
 //!
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
 
@@ -415,6 +418,47 @@ mod tests {
         assert_eq!(d.data_range(ActorId(1), 5), None, "a peek covers no bytes");
         let second = d.data_range(ActorId(1), 8).unwrap();
         assert_eq!((second.start, second.end), (5, 10));
+        assert!(d.diagnostics().is_empty(), "{:?}", d.diagnostics());
+    }
+
+    /// p1 accepts a connection from p3 and passes it to p2 over their socketpair
+    /// (`SCM_RIGHTS`); p2's reads of the new number need p3's sends.
+    #[test]
+    fn a_passed_connection_binds_the_number_it_got() {
+        let forked = |pid: u32, index: u32| {
+            format!(
+                "Start(pid: {pid}, ppid: 1, origin: Fork(parent: \"p1\", index: {index}), argv: [\"a\"], host: \"h\")\n"
+            )
+        };
+        let d = Deps::from_histories(&[
+            hist(
+                1,
+                &format!(
+                    "{START}Pair(fd: 4, peer_fd: 5)\nFork(index: 1)\nClose(fd: 5)\nFork(index: 2)\n\
+                     Accept(fd: 3, new_fd: 5, local: \"127.0.0.1:80\", remote: \"127.0.0.1:5000\", peer_pid: None)\n\
+                     Send(fd: 4, n: 1, passed: [5])\nClose(fd: 5)\nExit(status: 0)\n"
+                ),
+            ),
+            hist(
+                2,
+                &format!(
+                    "{}Close(fd: 4)\nRecv(fd: 5, n: 1, passed: [6])\nRecv(fd: 6, n: 3)\nRecv(fd: 6, n: 2)\nExit(status: 0)\n",
+                    forked(2, 1)
+                ),
+            ),
+            hist(
+                3,
+                &format!(
+                    "{}Close(fd: 4)\nConnect(fd: 6, err: None, local: \"127.0.0.1:5000\", remote: \"127.0.0.1:80\")\n\
+                     Send(fd: 6, n: 3)\nSend(fd: 6, n: 2)\nExit(status: 0)\n",
+                    forked(3, 2)
+                ),
+            ),
+        ]);
+        let (p1, p2, p3) = (ActorId(1), ActorId(2), ActorId(3));
+        assert_eq!(d.needs(p2, 3), [(p1, 7)]);
+        assert_eq!(d.needs(p2, 4), [(p3, 4)]);
+        assert_eq!(d.needs(p2, 5), [(p3, 5)]);
         assert!(d.diagnostics().is_empty(), "{:?}", d.diagnostics());
     }
 

@@ -253,6 +253,7 @@ mod tests {
                 n: 1,
                 data: None,
                 turn: None,
+                passed: Vec::new(),
             },
             connect(3, None),
             Record::Send {
@@ -260,6 +261,7 @@ mod tests {
                 n: 1,
                 data: None,
                 turn: None,
+                passed: Vec::new(),
             },
         ];
         assert_eq!(connect_outcome(&records, 0), ConnectOutcome::Unknown);
@@ -274,6 +276,7 @@ mod tests {
                 n: 1,
                 data: None,
                 turn: None,
+                passed: Vec::new(),
             },
         ];
         assert_eq!(connect_outcome(&used, 0), ConnectOutcome::Connected);

@@ -89,12 +89,14 @@ mod tests {
             fd: 3,
             n: 3,
             data: Some(Data(b"hi\n".to_vec())),
+            passed: Vec::new(),
         };
         assert_eq!(r.to_line(), "Recv(fd: 3, n: 3, data: Some(\"aGkK\"))");
         let plain = Record::Recv {
             fd: 3,
             n: 3,
             data: None,
+            passed: Vec::new(),
         };
         assert_eq!(plain.to_line(), "Recv(fd: 3, n: 3)");
     }

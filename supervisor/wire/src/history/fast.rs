@@ -10,13 +10,19 @@ use super::Record;
 /// the line's length, or `None` (another record, or `out` too short).
 pub fn write_line(record: &Record, out: &mut [u8]) -> Option<usize> {
     let (name, fd, n): (&[u8], i32, u64) = match record {
-        Record::Recv { fd, n, data: None } => (b"Recv(fd: ", *fd, *n),
+        Record::Recv {
+            fd,
+            n,
+            data: None,
+            passed,
+        } if passed.is_empty() => (b"Recv(fd: ", *fd, *n),
         Record::Send {
             fd,
             n,
             data: None,
             turn: None,
-        } => (b"Send(fd: ", *fd, *n),
+            passed,
+        } if passed.is_empty() => (b"Send(fd: ", *fd, *n),
         _ => return None,
     };
     let mut len = 0;
@@ -57,13 +63,19 @@ pub fn parse_line(line: &str) -> Option<Record> {
     }
     let fd = i32::try_from(fd).ok()?;
     Some(if recv {
-        Record::Recv { fd, n, data: None }
+        Record::Recv {
+            fd,
+            n,
+            data: None,
+            passed: Vec::new(),
+        }
     } else {
         Record::Send {
             fd,
             n,
             data: None,
             turn: None,
+            passed: Vec::new(),
         }
     })
 }
@@ -98,12 +110,18 @@ mod tests {
         for fd in [0, 3, 9, 10, 99, 1000, i32::MAX] {
             for n in [0, 1, 9, 10, 64, 65536, 1 << 40, u64::MAX] {
                 for rec in [
-                    Record::Recv { fd, n, data: None },
+                    Record::Recv {
+                        fd,
+                        n,
+                        data: None,
+                        passed: Vec::new(),
+                    },
                     Record::Send {
                         fd,
                         n,
                         data: None,
                         turn: None,
+                        passed: Vec::new(),
                     },
                 ] {
                     let len = write_line(&rec, &mut out).unwrap();
@@ -124,22 +142,33 @@ mod tests {
             fd: 4,
             n: 2,
             data: Some(Data(b"hi".to_vec())),
+            passed: Vec::new(),
         };
         let turned = Record::Send {
             fd: 4,
             n: 2,
             data: None,
             turn: Some(3),
+            passed: Vec::new(),
+        };
+        let passing = Record::Send {
+            fd: 4,
+            n: 1,
+            data: None,
+            turn: None,
+            passed: vec![5],
         };
         assert_eq!(write_line(&kept, &mut out), None);
         assert_eq!(write_line(&turned, &mut out), None);
+        assert_eq!(write_line(&passing, &mut out), None);
         assert_eq!(write_line(&Record::Close { fd: 4 }, &mut out), None);
         assert_eq!(
             write_line(
                 &Record::Recv {
                     fd: 4,
                     n: 64,
-                    data: None
+                    data: None,
+                    passed: Vec::new(),
                 },
                 &mut out[..5]
             ),
@@ -148,6 +177,7 @@ mod tests {
         for line in [
             "Recv(fd: 4, n: 64, data: \"aGk=\")",
             "Send(fd: 4, n: 64, turn: Some(1))",
+            "Send(fd: 4, n: 1, passed: [5])",
             "Recv(fd:4, n: 64)",
             "Recv(fd: 04, n: 64)",
             "Recv(fd: 4, n: 64) ",

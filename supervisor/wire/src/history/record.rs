@@ -161,6 +161,10 @@ pub enum Record {
         /// The bytes, when the peer is outside the session (input to replay).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<Data>,
+        /// The fds that came with the bytes (`SCM_RIGHTS`), by the numbers they got here: each
+        /// is bound to what the sender passed (`Send::passed`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        passed: Vec<i32>,
     },
     /// A receive that found no data (non-blocking, EAGAIN): the paper's `-1`.
     NoData {
@@ -181,6 +185,10 @@ pub enum Record {
         /// in this order).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         turn: Option<u64>,
+        /// The fds this send passed (`SCM_RIGHTS`), by their numbers in the sender: the receive
+        /// that gets the send's first byte gets them (`Recv::passed`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        passed: Vec<i32>,
     },
     /// A socket call that failed (other than a receive finding no data).
     Fail {

@@ -34,6 +34,7 @@ fn sample() -> Vec<Record> {
             fd: 4,
             n: 17,
             data: None,
+            passed: Vec::new(),
         },
         Record::NoData { fd: 4 },
         Record::Fork { index: 1 },
