@@ -525,3 +525,61 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
 fn children_reaped_by_a_handler_and_by_the_main_program_go_to_the_same_reaper() {
     DDBX.race(&progs().join("sig_reapboth"), &[], 20);
 }
+
+/// `timeout` relays the SIGTERM a script sends it to its child from its signal handler, which
+/// runs inside the LD's hook of `sigsuspend`, where the LD cannot talk to the GD: the kill is
+/// kept and told at the next hook's entry, so the child's death is recorded as `timeout`'s
+/// doing (`signalled_by`), and its replay waits for the relay. Before, the child's death
+/// counted as one from outside the session: each replay ended it at its history's end, and
+/// `timeout` with it, so that under load the script's `kill` came too late ("No such
+/// process"; vsftpd.sh, 6 replays of 10).
+#[test]
+fn a_kill_relayed_by_a_signal_handler_is_recorded_as_the_childs_end() {
+    let tmp = TempDir::new("relayed-kill");
+    let rec = tmp.join("rec");
+    let fifo = tmp.join("up");
+    let script = r#"mkfifo "$1"
+/usr/bin/timeout 30 /usr/bin/python3 -c '
+import sys, time
+open(sys.argv[1], "w").write("up\n")
+time.sleep(100)' "$1" &
+p=$!
+read -r _ <"$1"
+kill "$p"
+wait "$p"
+echo "timeout exited $?"
+rm "$1""#;
+    let bash = Path::new("/bin/bash");
+    let recorded = DDBX
+        .record(&rec, bash, &["-c", script, "sh", path_str(&fifo)])
+        .success();
+    assert_eq!(recorded.stdout, "timeout exited 143\n");
+    let h = histories(&rec);
+    // The actor whose last image is `program`.
+    let actor = |program: &str| {
+        h.iter()
+            .find(|(_, records)| {
+                records.iter().rev().find_map(|r| match r {
+                    Record::Exec { argv } => argv.first(),
+                    _ => None,
+                }) == Some(&program.to_string())
+            })
+            .map(|(a, _)| a.clone())
+            .unwrap_or_else(|| panic!("no actor runs {program}: {h:#?}"))
+    };
+    let (sleeper, relay) = (actor("/usr/bin/python3"), actor("/usr/bin/timeout"));
+    let manifest = ddbx_wire::manifest::Manifest::load(&rec).expect("the recording's manifest");
+    let senders = manifest
+        .actors
+        .iter()
+        .find(|a| a.id.to_string() == sleeper)
+        .map(|a| a.signalled_by.clone())
+        .unwrap_or_default();
+    assert!(
+        senders
+            .iter()
+            .any(|(by, sig)| by.to_string() == relay && *sig == libc::SIGTERM),
+        "the sleeper ({sleeper})'s recorded senders: {senders:?} (timeout is {relay})"
+    );
+    DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
+}

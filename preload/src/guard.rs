@@ -27,6 +27,16 @@ impl Guard {
                 } else {
                     inside.set(true);
                     let _ = PAST_EVENT.try_with(|past| past.set(false));
+                    if ENTRY_AWAITED.load(Ordering::Relaxed)
+                        && ENTRY_AWAITED.swap(false, Ordering::SeqCst)
+                    {
+                        let f = ON_ENTRY.load(Ordering::SeqCst);
+                        if f != 0 {
+                            // SAFETY: set by [`at_next_entry`] to a plain `extern "C" fn()`.
+                            let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+                            f();
+                        }
+                    }
                     Some(Guard(()))
                 }
             })
@@ -58,6 +68,19 @@ static ON_LEAVE: AtomicUsize = AtomicUsize::new(0);
 /// Asks for `on_leave`'s function to run when the current hook returns to the program.
 pub fn defer() {
     DEFERRED.store(true, Ordering::SeqCst);
+}
+
+/// Something (a kill made by a signal handler inside a hook, to be told to the GD) waits for
+/// a thread to enter a hook from outside.
+static ENTRY_AWAITED: AtomicBool = AtomicBool::new(false);
+/// What runs then, inside the guard.
+static ON_ENTRY: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f` once, inside the guard, when a thread next enters a hook from outside any (it may
+/// ask again). Atomics only: callable from a signal handler.
+pub fn at_next_entry(f: extern "C" fn()) {
+    ON_ENTRY.store(f as *const () as usize, Ordering::SeqCst);
+    ENTRY_AWAITED.store(true, Ordering::SeqCst);
 }
 
 /// Sets the function that [`defer`] runs.

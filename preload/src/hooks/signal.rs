@@ -13,37 +13,55 @@
 //! once the GD says it lands where the record's did (`LdToGd::Kill`); not from a signal
 //! handler (the LD may be talking to the GD there).
 
-use super::{active, hook};
+use super::active;
 use crate::{real, record, signals, sys};
 use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
-hook! {
-    /// kill(2): noted for the GD while recording, then sent as asked. In replay a SIGKILL
-    /// waits until it lands where the record's did (`LdToGd::Kill`): no LD can hold it.
-    fn kill(pid: pid_t, sig: c_int) -> c_int {
-        if pid > 0
+/// kill(2): noted for the GD while recording, then sent as asked. In replay a SIGKILL waits
+/// until it lands where the record's did (`LdToGd::Kill`): no LD can hold it.
+///
+/// Not a `hook!`: a kill made by the program's signal handler inside a hook is noted too (for
+/// the program's next hook to tell, `record::process::kill_in_handler`).
+///
+/// # Safety
+///
+/// None needed: no pointer arguments (unsafe as every hook is).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
+    let Some(_guard) = crate::guard::Guard::enter() else {
+        if signals::in_program_handler()
+            && signals::mode() == signals::RECORD
             && sig > 0
             && pid != sys::getpid()
-            && let Some(ld) = active()
         {
-            match ld.mode {
-                Mode::Record => record::process::kill(ld, pid, sig),
-                Mode::Replay
-                    if sig == libc::SIGKILL
-                        && !signals::in_signal_context()
-                        && crate::ld::gd::may_send() =>
-                {
-                    let saved = sys::errno();
-                    let _ = crate::halting::request(ld, &ddbx_wire::proto::LdToGd::Kill { pid, sig });
-                    sys::set_errno(saved);
-                }
-                Mode::Replay => {}
-            }
+            record::process::kill_in_handler(pid, sig);
         }
         // SAFETY: no pointer arguments.
-        unsafe { real::kill(pid, sig) }
+        return unsafe { real::kill(pid, sig) };
+    };
+    let _ = crate::replay::signals::at_call();
+    if pid > 0
+        && sig > 0
+        && pid != sys::getpid()
+        && let Some(ld) = active()
+    {
+        match ld.mode {
+            Mode::Record => record::process::kill(ld, pid, sig),
+            Mode::Replay
+                if sig == libc::SIGKILL
+                    && !signals::in_signal_context()
+                    && crate::ld::gd::may_send() =>
+            {
+                let saved = sys::errno();
+                let _ = crate::halting::request(ld, &ddbx_wire::proto::LdToGd::Kill { pid, sig });
+                sys::set_errno(saved);
+            }
+            Mode::Replay => {}
+        }
     }
+    // SAFETY: no pointer arguments.
+    unsafe { real::kill(pid, sig) }
 }
 
 /// The first 64 signals of `set` (bit `sig - 1`): glibc's sigset_t begins with them.
