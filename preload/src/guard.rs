@@ -100,6 +100,25 @@ pub fn event_done() {
     let _ = PAST_EVENT.try_with(|past| past.set(true));
 }
 
+/// Where the signals' ring of notes stood when the real call of the hook being recorded
+/// returned (`usize::MAX`: not marked): see [`call_returned`].
+static RETURNED_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Record: the real call of a send or close has returned, its event is not logged yet. A
+/// delivery that comes from now on comes after the call as the program sees it (not in it),
+/// and its line goes after the event's: a SIGCHLD raised by a child that read the bytes just
+/// sent and exited is not a cause of that send (noted before it, the send needed the child's
+/// end, which needed the send: the analysis found a cycle in vsftpd's sessions).
+pub fn call_returned() {
+    RETURNED_AT.store(crate::signals::notes_pushed(), Ordering::SeqCst);
+    event_done();
+}
+
+/// Takes the mark [`call_returned`] left: the notes before it go before the event's line.
+pub fn take_returned_mark() -> usize {
+    RETURNED_AT.swap(usize::MAX, Ordering::SeqCst)
+}
+
 /// Whether this thread is inside a hook that has not logged its event yet: a signal that comes
 /// now comes during the call, as the program sees it. One that comes after the event's line,
 /// before the hook returns, is taken by the program right after the call, as in its

@@ -216,6 +216,11 @@ fn push_note(v: u64) {
 const WAIT_NOTE: u64 = 1 << 63;
 const CLOSE_NOTE: u64 = 1 << 62;
 
+/// How many notes were pushed (a ring index: `crate::guard::call_returned`).
+pub fn notes_pushed() -> usize {
+    WRITTEN.load(SeqCst)
+}
+
 /// A non-blocking wait of the program returned child number `child` (0: none): noted in the
 /// same ring as the deliveries, so that the lines keep their order.
 pub fn note_reaped(child: u32) {
@@ -238,10 +243,10 @@ pub enum Note {
     Reaped(u32),
 }
 
-/// The next note, oldest first.
-pub fn next_note() -> Option<Note> {
+/// The next note, oldest first, if it was pushed before ring index `mark` (`usize::MAX`: any).
+pub fn next_note_before(mark: usize) -> Option<Note> {
     let at = READ.load(SeqCst);
-    if at == WRITTEN.load(SeqCst) {
+    if at == WRITTEN.load(SeqCst) || at >= mark {
         return None;
     }
     let v = NOTE[at % NOTES].swap(0, SeqCst);

@@ -18,11 +18,15 @@ use libc::c_int;
 impl Ld {
     /// Logs an event that happened (record), or that replay has just made happen.
     pub fn emit(&mut self, record: &Record) {
+        let mut mark = usize::MAX;
         if self.mode == ddbx_wire::proto::Mode::Record {
             self.send_deferred_reaps();
             crate::guard::event_done();
+            mark = crate::guard::take_returned_mark();
         }
-        self.flush_values();
+        // The deliveries noted after the real call returned stay for the gap after this event.
+        self.note_signals_before(mark);
+        self.write_values();
         self.count_event();
         self.counters.count(record);
         self.note_connection(record);
@@ -103,6 +107,11 @@ impl Ld {
     /// Writes the value lines not written yet (before an event's line, an exec, the exit).
     pub fn flush_values(&mut self) {
         self.note_signals();
+        self.write_values();
+    }
+
+    /// Writes the value lines logged so far.
+    fn write_values(&mut self) {
         if self.values.len == 0 {
             return;
         }
@@ -118,10 +127,16 @@ impl Ld {
     /// deliveries, or those a replay made). One delivery outside any hooked call is reported
     /// once: replay runs its handler in the same gap, not at the same instruction.
     fn note_signals(&mut self) {
+        self.note_signals_before(usize::MAX);
+    }
+
+    /// [`Self::note_signals`] for the notes pushed before ring index `mark` only
+    /// (`crate::guard::call_returned`).
+    fn note_signals_before(&mut self, mark: usize) {
         if NOTING.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        while let Some(note) = crate::signals::next_note() {
+        while let Some(note) = crate::signals::next_note_before(mark) {
             let (sig, in_call, ended) = match note {
                 crate::signals::Note::Signal(sig, in_call, ended) => (sig, in_call, ended),
                 crate::signals::Note::Reaped(child) => {
@@ -159,6 +174,7 @@ impl Ld {
     /// Optimal tracing: an event happened whose outcome is `decision`.
     pub fn emit_decided(&mut self, record: &Record, decision: Decision) {
         crate::guard::event_done();
+        crate::guard::take_returned_mark();
         self.count_event();
         self.counters.count(record);
         self.note_connection(record);

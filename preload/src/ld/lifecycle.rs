@@ -509,7 +509,7 @@ impl Ld {
         self.passthrough_seen = 0;
         // The parent's unwritten values are the parent's; the child's history is new.
         self.values.len = 0;
-        while crate::signals::next_note().is_some() {}
+        while crate::signals::next_note_before(usize::MAX).is_some() {}
         crate::signals::forked_child();
         self.values.deltas = ddbx_wire::history::value::Deltas::new();
         self.counters = Default::default();

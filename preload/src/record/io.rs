@@ -73,6 +73,7 @@ pub fn send(
         } else {
             (call(0, len), None)
         };
+        crate::guard::call_returned();
         let err = sys::errno();
         let data = (r > 0 && keeps_bytes(ld, fd, false))
             .then(|| gather(0, r as usize))

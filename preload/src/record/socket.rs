@@ -203,6 +203,7 @@ pub fn connected(fd: c_int, remote: String, r: c_int, err: c_int) -> Record {
 pub fn close(ld: &mut Ld, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
     super::peers::letting_go(ld, fd);
     let r = call();
+    crate::guard::call_returned();
     let err = sys::errno();
     ld.emit(&Record::Close { fd });
     sys::set_errno(err);

@@ -73,7 +73,10 @@
 //!   * **signals**: a SIGCHLD that the end of a recorded child raised (a value line
 //!     `~g17@N`, N being the child's number, as in its parent's `Fork`) ran the handler
 //!     before the actor's next event, which needs that child's last event (its exit, or where
-//!     it was killed).
+//!     it was killed); when that event is a `Send` or `Close` and the signal came during it
+//!     (`~g`), the event after it needs the child's end instead: the signal may have come as
+//!     the call returned, raised by a child that read those bytes and exited (vsftpd's
+//!     session parent sends its child one byte, the child exits on it).
 //!   * **passed descriptors**: a `Recv` that took fds (`passed: [..]`, `SCM_RIGHTS`) binds
 //!     each new number to what the sender had bound the number it passed to (the *k*-th send
 //!     that passed fds on a channel direction pairs with the *k*-th receive that took fds).
@@ -204,6 +207,7 @@ impl Deps {
             for (gap, v) in &h.values {
                 let Value::Signal {
                     ended: Some(number),
+                    in_call,
                     ..
                 } = v
                 else {
@@ -212,9 +216,16 @@ impl Deps {
                 let Some(&child) = by_number.get(&(h.actor, *number)) else {
                     continue;
                 };
+                // Taken in a send or close that went through: the signal may have come as the
+                // call returned, raised by a child that read those bytes (or saw that end) and
+                // exited. What it changed, the program sees from the event after.
+                let at = match h.records.get(*gap as usize) {
+                    Some(Record::Send { .. } | Record::Close { .. }) if *in_call => gap + 2,
+                    _ => gap + 1,
+                };
                 let end = self.event_count(child);
-                if end > 0 && *gap < h.records.len() as u64 {
-                    self.add_need((h.actor, gap + 1), (child, end));
+                if end > 0 && at <= h.records.len() as u64 {
+                    self.add_need((h.actor, at), (child, end));
                 }
             }
         }
@@ -419,6 +430,31 @@ mod tests {
         let second = d.data_range(ActorId(1), 8).unwrap();
         assert_eq!((second.start, second.end), (5, 10));
         assert!(d.diagnostics().is_empty(), "{:?}", d.diagnostics());
+    }
+
+    /// p1 makes a socketpair, forks p2 and sends it a byte; p2 reads it and exits; the
+    /// SIGCHLD came during p1's send (`~g17@1`, noted before its line): the event after the
+    /// send needs p2's end, not the send (which p2's end needs: a cycle).
+    #[test]
+    fn a_sigchld_taken_in_a_send_is_needed_after_it() {
+        let child = "Start(pid: 2, ppid: 1, origin: Fork(parent: \"p1\", index: 1), argv: [\"a\"], host: \"h\")\n";
+        let d = Deps::from_histories(&[
+            hist(
+                1,
+                &format!(
+                    "{START}Pair(fd: 3, peer_fd: 4)\nFork(index: 1)\nClose(fd: 4)\n~g17@1\n\
+                     Send(fd: 3, n: 1)\nClose(fd: 3)\n"
+                ),
+            ),
+            hist(
+                2,
+                &format!("{child}Close(fd: 3)\nRecv(fd: 4, n: 1)\nExit(status: 0)\n"),
+            ),
+        ]);
+        let (p1, p2) = (ActorId(1), ActorId(2));
+        assert_eq!(d.needs(p2, 3), [(p1, 5)]);
+        assert!(d.needs(p1, 5).is_empty(), "{:?}", d.needs(p1, 5));
+        assert!(d.needs(p1, 6).contains(&(p2, 4)), "{:?}", d.needs(p1, 6));
     }
 
     /// p1 accepts a connection from p3 and passes it to p2 over their socketpair
