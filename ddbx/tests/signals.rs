@@ -142,7 +142,10 @@ fn a_sigchld_handler_that_forks_replacements_replays_them() {
 /// was let go before the child's handler was installed: the replacements died of it. And a
 /// replacement, forked by the handler inside the hook of the `sigsuspend` it interrupted, kept
 /// that hook's guard for life: its own SIGTERM handler was put off until a hook returned, and
-/// it waited in `sigsuspend` for ever, 1 replay in about 7.)
+/// it waited in `sigsuspend` for ever, 1 replay in about 7. And the parent's SIGCHLD that the
+/// record took in its `ppoll`, arriving as the hook of the event before returned, ran the
+/// handler in the parent's next hooked call, the `kill` of a replacement, and the handler's
+/// recorded wait for that replacement never ended: 1 replay in 3 under load.)
 #[test]
 fn children_forked_by_a_signal_handler_take_their_own_signals() {
     // The record's three replacements each took their SIGTERM in a handler; the replays'

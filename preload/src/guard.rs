@@ -119,6 +119,11 @@ pub fn take_returned_mark() -> usize {
     RETURNED_AT.swap(usize::MAX, Ordering::SeqCst)
 }
 
+/// Whether the hook this thread is in has logged (record) or replayed its event.
+pub fn past_event() -> bool {
+    PAST_EVENT.try_with(|past| past.get()).unwrap_or(false)
+}
+
 /// Whether this thread is inside a hook that has not logged its event yet: a signal that comes
 /// now comes during the call, as the program sees it. One that comes after the event's line,
 /// before the hook returns, is taken by the program right after the call, as in its

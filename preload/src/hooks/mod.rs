@@ -40,7 +40,7 @@ macro_rules! hook {
                 // SAFETY: the caller's arguments, valid for the real function as for this one.
                 return unsafe { crate::real::$name($($arg),*) };
             };
-            let _ = crate::replay::signals::at_call();
+            let _ = crate::replay::signals::at_call_of(stringify!($name));
             $body
         }
     };

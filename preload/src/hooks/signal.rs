@@ -40,7 +40,7 @@ pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
         // SAFETY: no pointer arguments.
         return unsafe { real::kill(pid, sig) };
     };
-    let _ = crate::replay::signals::at_call();
+    let _ = crate::replay::signals::at_call_of("kill");
     if pid > 0
         && sig > 0
         && pid != sys::getpid()

@@ -19,9 +19,9 @@ impl Ld {
     /// Logs an event that happened (record), or that replay has just made happen.
     pub fn emit(&mut self, record: &Record) {
         let mut mark = usize::MAX;
+        crate::guard::event_done();
         if self.mode == ddbx_wire::proto::Mode::Record {
             self.send_deferred_reaps();
-            crate::guard::event_done();
             mark = crate::guard::take_returned_mark();
         }
         // The deliveries noted after the real call returned stay for the gap after this event.
