@@ -127,7 +127,11 @@ impl TempDir {
 }
 
 impl Drop for TempDir {
+    /// Removes the directory, unless `DDBX_TEST_KEEP` is set (to look at a flaky test's
+    /// recordings after it failed).
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if std::env::var_os("DDBX_TEST_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
