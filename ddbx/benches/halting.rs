@@ -7,7 +7,7 @@
 //!
 //! * the time from the start of the replay to the halt (`HaltingReplay::start` until
 //!   `next_halt` returns: the state collected, every process held);
-//! * events executed beyond Inf(P): over the actors a replay can hold (not bystanders), the sum
+//! * events executed beyond Inf(P): over the actors a replay can hold (recorded ones), the sum
 //!   of (halted − Inf) where positive — the algorithm's promise is 0 — and the events short of
 //!   it (also 0 when the halt is exactly at Inf);
 //! * actors created in the replay vs actors Inf(P) needs (events > 0 there) vs recorded;
@@ -103,10 +103,7 @@ fn scenario(name: &str, rec: &ddbx::Recording, predicate: &str, runs: u64) -> Ro
     // The predicate must be one the replay halts at.
     Debugger::new(rec, &[predicate.to_string()], &[], &[], None)
         .unwrap_or_else(|e| fail(&format!("{e}")));
-    let bystander = |a: &ActorId| {
-        rec.history(*a)
-            .is_none_or(|h| ddbx_supervisor::wire::history::is_bystander(&h.records))
-    };
+    let bystander = |a: &ActorId| rec.history(*a).is_none();
     let mut row = Row {
         name: name.into(),
         predicate: predicate.into(),

@@ -44,10 +44,11 @@ fn append_race(args: &[&str]) {
     let counts = turns(&rec);
     let with_turns: Vec<usize> = counts.iter().map(|(_, n)| *n).filter(|n| *n > 0).collect();
     assert_eq!(with_turns, vec![3, 3, 3, 3], "{counts:?}");
-    // The parent only forks (a "bystander": no socket event), and the predicate names it: it
-    // is held at its cut (before, it ran freely and the predicate never held). Its children,
-    // which no predicate names, run freely: their writes do not wait for turns in a halt.
-    DDBX.halts_where_inf_says_for(&rec, "p1:3", &["p1"]);
+    // The parent only forks and the children only write files (no socket event), and each is
+    // held at its cut: the parent before its third fork (before, it ran freely and the
+    // predicate never held), the children before the exit that would take them past it
+    // (before, they ran freely: ahead of `ddbx inf`'s cut).
+    DDBX.halts_at_where_inf_says(&rec, "p1:3");
 }
 
 #[test]

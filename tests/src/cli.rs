@@ -198,19 +198,6 @@ impl Ddbx {
         );
     }
 
-    /// [`Ddbx::halts_at_where_inf_says`] for the cut's entries of `actors` only: a process with
-    /// nothing to hold (no socket, pipe or probe event) runs freely, so how far it got when the
-    /// others halted is not the halt's to say.
-    pub fn halts_where_inf_says_for(&self, rec: &Path, stop: &str, actors: &[&str]) {
-        let (halted, inf) = self.halt_and_inf(rec, stop);
-        for actor in actors {
-            assert_eq!(
-                halted["cut"][actor], inf["cut"][actor],
-                "{stop}: {actor} in the halted cut vs ddbx inf's: {halted}\ninf: {inf}"
-            );
-        }
-    }
-
     /// A halting replay of `rec` at `stop`, which must halt, and `ddbx inf`'s answer for it.
     fn halt_and_inf(&self, rec: &Path, stop: &str) -> (serde_json::Value, serde_json::Value) {
         let inf = self.json(["inf", path_str(rec), "--stop-at", stop, "--json"]);

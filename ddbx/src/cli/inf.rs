@@ -9,9 +9,9 @@
 //! ```
 //!
 //! The cut is counted exactly as `--stop-at pN:K` counts and as the halted replay's `cut`, so
-//! the two can be compared by any script. They agree on every actor a replay can hold; actors
-//! with no socket or probe event (a shell's helpers) run freely in a replay, and so may the
-//! processes they start, which the text output marks.
+//! the two can be compared by any script. They agree on every actor a replay can hold (every
+//! recorded one: a process with no socket or probe event, a shell's helper, is held at its
+//! forks, execs and exit).
 
 use crate::error::Error;
 use ddbx_supervisor::Recording;
@@ -110,18 +110,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
                         .and_then(|h| h.records.get(*events as usize))
                         .map(|r| format!("   next: {r}"))
                         .unwrap_or_default();
-                    // A bystander the predicate names is held like any other actor.
-                    let named = actors.contains(actor);
-                    let bystander = !named
-                        && history.is_some_and(|h| {
-                            ddbx_supervisor::wire::history::is_bystander(&h.records)
-                        });
-                    let mark = if bystander {
-                        "   (no socket events: a replay lets it run freely, so it may be further)"
-                    } else {
-                        ""
-                    };
-                    println!("  {actor}: {events} events{next}{mark}");
+                    println!("  {actor}: {events} events{next}");
                 }
             }
             None => println!("`{}` never holds in this recording", request.text),

@@ -395,9 +395,6 @@ impl Ld {
         };
         // What the record did and never logged (killed first), as its peers show it.
         history.records.extend(plan.unlogged_tail);
-        if let Some(halt) = self.halt.as_mut() {
-            halt.bystander = ddbx_wire::history::is_bystander(&history.records);
-        }
         let ordered = plan.signals && self.trace.is_none();
         crate::signals::load_plan(&mut history.values, ordered, self.events());
         let done = (self.events() as usize).min(history.records.len());

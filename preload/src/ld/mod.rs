@@ -208,10 +208,6 @@ pub struct HaltState {
     pub at_gate_sent: bool,
     /// `Retarget`s received (echoed in `Passive`).
     pub epoch: u64,
-    /// The actor does nothing ddbx can hold it at (no socket or probe events: a shell's
-    /// helper talking through pipes): it runs freely, unless the predicate names it
-    /// ([`HaltState::runs_freely`]).
-    pub bystander: bool,
 }
 
 impl HaltState {
@@ -224,14 +220,14 @@ impl HaltState {
             passive_sent: false,
             at_gate_sent: false,
             epoch,
-            bystander: false,
         }
     }
 
-    /// Whether the actor runs freely: halting is over, or it is a bystander that no simple
-    /// predicate names (a process that only forks, halted at `p1.events >= 3`, is held there).
+    /// Whether the actor runs freely: halting is over. A process with no socket or probe
+    /// event (one that only forks, or writes files) is held at its events too (its forks,
+    /// execs and exit), where `ddbx inf` puts it.
     pub fn runs_freely(&self) -> bool {
-        self.released || (self.bystander && self.sp.is_none())
+        self.released
     }
 }
 

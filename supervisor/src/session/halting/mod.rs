@@ -391,7 +391,7 @@ impl Halting {
         a.target > 0 && parent_runs_freely
     }
 
-    /// Whether `actor` is a bystander (no socket or probe event) that no predicate names.
+    /// Whether `actor` is a bystander (no history: nothing holds it) that no predicate names.
     fn bystander(&self, actor: ActorId) -> bool {
         self.recorded.is_bystander(actor) && !self.sp.contains_key(&actor)
     }
@@ -569,7 +569,7 @@ impl Halting {
         let status = if a.phase == Phase::Exited {
             "exited"
         } else if self.bystander(id) {
-            "bystander (no socket events: not held)"
+            "bystander (unrecorded: not held)"
         } else if !a.at_gate {
             "passive (waiting outside its recorded events, e.g. in waitpid)"
         } else {

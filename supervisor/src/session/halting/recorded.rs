@@ -6,7 +6,7 @@
 use crate::analysis::deps::{Deps, Event};
 use crate::analysis::vars::variables_at;
 use crate::recording::Recording;
-use ddbx_wire::history::{Origin, Record, is_bystander};
+use ddbx_wire::history::{Origin, Record};
 use ddbx_wire::manifest::Reap;
 use ddbx_wire::pred::{Expr, Value, holds};
 use ddbx_wire::{ActorId, History};
@@ -28,7 +28,7 @@ pub(super) struct RecordedFacts {
     creation: HashMap<ActorId, Creation>,
     /// parent → the children its waits reaped, with its events at each.
     reaps: HashMap<ActorId, Vec<Reap>>,
-    /// Actors with nothing to hold (see [`is_bystander`]): not waited for.
+    /// Actors with nothing to hold, no history (an image that never joined): not waited for.
     bystanders: Vec<ActorId>,
     histories: HashMap<ActorId, History>,
 }
@@ -48,11 +48,7 @@ impl RecordedFacts {
             .collect();
         let bystanders = actors
             .iter()
-            .filter(|a| {
-                recording
-                    .history(a.id)
-                    .is_none_or(|h| is_bystander(&h.records))
-            })
+            .filter(|a| recording.history(a.id).is_none())
             .map(|a| a.id)
             .collect();
         let histories = recording
@@ -82,7 +78,7 @@ impl RecordedFacts {
         self.creation.get(&actor).copied()
     }
 
-    /// Whether `actor` is a bystander (nothing in it can be held or asked for).
+    /// Whether `actor` is a bystander (no history: nothing in it can be held or asked for).
     pub(super) fn is_bystander(&self, actor: ActorId) -> bool {
         self.bystanders.contains(&actor)
     }
