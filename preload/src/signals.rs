@@ -197,10 +197,11 @@ pub fn kid_pid(index: u32) -> Option<c_int> {
         .map(|v| (v >> 32) as u32 as c_int)
 }
 
-/// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `ended`: see
-/// [`ended_child`].
-pub fn note(sig: c_int, in_call: bool, ended: u32) {
-    push_note(u64::from(ended) << 32 | (sig as u64) << 1 | u64::from(in_call));
+/// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `after`: in a
+/// hook, after its call (a place replay keeps exactly); `ended`: see [`ended_child`].
+pub fn note(sig: c_int, (in_call, after): (bool, bool), ended: u32) {
+    let after = if after { AFTER_CALL } else { 0 };
+    push_note(u64::from(ended) << 32 | after | (sig as u64) << 1 | u64::from(in_call));
 }
 
 fn push_note(v: u64) {
@@ -215,6 +216,7 @@ fn push_note(v: u64) {
 
 const WAIT_NOTE: u64 = 1 << 63;
 const CLOSE_NOTE: u64 = 1 << 62;
+const AFTER_CALL: u64 = 1 << 8;
 
 /// How many notes were pushed (a ring index: `crate::guard::call_returned`).
 pub fn notes_pushed() -> usize {
@@ -237,8 +239,9 @@ pub fn note_closed(fd: c_int) {
 pub enum Note {
     /// A channel end closed by a handler inside a hooked call.
     Closed(c_int),
-    /// A delivery: signal, in a call, the child whose end raised it.
-    Signal(c_int, bool, Option<u32>),
+    /// A delivery: signal, in a call, the child whose end raised it, and whether it came
+    /// inside a hook after its call ([`note`]).
+    Signal(c_int, bool, Option<u32>, bool),
     /// A non-blocking wait's outcome.
     Reaped(u32),
 }
@@ -265,6 +268,7 @@ pub fn next_note_before(mark: usize) -> Option<Note> {
         ((v >> 1) & 0x7f) as c_int,
         v & 1 == 1,
         (ended != 0).then_some(ended),
+        v & AFTER_CALL != 0,
     ))
 }
 

@@ -15,6 +15,8 @@ use crate::{real, record, replay, signals, sys};
 use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
 
 /// Before a fork of this image: in record, SIGCHLD stays blocked until the child's pid is
 /// known by its number ([`forked`]) and the program is out of the hook ([`release_sigchld`]).
@@ -29,12 +31,24 @@ pub fn hold_sigchld() -> Option<u64> {
 }
 
 /// After a fork, outside the hook: gives back the mask [`hold_sigchld`] took (errno kept).
+/// A SIGCHLD it lets through runs the handler as the fork returns, a place replay keeps
+/// exactly: noted so ([`releasing`]), not reported as a signal in the program's computation.
 pub fn release_sigchld(old: Option<u64>) {
     if let Some(old) = old {
         let err = sys::errno();
+        RELEASING.store(true, SeqCst);
         sys::set_signal_mask(old);
+        RELEASING.store(false, SeqCst);
         sys::set_errno(err);
     }
+}
+
+/// Set while [`release_sigchld`] unblocks SIGCHLD.
+static RELEASING: AtomicBool = AtomicBool::new(false);
+
+/// Whether a signal that comes now is one [`release_sigchld`] let through.
+pub fn releasing() -> bool {
+    RELEASING.load(SeqCst)
 }
 
 /// After a fork returned `pid` in this image: remembers the child's number. Returns `pid`.

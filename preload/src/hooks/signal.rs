@@ -193,7 +193,9 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
         match signals::mode() {
             signals::RECORD => {
                 let ended = signals::ended_child(sig, info);
-                signals::note(sig, crate::guard::inside_before_event(), ended);
+                let in_call = crate::guard::inside_before_event();
+                let after = (crate::guard::inside() && !in_call) || super::nohang::releasing();
+                signals::note(sig, (in_call, after), ended);
                 signals::call_handler(sig, d, info, ctx);
             }
             signals::REPLAY if !signals::overflowed() => {

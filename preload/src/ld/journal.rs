@@ -137,8 +137,10 @@ impl Ld {
             return;
         }
         while let Some(note) = crate::signals::next_note_before(mark) {
-            let (sig, in_call, ended) = match note {
-                crate::signals::Note::Signal(sig, in_call, ended) => (sig, in_call, ended),
+            let (sig, in_call, ended, after_call) = match note {
+                crate::signals::Note::Signal(sig, in_call, ended, after) => {
+                    (sig, in_call, ended, after)
+                }
                 crate::signals::Note::Reaped(child) => {
                     self.log_value(&Value::Reaped { child });
                     continue;
@@ -153,7 +155,7 @@ impl Ld {
                 in_call,
                 ended,
             });
-            if !in_call && self.mode == ddbx_wire::proto::Mode::Record {
+            if !in_call && !after_call && self.mode == ddbx_wire::proto::Mode::Record {
                 self.passthrough(
                     crate::signals::PASSTHROUGH_IN_COMPUTATION,
                     "signals that came during the program's computation (outside any hooked \

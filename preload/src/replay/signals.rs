@@ -96,7 +96,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         }
         signals::planned_done();
         let mut info = signals::info_of(p.sig);
-        signals::note(p.sig, p.in_call, p.kid);
+        signals::note(p.sig, (p.in_call, false), p.kid);
         let Some(d) = signals::disposition(p.sig) else {
             // The program has let go of its handler since the signal arrived.
             continue;
