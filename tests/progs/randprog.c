@@ -28,6 +28,10 @@
  * and every actor sends all of a round before receiving, so the program
  * cannot deadlock.
  *
+ * Drawn last from SEED (not with ACTORS): some actors are forked through a relay, a
+ * process that only forks the actor and waits for it (no socket event: issue #10 class 7's
+ * "intermediate processes that only fork", which a halting replay must hold at its cut too).
+ *
  * How an actor connects, accepts and ends also comes from SEED (drawn after everything
  * above, so that a seed's rounds are what they were before these were added): a connect is
  * blocking, or non-blocking (EINPROGRESS, poll for POLLOUT, getsockopt(SO_ERROR), as client
@@ -76,6 +80,7 @@ static int send_val[MAXA][MAXR][MAXOPS + 1];
 static int recv_probe[MAXA][MAXR][MAXOPS];     /* after receive i */
 static int recv_val[MAXA][MAXR][MAXOPS];
 static int ending[MAXA];      /* how the actor ends its channels */
+static int relay[MAXA];       /* forked by a relay process that only forks it and waits */
 static int rdhup[MAXA];       /* epoll: EPOLLRDHUP too while waiting for the ends */
 static int nb_connect[MAXA];  /* non-blocking connects */
 static int listen_wait[MAXA]; /* a readiness wait on the listening socket before each accept */
@@ -168,6 +173,9 @@ static void generate(unsigned long long seed, int actors)
         nb_connect[a] = rng_below(2);
         listen_wait[a] = rng_below(2);
     }
+    /* Drawn last, so that a seed's actors are what they were before relays were added. */
+    for (a = 1; a < nact && actors == 0; a++)
+        relay[a] = rng_below(3) == 0;
 }
 
 static void probe(int kind, int val, int round, int sender)
@@ -437,6 +445,15 @@ int main(int argc, char **argv)
         lfd[a] = bind_any(&lport[a], 1);
     for (a = 1; a < nact; a++) {
         pids[a] = fork_or_die();
+        if (pids[a] == 0 && relay[a]) {
+            /* A process with no socket event: it forks the actor, waits for it, exits. */
+            pid_t p = fork_or_die();
+
+            if (p != 0) {
+                wait_ok(p);
+                _exit(0);
+            }
+        }
         if (pids[a] == 0) {
             alarm(20);
             jitter_init();

@@ -16,8 +16,7 @@
 mod recorded;
 pub(super) mod trace;
 
-/// Kept at this path for callers (the halting benchmark); it lives in
-/// [`super::control_count`].
+/// Kept at this path for callers (the halting benchmark); it lives in `control_count`.
 pub use super::control_count::control_messages;
 
 use super::control_count::count_message;
@@ -333,7 +332,9 @@ impl Halting {
             && epoch >= self.epoch
         {
             a.reported = a.reported.max(events);
-            if target >= a.target && matches!(a.phase, Phase::Running | Phase::Passive) {
+            // Also a note sent before a `RunUntil` it never read (in a wait), once that far.
+            let current = target >= a.target || events >= a.target;
+            if current && matches!(a.phase, Phase::Running | Phase::Passive) {
                 a.phase = Phase::Passive;
                 a.at_gate = at_gate;
                 a.held = true;
@@ -386,9 +387,9 @@ impl Halting {
             return true; // forked, not yet said hello
         }
         let parent = self.actors.get(&creation.parent);
-        let parent_runs_freely =
-            parent.is_some_and(|p| p.phase != Phase::Exited) && self.bystander(creation.parent);
-        a.target > 0 && parent_runs_freely
+        a.target > 0
+            && parent.is_some_and(|p| p.phase != Phase::Exited)
+            && self.bystander(creation.parent)
     }
 
     /// Whether `actor` is a bystander (no history: nothing holds it) that no predicate names.
