@@ -529,6 +529,19 @@ fn children_reaped_by_a_handler_and_by_the_main_program_go_to_the_same_reaper() 
     DDBX.race(&progs().join("sig_reapboth"), &[], 20);
 }
 
+/// `sig_unblock`: each fork with SIGCHLD blocked; the handler reaps only until the main program
+/// tells it to leave the reaping to it, just after it unblocks SIGCHLD (bash's `wait` builtin).
+/// Whether the child ended before the unblock, so that the handler got it, differs natively.
+/// The record's handler ran at the unblock (in computation, after the fork's event, the signal
+/// blocked as that event ended): each replay waits there for the child's end and runs it there.
+/// (Before, it ran in the next call, after the flag was set: 9 replays of 9 gave the main
+/// program children the record's handler reaped. In bash, the `wait` builtin then took its
+/// handler's outcomes and the script left at its `wait`: tokio.sh, 1 replay in 3 of a record.)
+#[test]
+fn a_sigchld_pending_until_the_program_unblocks_it_runs_its_handler_there() {
+    DDBX.race(&progs().join("sig_unblock"), &[], 0);
+}
+
 /// `timeout` relays the SIGTERM a script sends it to its child from its signal handler, which
 /// runs inside the LD's hook of `sigsuspend`, where the LD cannot talk to the GD: the kill is
 /// kept and told at the next hook's entry, so the child's death is recorded as `timeout`'s

@@ -43,9 +43,20 @@ fn set_mask(
 ) -> c_int {
     let ours = with_held(how, set);
     let set = ours.as_ref().map_or(set, |s| s as *const sigset_t);
+    let replay = crate::signals::mode() == crate::signals::REPLAY;
+    let before = if replay {
+        crate::sys::block_signals(0)
+    } else {
+        0
+    };
     let r = call(how, set, old);
     if r == 0 {
         without_held(old);
+        if replay {
+            let err = crate::sys::errno();
+            crate::replay::signals::at_unblock(before & !crate::sys::block_signals(0));
+            crate::sys::set_errno(err);
+        }
     }
     r
 }

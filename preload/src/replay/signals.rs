@@ -360,6 +360,53 @@ fn await_computation_delivery(ld: &mut Ld) {
     }
 }
 
+/// After the program's mask call unblocked the signals `unblocked` (`sigprocmask`,
+/// `pthread_sigmask`): when the next delivery is one of them, due now, and the record made it
+/// in computation, it is awaited here (at most [`AWAIT_MS`]) and runs as the mask call
+/// returns. The end of the event before it ([`after_event`]) did not wait, the program blocking
+/// the signal then; the record's came pending and ran at this unblock, or later in the same
+/// computation. Left to the program's next hooked call, it ran where the program's state was
+/// another: bash blocks SIGCHLD around each fork and its `wait` builtin tells its handler not
+/// to reap; the record's handler, run at the unblock, reaped five children, the replay's, run
+/// in the builtin's first `waitpid`, reaped none, and the builtin's waits took the handler's
+/// outcomes (`tests/servers/tokio.sh`: the script ended at its `wait`, 1 replay in 3 of one
+/// record under load; `tests/progs/sig_unblock.c`).
+pub fn at_unblock(unblocked: u64) {
+    if unblocked == 0 || signals::mode() != signals::REPLAY || guard::inside() {
+        return;
+    }
+    let Some(ld) = ld::running() else {
+        return;
+    };
+    let Some(p) = signals::next_planned() else {
+        return;
+    };
+    let bit = 1u64 << (p.sig - 1);
+    if !ld.values_thread()
+        || p.in_call
+        || p.gap != ld.events()
+        || signals::waits_taken() < p.waits_before
+        || unblocked & bit == 0
+        || (p.sig == libc::SIGCHLD && signals::being_forked(p.kid))
+    {
+        return;
+    }
+    {
+        let Some(_inside) = guard::Guard::enter() else {
+            return;
+        };
+        // Held while the LD talks to the GD; `wait_for` lets it in.
+        let old = sys::block_signals(bit);
+        let mut waited_ms = 0;
+        while !has_come(&p) && waited_ms < AWAIT_MS && signals::next_planned() == Some(p) {
+            wait_for(ld, p.sig);
+            waited_ms += WAIT_MS;
+        }
+        sys::set_signal_mask(old);
+    }
+    deliver_due(false, std::ptr::null_mut());
+}
+
 /// How long the end of an event awaits a delivery the record made in computation right after
 /// it (ms): longer than a gate's [`MAX_WAIT_MS`], since going on without it is a divergence
 /// (the program makes a call the record never made), while a signal that coalesced with
