@@ -122,3 +122,37 @@ fn a_turn_that_never_comes_is_waited_for_then_reported() {
         replayed.stderr
     );
 }
+
+/// `tests/real/ready_loop.sh`: a server started with its output in a file (`(sleep; echo
+/// ready) >log &`) and a test script's loop that greps that file until the server says it
+/// is ready. How many times grep looked differs natively; each grep's read of the file is
+/// logged with the count of the file's writes before it (`~f0`), the server's write with the
+/// count of reads before it (`~a0/N`), and replay makes the write wait for those N reads (and
+/// each read for the writes it came after), so that every replay's loop looks as many times.
+/// (Before, 4 replays of 6 diverged: a grep that found nothing in the record found `ready`.)
+#[test]
+fn a_loop_that_greps_a_servers_output_until_it_is_ready_looks_as_often_as_recorded() {
+    let script = ddbx_tests::workspace().join("tests/real/ready_loop.sh");
+    let (run, recorded) = DDBX.race(&script, &[], 0);
+    let looked: usize = recorded
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected output: {}", recorded.stdout));
+    let mut reads = 0;
+    let mut write = None;
+    for entry in std::fs::read_dir(run.join("rec/history"))
+        .unwrap()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        reads += text.lines().filter(|l| *l == "~f0").count();
+        if let Some(line) = text.lines().find(|l| l.starts_with("~a0")) {
+            write = Some(line.to_string());
+        }
+    }
+    // The greps that found nothing, each after no write; the one that found `ready`, after it.
+    assert_eq!(reads, looked, "{}", recorded.stdout);
+    assert_eq!(write, Some(format!("~a0/{looked}")));
+}

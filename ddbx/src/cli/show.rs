@@ -337,6 +337,10 @@ fn values_after(history: &History, n: u64) -> Option<String> {
                     let turns: Vec<String> = of.iter().map(|v| v.number().to_string()).collect();
                     return format!("shared-file write turns: {}", turns.join(", "));
                 }
+                ValueKey::ReadAfter => {
+                    let counts: Vec<String> = of.iter().map(|v| v.number().to_string()).collect();
+                    return format!("shared-file reads after writes: {}", counts.join(", "));
+                }
                 _ if of.len() == 1 => return format!("{} ×1", key_name(*k)),
                 _ => {
                     let (first, last) = (of[0].number(), of[of.len() - 1].number());

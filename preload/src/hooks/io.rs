@@ -28,6 +28,9 @@ fn on_recv(
     if crate::fds::kind(fd) & crate::fds::RANDOM != 0 {
         return random_read(fd, into, call, gather);
     }
+    if let Some(key) = crate::fds::file_key(fd) {
+        return file_read(key, || call(len));
+    }
     let Some(ld) = ld_for_io(fd) else {
         return call(len);
     };
@@ -71,6 +74,18 @@ fn random_read(
     }
     crate::sys::set_errno(errno);
     n
+}
+
+/// A read of the regular file `key`: it comes after as many of the session's writes into
+/// that file as in the record, when they take turns (`ld/appends.rs`).
+fn file_read(key: u64, call: impl FnOnce() -> isize) -> isize {
+    let Some(ld) = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread()) else {
+        return call();
+    };
+    match ld.mode {
+        Mode::Record => record::io::file_read(ld, key, call),
+        Mode::Replay => replay::io::file_read(ld, key, call),
+    }
 }
 
 /// The LD, when writes into `fd` take turns (`fds::TURNS`), with the file's key.

@@ -253,6 +253,14 @@ pub fn wrap_standard_stream(fd: c_int) {
     // A file as standard output or error takes turns with the other processes that write it
     // (`ld/appends.rs`): what stdio writes there must reach our `write` too.
     let shared_file = (fd == 1 || fd == 2) && fds::kind(fd) & fds::TURNS != 0;
+    if shared_file
+        && let Some(ld) = super::active()
+        && let Some(key) = fds::file_key(fd)
+    {
+        // From now on, the reads of that file count before its writes (a script's loop that
+        // greps this server's output until it says it is ready), from the first write on.
+        ld.claim_turn_file(key);
+    }
     if !fds::pipes::is_recorded(fd) && !shared_file {
         return;
     }

@@ -43,8 +43,11 @@ struct Entry {
     lock: AtomicU32,
     /// Writes into the file so far (the next write's turn).
     writes: AtomicU32,
-    /// Processes waiting on `lock` or `writes`: a writer wakes them only when there are some.
+    /// Processes waiting on `lock`, `writes` or `reads`: a writer wakes them only when there
+    /// are some.
     waiters: AtomicU32,
+    /// Reads of the file counted since its last write (each logged: `~f`).
+    reads: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<Entry>() <= FILE_TURN_ENTRY);
@@ -58,6 +61,11 @@ impl Ld {
     /// The entry of the file `key`, the table mapped first if need be; `None` when there is no
     /// table (an LD not started by a GD that made one) or no room left in it.
     fn file_entry(&self, key: u64) -> Option<&'static Entry> {
+        self.find_entry(key, true)
+    }
+
+    /// The entry of the file `key`; a new one only if `claim`.
+    fn find_entry(&self, key: u64, claim: bool) -> Option<&'static Entry> {
         let base = match TABLE.load(Ordering::Acquire) {
             0 => self.map_file_turns(),
             UNAVAILABLE => return None,
@@ -73,6 +81,13 @@ impl Ld {
             // SAFETY: within the mapping of FILE_TURN_SLOTS entries, which stays mapped for the
             // life of the image; entries are atomics only.
             let entry = unsafe { &*(at as *const Entry) };
+            if !claim {
+                match entry.key.load(Ordering::Acquire) {
+                    0 => return None,
+                    k if k == key => return Some(entry),
+                    _ => continue,
+                }
+            }
             match entry
                 .key
                 .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
@@ -83,6 +98,15 @@ impl Ld {
             }
         }
         None
+    }
+
+    /// Makes the file `key` one whose reads are counted ([`Ld::read_between_turns`]) before
+    /// any process writes it: a process's standard output or error in a file, as the image
+    /// starts or the fd is made so.
+    pub fn claim_turn_file(&self, key: u64) {
+        if self.trace.is_none() {
+            self.file_entry(key);
+        }
     }
 
     /// Maps the session's table at the LD's start, before the program can make it
@@ -117,7 +141,12 @@ impl Ld {
     /// Record: a write into the shared file `key`, made by `call` in turn. Returns what `call`
     /// returned and the write's turn (`None`: no table, no lock within [`PATIENCE`], or
     /// nothing written).
-    pub fn append_in_turn(&self, key: u64, call: impl FnOnce() -> isize) -> (isize, Option<u64>) {
+    /// With the turn, the count of the reads of the file counted since the write before.
+    pub fn append_in_turn(
+        &self,
+        key: u64,
+        call: impl FnOnce() -> isize,
+    ) -> (isize, Option<(u64, u64)>) {
         let Some(entry) = self.file_entry(key) else {
             return (call(), None);
         };
@@ -126,10 +155,106 @@ impl Ld {
         }
         let r = call();
         let err = sys::errno();
-        let turn = (r > 0).then(|| u64::from(entry.writes.fetch_add(1, Ordering::AcqRel)));
+        let turn = (r > 0).then(|| {
+            let reads = entry.reads.swap(0, Ordering::AcqRel);
+            let turn = entry.writes.fetch_add(1, Ordering::AcqRel);
+            (u64::from(turn), u64::from(reads))
+        });
         unlock_shared(&entry.lock, &entry.waiters);
         sys::set_errno(err);
         (r, turn)
+    }
+
+    /// Record: a read of the regular file `key`, made by `call`. When the session's writes
+    /// into that file take turns, the read is made between two of them; the count of the
+    /// writes before it is returned when it is to be logged (`~f`): the first read of this
+    /// image after each write, which the file's next write counts (`None`: no process wrote
+    /// the file in turn, or a read after the same writes as this image's last one).
+    pub fn read_between_turns(
+        &self,
+        key: u64,
+        call: impl FnOnce() -> isize,
+    ) -> (isize, Option<u64>) {
+        /// The file and count of this image's last logged read.
+        static LAST: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
+        let Some(entry) = self.find_entry(key, false) else {
+            return (call(), None);
+        };
+        if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
+            return (call(), None);
+        }
+        let r = call();
+        let err = sys::errno();
+        let writes = u64::from(entry.writes.load(Ordering::Acquire));
+        let new = LAST.0.load(Ordering::Relaxed) != key || LAST.1.load(Ordering::Relaxed) != writes;
+        let logged = (r >= 0 && new).then(|| {
+            LAST.0.store(key, Ordering::Relaxed);
+            LAST.1.store(writes, Ordering::Relaxed);
+            entry.reads.fetch_add(1, Ordering::AcqRel);
+            writes
+        });
+        unlock_shared(&entry.lock, &entry.waiters);
+        sys::set_errno(err);
+        (r, logged)
+    }
+
+    /// Replay: the read the record logged after `writes` writes into the file `key` is made;
+    /// it counts for the next write while the file has no more.
+    pub fn read_counted(&self, key: u64, writes: u64) {
+        let Some(entry) = self.file_entry(key) else {
+            return;
+        };
+        if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
+            return;
+        }
+        if u64::from(entry.writes.load(Ordering::Acquire)) == writes {
+            entry.reads.fetch_add(1, Ordering::AcqRel);
+        }
+        unlock_shared(&entry.lock, &entry.waiters);
+        if entry.waiters.load(Ordering::Acquire) > 0 {
+            futex_wake(&entry.reads);
+        }
+    }
+
+    /// Replay: before the write of turn `turn` into the file `key`, waits for the `reads`
+    /// reads the record made since the write before (at most [`PATIENCE`] while their count
+    /// does not move): they must not see it (a script's loop that greps a server's log until
+    /// the server says it is ready greps as many times as in the record).
+    pub fn wait_for_reads(&self, key: u64, turn: u64, reads: u64) {
+        let Some(entry) = self.file_entry(key) else {
+            return;
+        };
+        let mut seen = entry.reads.load(Ordering::Acquire);
+        let mut since = sys::monotonic_ns();
+        while u64::from(seen) < reads && u64::from(entry.writes.load(Ordering::Acquire)) == turn {
+            entry.waiters.fetch_add(1, Ordering::AcqRel);
+            futex_wait(&entry.reads, seen);
+            entry.waiters.fetch_sub(1, Ordering::AcqRel);
+            let now = entry.reads.load(Ordering::Acquire);
+            if now != seen {
+                seen = now;
+                since = sys::monotonic_ns();
+            } else if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
+                let msg = format!(
+                    "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for {reads} reads before it, {seen} made; writing now",
+                    self.pid
+                );
+                sys::diag(self.log_fd, &msg);
+                return;
+            }
+        }
+    }
+
+    /// Replay: waits until `count` writes into the file `key` are made (at most [`PATIENCE`]
+    /// while their count does not move, then says so in `DDBX_LD_LOG`).
+    pub fn wait_for_writes(&self, key: u64, count: u64) {
+        if let Some(seen) = self.file_entry(key).and_then(|e| await_writes(e, count)) {
+            let msg = format!(
+                "ddbx-ld: pid {}: a read of a shared file still waits for {count} writes into it, {seen} made; reading now",
+                self.pid
+            );
+            sys::diag(self.log_fd, &msg);
+        }
     }
 
     /// Replay: waits until the writes into the shared file `key` before turn `turn` are made
@@ -138,29 +263,17 @@ impl Ld {
         let Some(entry) = self.file_entry(key) else {
             return;
         };
-        let mut seen = entry.writes.load(Ordering::Acquire);
-        let mut since = sys::monotonic_ns();
-        while u64::from(seen) < turn {
-            entry.waiters.fetch_add(1, Ordering::AcqRel);
-            futex_wait(&entry.writes, seen);
-            entry.waiters.fetch_sub(1, Ordering::AcqRel);
-            let now = entry.writes.load(Ordering::Acquire);
-            if now != seen {
-                seen = now;
-                since = sys::monotonic_ns();
-            } else if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
-                let msg = format!(
-                    "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for write {seen}; writing out of turn",
-                    self.pid
-                );
-                sys::diag(self.log_fd, &msg);
-                let base = TABLE.load(Ordering::Acquire);
-                // SAFETY: entry 0 of the mapped table (a mapping is never `UNAVAILABLE` here:
-                // the entry above came from it); its `writes` is the count the GD reports.
-                let stats = unsafe { &*(base as *const Entry) };
-                stats.writes.fetch_add(1, Ordering::AcqRel);
-                return;
-            }
+        if let Some(seen) = await_writes(entry, turn) {
+            let msg = format!(
+                "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for write {seen}; writing out of turn",
+                self.pid
+            );
+            sys::diag(self.log_fd, &msg);
+            let base = TABLE.load(Ordering::Acquire);
+            // SAFETY: entry 0 of the mapped table (a mapping is never `UNAVAILABLE` here:
+            // the entry above came from it); its `writes` is the count the GD reports.
+            let stats = unsafe { &*(base as *const Entry) };
+            stats.writes.fetch_add(1, Ordering::AcqRel);
         }
     }
 
@@ -171,11 +284,37 @@ impl Ld {
             return;
         };
         let next = u32::try_from(turn + 1).unwrap_or(u32::MAX);
-        entry.writes.fetch_max(next, Ordering::AcqRel);
+        let locked = lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE);
+        if entry.writes.fetch_max(next, Ordering::AcqRel) < next {
+            entry.reads.store(0, Ordering::Release);
+        }
+        if locked {
+            unlock_shared(&entry.lock, &entry.waiters);
+        }
         if entry.waiters.load(Ordering::Acquire) > 0 {
             futex_wake(&entry.writes);
         }
     }
+}
+
+/// Waits until `entry` counts `count` writes; `Some(count so far)` when it gave up, the count
+/// still over [`PATIENCE`].
+fn await_writes(entry: &Entry, count: u64) -> Option<u32> {
+    let mut seen = entry.writes.load(Ordering::Acquire);
+    let mut since = sys::monotonic_ns();
+    while u64::from(seen) < count {
+        entry.waiters.fetch_add(1, Ordering::AcqRel);
+        futex_wait(&entry.writes, seen);
+        entry.waiters.fetch_sub(1, Ordering::AcqRel);
+        let now = entry.writes.load(Ordering::Acquire);
+        if now != seen {
+            seen = now;
+            since = sys::monotonic_ns();
+        } else if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
+            return Some(seen);
+        }
+    }
+    None
 }
 
 /// Maps the table file at `path` shared, read-write; its address.

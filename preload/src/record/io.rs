@@ -174,14 +174,27 @@ pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
     }
 }
 
+/// A read of the regular file `key`, made by `call`: when the session's writes into it take
+/// turns, how many came before the read is logged (`~f12`; not again while it stays the
+/// same for that file), so that replay reads between the same writes (`ld/appends.rs`).
+pub fn file_read(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
+    let (r, writes) = ld.read_between_turns(key, call);
+    if let Some(writes) = writes {
+        let err = sys::errno();
+        ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });
+        sys::set_errno(err);
+    }
+    r
+}
+
 /// A write into a regular file several processes may write (`fds::TURNS`, the file `key`),
 /// made by `call`: its turn among the session's writes into that file is logged as a value
 /// (`~a12`), so that replay writes in the same order (`ld/appends.rs`).
 pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     let (r, turn) = ld.append_in_turn(key, call);
     let err = sys::errno();
-    if let Some(turn) = turn {
-        ld.log_value(&ddbx_wire::history::value::Value::Appended { turn });
+    if let Some((turn, reads)) = turn {
+        ld.log_value(&ddbx_wire::history::value::Value::Appended { turn, reads });
         // Written now, not with the next event's line: a process killed before its next
         // event (a server ended by SIGTERM after its last log line) keeps its turns, and the
         // writers after it in replay do not wait for turns that never come.

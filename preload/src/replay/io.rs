@@ -323,21 +323,41 @@ pub fn send(
     }
 }
 
+/// A read of the regular file `key`, made by `call`: when the record logged how many of the
+/// file's shared writes came before such a read in this gap, it waits for as many (a
+/// script's `grep` of the log that a server's workers write as they end). Not in a halting
+/// replay (the writers may be held at the halt).
+pub fn file_read(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
+    let Some(writes) = super::values::take_read_after(ld) else {
+        return call();
+    };
+    if ld.halt.is_none() {
+        ld.wait_for_writes(key, writes);
+    }
+    let r = call();
+    let err = sys::errno();
+    ld.read_counted(key, writes);
+    ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });
+    sys::set_errno(err);
+    r
+}
+
 /// A write into a regular file several processes may write (`fds::TURNS`, the file `key`),
 /// made by `call`: it waits for the turn the record logged for it in this gap, if any
 /// (`ld/appends.rs`). A halting replay does not wait (the write before it may belong to an
 /// actor held at the halt), nor does a write the record did not make.
 pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
-    let Some(turn) = super::values::take_turn(ld) else {
+    let Some((turn, reads)) = super::values::take_turn(ld) else {
         return call();
     };
     if ld.halt.is_none() {
         ld.wait_for_append_turn(key, turn);
+        ld.wait_for_reads(key, turn, reads);
     }
     let r = call();
     let err = sys::errno();
     ld.append_turn_done(key, turn);
-    ld.log_value(&ddbx_wire::history::value::Value::Appended { turn });
+    ld.log_value(&ddbx_wire::history::value::Value::Appended { turn, reads });
     sys::set_errno(err);
     r
 }

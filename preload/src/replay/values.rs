@@ -111,10 +111,20 @@ pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>>
     }
 }
 
-/// The turn the record logged for the next write into a shared file in this gap, if any.
-pub fn take_turn(ld: &mut Ld) -> Option<u64> {
+/// The turn the record logged for the next write into a shared file in this gap, if any,
+/// with the count of the reads of the file before it.
+pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64)> {
     match take(ld, |v| matches!(v, Value::Appended { .. }))? {
-        Value::Appended { turn } => Some(turn),
+        Value::Appended { turn, reads } => Some((turn, reads)),
+        _ => None,
+    }
+}
+
+/// The count of a shared file's writes the record logged for the next read of such a file
+/// in this gap, if any.
+pub fn take_read_after(ld: &mut Ld) -> Option<u64> {
+    match take(ld, |v| matches!(v, Value::ReadAfter { .. }))? {
+        Value::ReadAfter { writes } => Some(writes),
         _ => None,
     }
 }
@@ -123,7 +133,7 @@ pub fn take_turn(ld: &mut Ld) -> Option<u64> {
 /// left for that write.
 pub fn next_turn(ld: &mut Ld) -> Option<u64> {
     match peek(ld, |v| matches!(v, Value::Appended { .. }))? {
-        Value::Appended { turn } => Some(*turn),
+        Value::Appended { turn, .. } => Some(*turn),
         _ => None,
     }
 }

@@ -22,6 +22,8 @@
 //! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
 //! ~a12                 a write into a shared file (O_APPEND, or standard output or error) was
 //!                      that file's 12th write (from 0) by any process of the session
+//! ~a12/3               … and 3 reads of the file (`~f` lines) came between it and the write before
+//! ~f12                 a read of such a file came after its first 12 writes
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -95,6 +97,16 @@ pub enum Value {
     Appended {
         /// The write's turn (0: the file's first).
         turn: u64,
+        /// The reads of the file ([`Value::ReadAfter`]) made between the write before and
+        /// this one: replay makes the write wait for them too, so that they do not see it.
+        reads: u64,
+    },
+    /// A read of a regular file whose writes take turns ([`Value::Appended`]): how many of
+    /// those writes came before it. Replay makes the read wait for them, so that a script's
+    /// `grep` of a server's log finds every line the record's found.
+    ReadAfter {
+        /// The count of the file's writes made before the read.
+        writes: u64,
     },
 }
 
@@ -119,6 +131,8 @@ pub enum ValueKey {
     Waiting,
     /// A shared file's write turn.
     Appended,
+    /// The writes a read of a shared file came after.
+    ReadAfter,
 }
 
 impl Value {
@@ -134,6 +148,7 @@ impl Value {
             Value::Closed { .. } => ValueKey::Closed,
             Value::Waiting { .. } => ValueKey::Waiting,
             Value::Appended { .. } => ValueKey::Appended,
+            Value::ReadAfter { .. } => ValueKey::ReadAfter,
         }
     }
 
@@ -148,7 +163,8 @@ impl Value {
             Value::Reaped { child } => i64::from(*child),
             Value::Closed { fd } => i64::from(*fd),
             Value::Waiting { n } => *n,
-            Value::Appended { turn } => i64::try_from(*turn).unwrap_or(i64::MAX),
+            Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
+            Value::ReadAfter { writes } => i64::try_from(*writes).unwrap_or(i64::MAX),
         }
     }
 
@@ -167,6 +183,10 @@ impl Value {
             ValueKey::Waiting => Value::Waiting { n },
             ValueKey::Appended => Value::Appended {
                 turn: u64::try_from(n).unwrap_or(0),
+                reads: 0,
+            },
+            ValueKey::ReadAfter => Value::ReadAfter {
+                writes: u64::try_from(n).unwrap_or(0),
             },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
@@ -218,9 +238,11 @@ impl Deltas {
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
                 ValueKey::Waiting => out.write_str("~q"),
-                ValueKey::Signal | ValueKey::Reaped | ValueKey::Closed | ValueKey::Appended => {
-                    Ok(())
-                }
+                ValueKey::Signal
+                | ValueKey::Reaped
+                | ValueKey::Closed
+                | ValueKey::Appended
+                | ValueKey::ReadAfter => Ok(()),
             }
         };
         if let Value::Signal {
@@ -242,8 +264,15 @@ impl Deltas {
         if let Value::Closed { fd } = value {
             return write!(out, "~h{fd}");
         }
-        if let Value::Appended { turn } = value {
-            return write!(out, "~a{turn}");
+        if let Value::Appended { turn, reads } = value {
+            write!(out, "~a{turn}")?;
+            if *reads > 0 {
+                write!(out, "/{reads}")?;
+            }
+            return Ok(());
+        }
+        if let Value::ReadAfter { writes } = value {
+            return write!(out, "~f{writes}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -295,7 +324,8 @@ impl Deltas {
             | ValueKey::Signal
             | ValueKey::Reaped
             | ValueKey::Closed
-            | ValueKey::Appended => {
+            | ValueKey::Appended
+            | ValueKey::ReadAfter => {
                 return None;
             }
         }
@@ -379,8 +409,14 @@ impl Deltas {
                 return Ok(Value::Closed { fd });
             }
             Some(b'a') => {
-                let turn: u64 = rest[1..].parse().map_err(|_| bad())?;
-                return Ok(Value::Appended { turn });
+                let (turn, reads) = rest[1..].split_once('/').unwrap_or((&rest[1..], "0"));
+                let turn: u64 = turn.parse().map_err(|_| bad())?;
+                let reads: u64 = reads.parse().map_err(|_| bad())?;
+                return Ok(Value::Appended { turn, reads });
+            }
+            Some(b'f') => {
+                let writes: u64 = rest[1..].parse().map_err(|_| bad())?;
+                return Ok(Value::ReadAfter { writes });
             }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
@@ -455,119 +491,10 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Closed => "close in a handler".into(),
         ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
         ValueKey::Appended => "write turn in a shared file".into(),
+        ValueKey::ReadAfter => "read of a shared file after its writes".into(),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(d: &mut Deltas, v: &Value) -> String {
-        let mut s = String::new();
-        d.write(&mut s, v).unwrap();
-        s
-    }
-
-    #[test]
-    fn round_trip_with_deltas() {
-        let values = vec![
-            Value::Clock {
-                clock: 1,
-                ns: 81_234_567_890_123,
-            },
-            Value::Clock {
-                clock: 1,
-                ns: 81_234_567_895_246,
-            },
-            Value::Clock {
-                clock: 0,
-                ns: 1_764_154_321_000_000_000,
-            },
-            Value::Clock {
-                clock: 0,
-                ns: 1_764_154_320_999_999_988,
-            },
-            Value::TimeOfDay {
-                us: 1_764_154_321_123_456,
-            },
-            Value::Time { s: 1_764_154_321 },
-            Value::Time { s: 1_764_154_322 },
-            Value::Random {
-                bytes: vec![0x3f, 0xa2, 0, 255],
-            },
-            Value::Clock { clock: -6, ns: 12 },
-            Value::Signal {
-                sig: 17,
-                in_call: true,
-                ended: None,
-            },
-            Value::Signal {
-                sig: 10,
-                in_call: false,
-                ended: None,
-            },
-            Value::Signal {
-                sig: 17,
-                in_call: false,
-                ended: Some(3),
-            },
-            Value::Reaped { child: 3 },
-            Value::Reaped { child: 0 },
-            Value::Closed { fd: 6 },
-            Value::Waiting { n: 17 },
-            Value::Clock {
-                clock: i32::MAX,
-                ns: i64::MIN,
-            },
-            Value::Appended { turn: 12 },
-        ];
-        let mut w = Deltas::default();
-        let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
-        assert_eq!(lines[0], "~c1=81234567890123");
-        assert_eq!(lines[1], "~c1+5123");
-        assert_eq!(lines[3], "~c0-12");
-        assert_eq!(lines[6], "~s+1");
-        assert_eq!(lines[7], "~r3fa200ff");
-        assert_eq!(lines[9], "~g17");
-        assert_eq!(lines[10], "~G10");
-        assert_eq!(lines[11], "~G17@3");
-        assert_eq!(lines[12], "~w3");
-        assert_eq!(lines[14], "~h6");
-        assert_eq!(lines[15], "~q=17");
-        assert_eq!(lines[17], "~a12");
-        let mut r = Deltas::default();
-        let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
-        assert_eq!(back, values);
-        // The fast writer writes the same lines.
-        let mut fast = Deltas::default();
-        for (v, l) in values.iter().zip(&lines) {
-            let mut buf = [0u8; 64];
-            match fast.write_number(&mut buf, v) {
-                Some(n) => assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), l),
-                None => assert!(matches!(
-                    v,
-                    Value::Random { .. }
-                        | Value::Signal { .. }
-                        | Value::Reaped { .. }
-                        | Value::Closed { .. }
-                        | Value::Appended { .. }
-                )),
-            }
-        }
-    }
-
-    #[test]
-    fn bad_lines_say_what_was_expected() {
-        let mut r = Deltas::default();
-        for bad in [
-            "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
-            "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx", "~g17@", "~g17@x", "~w", "~wx", "~q",
-            "~qx", "~a", "~ax", "~a-1",
-        ] {
-            let e = r.parse(bad).unwrap_err();
-            assert!(e.contains("expected"), "{bad}: {e}");
-        }
-        let e = r.parse("~c1+5").unwrap_err();
-        assert!(e.contains("no earlier value"), "{e}");
-    }
-}
+#[path = "value_tests.rs"]
+mod tests;

@@ -1,0 +1,117 @@
+//! Unit tests of the value lines (`value.rs`): writing, parsing, deltas, errors.
+
+use super::*;
+
+fn line(d: &mut Deltas, v: &Value) -> String {
+    let mut s = String::new();
+    d.write(&mut s, v).unwrap();
+    s
+}
+
+#[test]
+fn round_trip_with_deltas() {
+    let values = vec![
+        Value::Clock {
+            clock: 1,
+            ns: 81_234_567_890_123,
+        },
+        Value::Clock {
+            clock: 1,
+            ns: 81_234_567_895_246,
+        },
+        Value::Clock {
+            clock: 0,
+            ns: 1_764_154_321_000_000_000,
+        },
+        Value::Clock {
+            clock: 0,
+            ns: 1_764_154_320_999_999_988,
+        },
+        Value::TimeOfDay {
+            us: 1_764_154_321_123_456,
+        },
+        Value::Time { s: 1_764_154_321 },
+        Value::Time { s: 1_764_154_322 },
+        Value::Random {
+            bytes: vec![0x3f, 0xa2, 0, 255],
+        },
+        Value::Clock { clock: -6, ns: 12 },
+        Value::Signal {
+            sig: 17,
+            in_call: true,
+            ended: None,
+        },
+        Value::Signal {
+            sig: 10,
+            in_call: false,
+            ended: None,
+        },
+        Value::Signal {
+            sig: 17,
+            in_call: false,
+            ended: Some(3),
+        },
+        Value::Reaped { child: 3 },
+        Value::Reaped { child: 0 },
+        Value::Closed { fd: 6 },
+        Value::Waiting { n: 17 },
+        Value::Clock {
+            clock: i32::MAX,
+            ns: i64::MIN,
+        },
+        Value::Appended { turn: 12, reads: 0 },
+        Value::ReadAfter { writes: 12 },
+        Value::Appended { turn: 13, reads: 3 },
+    ];
+    let mut w = Deltas::default();
+    let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
+    assert_eq!(lines[0], "~c1=81234567890123");
+    assert_eq!(lines[1], "~c1+5123");
+    assert_eq!(lines[3], "~c0-12");
+    assert_eq!(lines[6], "~s+1");
+    assert_eq!(lines[7], "~r3fa200ff");
+    assert_eq!(lines[9], "~g17");
+    assert_eq!(lines[10], "~G10");
+    assert_eq!(lines[11], "~G17@3");
+    assert_eq!(lines[12], "~w3");
+    assert_eq!(lines[14], "~h6");
+    assert_eq!(lines[15], "~q=17");
+    assert_eq!(lines[17], "~a12");
+    assert_eq!(lines[18], "~f12");
+    assert_eq!(lines[19], "~a13/3");
+    let mut r = Deltas::default();
+    let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
+    assert_eq!(back, values);
+    // The fast writer writes the same lines.
+    let mut fast = Deltas::default();
+    for (v, l) in values.iter().zip(&lines) {
+        let mut buf = [0u8; 64];
+        match fast.write_number(&mut buf, v) {
+            Some(n) => assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), l),
+            None => assert!(matches!(
+                v,
+                Value::Random { .. }
+                    | Value::Signal { .. }
+                    | Value::Reaped { .. }
+                    | Value::Closed { .. }
+                    | Value::Appended { .. }
+                    | Value::ReadAfter { .. }
+            )),
+        }
+    }
+}
+
+#[test]
+fn bad_lines_say_what_was_expected() {
+    let mut r = Deltas::default();
+    for bad in [
+        "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
+        "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx", "~g17@", "~g17@x", "~w", "~wx", "~q", "~qx",
+        "~a", "~ax", "~a-1", "~a1/", "~a1/x", "~f", "~fx",
+    ] {
+        let e = r.parse(bad).unwrap_err();
+        assert!(e.contains("expected"), "{bad}: {e}");
+    }
+    let e = r.parse("~c1+5").unwrap_err();
+    assert!(e.contains("no earlier value"), "{e}");
+}
