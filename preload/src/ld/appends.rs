@@ -198,6 +198,12 @@ impl Ld {
         (r, logged)
     }
 
+    /// Whether the file `key` is one whose writes take turns (some process wrote it in turn,
+    /// or has it as its standard output or error).
+    pub fn is_turn_file(&self, key: u64) -> bool {
+        self.find_entry(key, false).is_some()
+    }
+
     /// Replay: the read the record logged after `writes` writes into the file `key` is made;
     /// it counts for the next write while the file has no more.
     pub fn read_counted(&self, key: u64, writes: u64) {

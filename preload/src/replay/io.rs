@@ -328,6 +328,11 @@ pub fn send(
 /// script's `grep` of the log that a server's workers write as they end). Not in a halting
 /// replay (the writers may be held at the halt).
 pub fn file_read(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
+    if !ld.is_turn_file(key) {
+        // Not a file whose writes take turns: the record logged nothing for its reads (the
+        // program's reads of other files, `/proc`'s, come in the same gaps).
+        return call();
+    }
     let Some(writes) = super::values::take_read_after(ld) else {
         return call();
     };
