@@ -542,6 +542,24 @@ fn a_sigchld_pending_until_the_program_unblocks_it_runs_its_handler_there() {
     DDBX.race(&progs().join("sig_unblock"), &[], 0);
 }
 
+/// `tests/real/kill_at_once.sh`: a script starts `sleep` and kills it at once, 30 times. Now
+/// and then the kill lands after the child announced its exec and before the new image's
+/// preload joined: that image never ran, and the child died of a recorded process's kill, so
+/// the record says so and succeeds (before, it exited 103 "never joined the session", 3
+/// records of 4). When the image did say hello first, the parent's reap may have been read
+/// first: it is still the actor's exec (before, a new actor with an empty history file, and
+/// `ddbx ps` refused the recording). The replay waits for the same kill where the history
+/// ends (before, the new image inherited the signal the image before it held blocked, and
+/// waited for ever).
+#[test]
+fn a_program_killed_as_it_execs_is_recorded_and_replayed() {
+    let script = ddbx_tests::workspace().join("tests/real/kill_at_once.sh");
+    for _ in 0..3 {
+        let (_run, recorded) = DDBX.record_and_replay(&script, &[], 0, 2);
+        assert_eq!(recorded.stdout.lines().count(), 30, "{}", recorded.stdout);
+    }
+}
+
 /// `timeout` relays the SIGTERM a script sends it to its child from its signal handler, which
 /// runs inside the LD's hook of `sigsuspend`, where the LD cannot talk to the GD: the kill is
 /// kept and told at the next hook's entry, so the child's death is recorded as `timeout`'s

@@ -29,17 +29,26 @@ static HELD: AtomicU64 = AtomicU64::new(0);
 /// caught: a handler would make an unhooked sleep or read fail with EINTR, which the record's
 /// process never saw. The program's own masks keep them blocked (`crate::hooks::mask`, and
 /// `sigsuspend` before the history's end).
+///
+/// An exec'd image starts with the mask the image before it had, the signals that image held
+/// still blocked: they are held here too, events left or not, so that they are let go where
+/// this history ends (a `sleep` killed by the script's `kill` as it exec'd had nothing left
+/// to replay, and waited for ever with the signal pending).
 pub fn hold_default_fatal(events_left: bool) {
-    if !events_left {
-        return;
-    }
+    let inherited = crate::sys::block_signals(0);
     for sig in DEFAULT_FATAL {
         // SAFETY: plain data, filled by the query.
         let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: a query into our local.
-        if unsafe { crate::real::sigaction(sig, std::ptr::null(), &mut cur) } == 0
-            && cur.sa_sigaction == libc::SIG_DFL
+        if unsafe { crate::real::sigaction(sig, std::ptr::null(), &mut cur) } != 0
+            || cur.sa_sigaction != libc::SIG_DFL
         {
+            continue;
+        }
+        let bit = 1u64 << (sig - 1);
+        if inherited & bit != 0 {
+            HELD.fetch_or(bit, SeqCst);
+        } else if events_left {
             hold(sig);
         }
     }

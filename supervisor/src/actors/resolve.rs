@@ -74,10 +74,21 @@ impl Registry {
     }
 
     /// Rule 1: the image is an exec of the live actor whose process has this pid (and, when
-    /// both are known, the same start time).
+    /// both are known, the same start time). Or of an actor whose end was told already, when
+    /// the start times match or the process is gone by now: killed as its new image said
+    /// hello, its parent's reap came in first on another connection (a script's `cmd & kill
+    /// $!`); taken for a new unhooked process, it left an empty history.
     fn exec_of_live_actor(&self, facts: &HelloFacts) -> Option<Resolution> {
         let proc = self.procs.get(&facts.pid)?;
-        if proc.exited || !same_process(proc.start_time, facts.start_time) {
+        // A forked child claims its fork; an exec'd image does not.
+        let forked = matches!(facts.claim, Claim::Fork { .. });
+        let this_process = match (proc.start_time, facts.start_time) {
+            _ if proc.exited && forked => false,
+            (Some(known), Some(now)) => known == now,
+            (_, None) => true,
+            (None, Some(_)) => !proc.exited,
+        };
+        if !this_process {
             return None;
         }
         let origin = self.info(proc.actor).map_or(Origin::Root, |a| a.origin);
@@ -172,14 +183,6 @@ impl Registry {
             exec: false,
             new_actor: true,
         }
-    }
-}
-
-/// Whether two start times name the same process (unknown ones are given the benefit of it).
-fn same_process(known: Option<u64>, now: Option<u64>) -> bool {
-    match (known, now) {
-        (Some(a), Some(b)) => a == b,
-        _ => true,
     }
 }
 

@@ -139,6 +139,32 @@ fn exited_pids_are_free_for_new_processes() {
 }
 
 #[test]
+fn an_image_that_says_hello_after_its_end_was_told_is_its_actors_exec() {
+    let mut reg = Registry::for_record(DDBX, "h");
+    reg.hello(&hello(10, DDBX, ROOT_CLAIM));
+    let mut child = hello(11, 10, fork_claim(1, 1));
+    child.start_time = Some(500);
+    reg.hello(&child);
+    // Killed as its exec'd image said hello: the parent's reap came in first.
+    reg.exited(11, Some(ExitStatus::Signaled(15)));
+    let mut image = hello(11, 10, Claim::Unknown);
+    image.start_time = Some(500);
+    let exec = Resolution::Welcome {
+        actor: ActorId(2),
+        origin: forked(1, 1),
+        exec: true,
+        new_actor: false,
+    };
+    assert_eq!(reg.hello(&image), exec);
+    // The same, its process gone by the time the GD reads its start time.
+    image.start_time = None;
+    assert_eq!(reg.hello(&image), exec);
+    // Another process with that pid since: not the actor's.
+    image.start_time = Some(501);
+    assert_eq!(reg.hello(&image), new_actor(3, unhooked(1, 1)));
+}
+
+#[test]
 fn duplicate_origins_and_wrong_protocols_are_refused() {
     let mut reg = Registry::for_record(DDBX, "h");
     reg.hello(&hello(10, DDBX, ROOT_CLAIM));

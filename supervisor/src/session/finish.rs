@@ -47,7 +47,7 @@ pub(super) fn outcome(
         mut actors,
         passthrough,
     } = gd.results();
-    let lost = gd.lock().execs.lost();
+    let lost = lost_images(gd, &actors, &mut transcript);
     for (actor, what, _) in lost.iter().filter(|(_, _, exec)| *exec) {
         if let Some(info) = actors.iter_mut().find(|a| a.id == *actor) {
             info.unrecorded = Some(what.clone());
@@ -194,4 +194,39 @@ fn replay_end_check(
         });
     }
     End::ReachedEnd
+}
+
+/// The execs and spawns whose new image never joined (`Execs::lost`), but those that another
+/// recorded process killed as they exec'd, which are only told.
+fn lost_images(
+    gd: &GdState,
+    actors: &[ActorInfo],
+    transcript: &mut Transcript,
+) -> Vec<(ActorId, String, bool)> {
+    let mut lost = gd.lock().execs.lost();
+    lost.retain(|(actor, what, exec)| {
+        let killed = *exec && killed_while_starting(actors, *actor);
+        if killed {
+            transcript.say(format!(
+                "ddbx: {actor}: killed by another recorded process as it exec'd ({}): its new \
+                 image never ran",
+                what.split_once(", and its new image")
+                    .map_or(what.as_str(), |(did, _)| did)
+            ));
+        }
+        !killed
+    });
+    lost
+}
+
+/// Whether `actor`, whose exec'd image never joined, was killed by a signal that another
+/// recorded process sent it: a script's `cmd & kill $!` that ends `cmd` while the loader is
+/// still mapping it. Nothing ran unrecorded: its history ends before the exec, and its replay
+/// waits there for the same kill.
+fn killed_while_starting(actors: &[ActorInfo], actor: ActorId) -> bool {
+    actors.iter().any(|a| {
+        a.id == actor
+            && matches!(a.exit, Some(ExitStatus::Signaled(sig))
+                if a.signalled_by.iter().any(|(_, s)| *s == sig))
+    })
 }
