@@ -239,7 +239,6 @@ fn tokio_echo() -> &'static Path {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 7 runs of 7 on 2026-11-27 (after the LD's heap and the signal-order fixes); before, class 9 (a worker accepts another worker's connection) or class 2 (a refused readiness probe)"]
 fn nginx_prefork_workers_sharing_one_listening_socket() {
     // A master and 4 workers (as root: `user root`), accept_mutex off; 12 curl clients, 6 at a
     // time; which worker served each request.
@@ -249,7 +248,7 @@ fn nginx_prefork_workers_sharing_one_listening_socket() {
 }
 
 #[test]
-#[ignore = "fails today: as nginx_prefork_… (class 5: the master's shutdown signals; 3/3 replays diverged on w4-priv); the workers, setuid to nobody, are recorded"]
+#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon (a SIGCHLD pending until the program unblocks it runs there); before, class 5 (the master's shutdown signals; 3/3 replays diverged on w4-priv); the workers, setuid to nobody, are recorded"]
 fn nginx_with_workers_as_nobody() {
     // The same with nginx's default worker user: the master stays root, the workers setuid
     // to nobody after the fork.
@@ -268,7 +267,7 @@ fn redis_server_with_concurrent_redis_cli_clients() {
 }
 
 #[test]
-#[ignore = "flaky: 6 runs of 7 passed on 2026-11-27 (class 5 at shutdown: the SIGTERM can land before lighttpd's last epoll_wait); replays and halts at inf's cut since class 3 is fixed"]
+#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon; before, 6 runs of 7 (class 5 at shutdown: the SIGTERM can land before lighttpd's last epoll_wait); replays and halts at inf's cut since class 3 is fixed"]
 fn lighttpd_forking_cgi_children() {
     // One event loop that forks a /bin/sh CGI child per request and reads it through pipes;
     // the order lighttpd completed the requests (its access log).
@@ -278,7 +277,6 @@ fn lighttpd_forking_cgi_children() {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 8 runs of 8 on 2026-11-27 after replayed TCP sends went out at once (class 3: the last subscriber's resetting close dropped acknowledgements) and a SIGTERM taken in computation was awaited after the event before it (class 5)"]
 fn mosquitto_broker_with_mosquitto_pub_and_sub() {
     // The broker drops to its own user `mosquitto` (its default as root); a persistent
     // subscriber session, 8 publishers at once; the order the subscriber got the messages.
@@ -323,7 +321,6 @@ fn postgres_bin() -> Option<PathBuf> {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 2 test runs of 2 and 27 loop replays of 27 on 2026-11-27 after a SIGTERM the record took in the arbiter's select is kept when it arrives in the sleep before it (before: 2 runs of 10 failed, `p10 at event 8: expected Fail(call: Wait, …EINTR), found exit with status 0`)"]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;
     // 12 curl clients, 6 at a time; which worker answered each.
@@ -345,7 +342,7 @@ fn haproxy_balancing_two_busybox_httpd_backends() {
 }
 
 #[test]
-#[ignore = "fails today: class 5, flaky (haproxy health-checks until the SIGTERM that `timeout` relays ends it: in 1 suite run of 2, a replay's haproxy was ended 12 events before its recorded end, with the record's output and exit status, `p16 has 193 events vs 181`); 5/5 replays in matrix.sh"]
+#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon; before, class 5 (haproxy health-checks until the SIGTERM that `timeout` relays ends it: in 1 suite run of 2, a replay's haproxy was ended 12 events before its recorded end, with the record's output and exit status, `p16 has 193 events vs 181`)"]
 fn haproxy_health_checking_its_backends_on_a_timer() {
     // The same with `check inter 50ms`: haproxy's timers start health-check connections to
     // both backends between the clients' requests.
@@ -355,7 +352,7 @@ fn haproxy_health_checking_its_backends_on_a_timer() {
 }
 
 #[test]
-#[ignore = "fails today: class 5, flaky (the server's SIGTERM handler runs through libuv's signal pipe and lock pipe: 1 replay in about 16 diverged at shutdown, `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4`); before the helper-thread fix, record exited 103"]
+#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon; before, class 5 (the server's SIGTERM handler runs through libuv's signal pipe and lock pipe: 1 replay in about 16 diverged at shutdown, `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4`)"]
 fn node_http_server_with_curl_clients() {
     // Node.js (libuv's epoll loop; its helper threads run loops of their own on private
     // pipes, and do no socket I/O); 8 curl clients at once; the order of arrival.
@@ -365,7 +362,6 @@ fn node_http_server_with_curl_clients() {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 7 runs of 7 on 2026-11-27; before, class 5 (dnsmasq's SIGTERM and SIGCHLD handlers write into its event pipe: at shutdown 2 replays in about 20 diverged, and on one recording 2 of 2 hung)"]
 fn dnsmasq_over_tcp_with_drill_clients() {
     // dnsmasq: a poll loop with an event self-pipe, a forked child per TCP connection that
     // inherits it; 8 `drill -t` at once; the order dnsmasq logged the queries.
@@ -393,7 +389,7 @@ fn rsync_daemon_with_concurrent_clients() {
 }
 
 #[test]
-#[ignore = "flaky: 4 test runs of 8 passed on 2026-11-27 after passed descriptors were followed and signals taken after a send placed (before, every halt hung, and `races` found a cycle in 2 records of 3); 3 halts left a curl a few events short of ddbx inf's cut (its timed empty polls), 1 replay diverged on class 5 (FINDINGS.md)"]
+#[ignore = "flaky: 3 test runs of 4 passed on 2026-11-27 at noon, 4 of 8 in the morning (after passed descriptors were followed and signals taken after a send placed; before, every halt hung); the failures: a halt leaves a curl a few events short of ddbx inf's cut (its timed empty polls), or class 5 (FINDINGS.md)"]
 fn vsftpd_sessions_with_curl_uploads() {
     // vsftpd: a session process per connection (a raw clone into new namespaces), anonymous
     // uploads by 6 curl clients at once; the order vsftpd logged them.
