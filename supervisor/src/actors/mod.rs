@@ -4,7 +4,10 @@
 //! tables. The rules, in order:
 //!
 //! 1. `pid` belongs to a known actor whose process has not exited (and, when both are known,
-//!    has the same process start time): the image is an **exec** of that actor.
+//!    has the same process start time): the image is an **exec** of that actor. Also when
+//!    the actor's end was told already but the image does not claim a fork and the start
+//!    times match or the process is gone by now (killed as its new image said hello, its
+//!    parent's reap was read first on another connection).
 //! 2. `Claim::Spawn{parent: p0, index: 1}` with `ppid` == ddbx's pid: the **root**.
 //! 3. `Claim::Fork{parent, index}` / `Claim::Spawn{parent, index}`: that origin.
 //! 4. `Claim::Unknown`: **unhooked** child of the actor whose live pid is `ppid` (`p0` when
@@ -21,6 +24,9 @@ pub use resolve::{HelloFacts, Resolution, describe};
 use ddbx_wire::ActorId;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Reap};
 use std::collections::HashMap;
+
+/// At most this many signals wait for their target's `Hello` ([`Registry::signalled`]).
+const MAX_UNPLACED: usize = 256;
 
 /// Whether the registry hands out new ids or follows a recording.
 #[derive(Debug, Clone)]
@@ -49,6 +55,10 @@ pub struct Registry {
     actors: Vec<ActorInfo>,
     /// Unhooked children numbered so far, per parent.
     unhooked: HashMap<ActorId, u32>,
+    /// Signals sent to a pid no actor had yet (`pid`, sender, signal): a script's `cmd &
+    /// kill $!` whose kill was read before the child's `Hello` (another connection). Given to
+    /// the actor that pid becomes.
+    unplaced: Vec<(i32, ActorId, i32)>,
 }
 
 impl Registry {
@@ -70,6 +80,7 @@ impl Registry {
             host: host.to_string(),
             procs: HashMap::new(),
             actors: Vec::new(),
+            unplaced: Vec::new(),
             unhooked: HashMap::new(),
         }
     }
@@ -149,6 +160,9 @@ impl Registry {
     /// actor when `pid` is a live actor (signals to other processes are not ours to explain).
     pub fn signalled(&mut self, pid: i32, by: ActorId, sig: i32) {
         let Some(target) = self.live_actor(pid) else {
+            if self.unplaced.len() < MAX_UNPLACED {
+                self.unplaced.push((pid, by, sig));
+            }
             return;
         };
         if let Some(info) = self.info_mut(target)

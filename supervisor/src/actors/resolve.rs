@@ -166,6 +166,14 @@ impl Registry {
                 exited: false,
             },
         );
+        let mut signalled_by = Vec::new();
+        self.unplaced.retain(|&(pid, by, sig)| {
+            let this = pid == facts.pid;
+            if this && !signalled_by.contains(&(by, sig)) {
+                signalled_by.push((by, sig));
+            }
+            !this
+        });
         self.actors.push(ActorInfo {
             id: actor,
             origin,
@@ -174,7 +182,7 @@ impl Registry {
             host: self.host.clone(),
             exit: None,
             reaps: Vec::new(),
-            signalled_by: Vec::new(),
+            signalled_by,
             unrecorded: None,
         });
         Resolution::Welcome {

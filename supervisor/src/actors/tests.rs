@@ -228,3 +228,17 @@ fn replay_table() {
     assert_eq!(reg.actors().len(), 4);
     assert_eq!(reg.actors()[1].pid, 21);
 }
+
+#[test]
+fn a_signal_sent_before_its_targets_hello_is_the_targets() {
+    let mut reg = Registry::for_record(DDBX, "h");
+    reg.hello(&hello(10, DDBX, ROOT_CLAIM));
+    // The root kills its new child before the GD has read the child's `Hello`.
+    reg.signalled(11, ActorId(1), 15);
+    reg.hello(&hello(11, 10, fork_claim(1, 1)));
+    assert_eq!(reg.actors()[1].signalled_by, vec![(ActorId(1), 15)]);
+    // Given once: a later process with that pid is not signalled.
+    reg.exited(11, Some(ExitStatus::Signaled(15)));
+    reg.hello(&hello(11, 10, fork_claim(1, 2)));
+    assert!(reg.actors()[2].signalled_by.is_empty());
+}
