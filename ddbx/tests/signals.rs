@@ -546,9 +546,10 @@ fn a_sigchld_pending_until_the_program_unblocks_it_runs_its_handler_there() {
 /// and then the kill lands after the child announced its exec and before the new image's
 /// preload joined: that image never ran, and the child died of a recorded process's kill, so
 /// the record says so and succeeds (before, it exited 103 "never joined the session", 3
-/// records of 4). When the image did say hello first, the parent's reap may have been read
+/// records of 3). When the image did say hello first, the parent's reap may have been read
 /// first: it is still the actor's exec (before, a new actor with an empty history file, and
-/// `ddbx ps` refused the recording). The replay waits for the same kill where the history
+/// `ddbx ps` refused the recording), and a kill read before the child's hello is the child's
+/// (before, dropped: 1 suite run in 1). The replay waits for the same kill where the history
 /// ends (before, the new image inherited the signal the image before it held blocked, and
 /// waited for ever).
 #[test]
