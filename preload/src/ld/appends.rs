@@ -230,24 +230,13 @@ impl Ld {
         let Some(entry) = self.file_entry(key) else {
             return;
         };
-        let mut seen = entry.reads.load(Ordering::Acquire);
-        let mut since = sys::monotonic_ns();
-        while u64::from(seen) < reads && u64::from(entry.writes.load(Ordering::Acquire)) == turn {
-            entry.waiters.fetch_add(1, Ordering::AcqRel);
-            futex_wait(&entry.reads, seen);
-            entry.waiters.fetch_sub(1, Ordering::AcqRel);
-            let now = entry.reads.load(Ordering::Acquire);
-            if now != seen {
-                seen = now;
-                since = sys::monotonic_ns();
-            } else if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
-                let msg = format!(
-                    "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for {reads} reads before it, {seen} made; writing now",
-                    self.pid
-                );
-                sys::diag(self.log_fd, &msg);
-                return;
-            }
+        let still_this_turn = || u64::from(entry.writes.load(Ordering::Acquire)) == turn;
+        if let Some(seen) = await_count(&entry.reads, &entry.waiters, reads, still_this_turn) {
+            let msg = format!(
+                "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for {reads} reads before it, {seen} made; writing now",
+                self.pid
+            );
+            sys::diag(self.log_fd, &msg);
         }
     }
 
@@ -306,13 +295,25 @@ impl Ld {
 /// Waits until `entry` counts `count` writes; `Some(count so far)` when it gave up, the count
 /// still over [`PATIENCE`].
 fn await_writes(entry: &Entry, count: u64) -> Option<u32> {
-    let mut seen = entry.writes.load(Ordering::Acquire);
+    await_count(&entry.writes, &entry.waiters, count, || true)
+}
+
+/// Waits until the shared counter `word` reaches `count`, while `still()` holds (futex waits,
+/// counted in `waiters`); `Some(value so far)` when it gave up, the value unmoved over
+/// [`PATIENCE`].
+fn await_count(
+    word: &AtomicU32,
+    waiters: &AtomicU32,
+    count: u64,
+    still: impl Fn() -> bool,
+) -> Option<u32> {
+    let mut seen = word.load(Ordering::Acquire);
     let mut since = sys::monotonic_ns();
-    while u64::from(seen) < count {
-        entry.waiters.fetch_add(1, Ordering::AcqRel);
-        futex_wait(&entry.writes, seen);
-        entry.waiters.fetch_sub(1, Ordering::AcqRel);
-        let now = entry.writes.load(Ordering::Acquire);
+    while u64::from(seen) < count && still() {
+        waiters.fetch_add(1, Ordering::AcqRel);
+        futex_wait(word, seen);
+        waiters.fetch_sub(1, Ordering::AcqRel);
+        let now = word.load(Ordering::Acquire);
         if now != seen {
             seen = now;
             since = sys::monotonic_ns();
