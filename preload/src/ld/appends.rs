@@ -31,6 +31,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 /// comes (its write was not made in this replay, or another of replay's waits holds its
 /// writer behind this one) costs little.
 const PATIENCE: u64 = 1_000_000_000;
+/// How long (ns) a read of a shared file waits for the writes it came after in the record
+/// while nothing moves: longer than a writer's [`PATIENCE`], so that a write that waits in
+/// vain for a read (one made, in this replay, before its file was known to take turns) is
+/// made before the read after it gives up (the grep that found `ready` in the record found
+/// nothing: 1 clean-clone CI run in 2).
+const READ_PATIENCE: u64 = 5_000_000_000;
 /// How many entries a file's key is looked for in, from its hash on.
 const PROBES: usize = 64;
 
@@ -231,7 +237,14 @@ impl Ld {
             return;
         };
         let still_this_turn = || u64::from(entry.writes.load(Ordering::Acquire)) == turn;
-        if let Some(seen) = await_count(&entry.reads, &entry.waiters, reads, still_this_turn) {
+        let waited = await_count(
+            &entry.reads,
+            &entry.waiters,
+            reads,
+            PATIENCE,
+            still_this_turn,
+        );
+        if let Some(seen) = waited {
             let msg = format!(
                 "ddbx-ld: pid {}: a shared file's write turn {turn} still waits for {reads} reads before it, {seen} made; writing now",
                 self.pid
@@ -240,10 +253,13 @@ impl Ld {
         }
     }
 
-    /// Replay: waits until `count` writes into the file `key` are made (at most [`PATIENCE`]
-    /// while their count does not move, then says so in `DDBX_LD_LOG`).
+    /// Replay: waits until `count` writes into the file `key` are made (at most
+    /// [`READ_PATIENCE`] while their count does not move, then says so in `DDBX_LD_LOG`).
     pub fn wait_for_writes(&self, key: u64, count: u64) {
-        if let Some(seen) = self.file_entry(key).and_then(|e| await_writes(e, count)) {
+        let waited = self
+            .file_entry(key)
+            .and_then(|e| await_count(&e.writes, &e.waiters, count, READ_PATIENCE, || true));
+        if let Some(seen) = waited {
             let msg = format!(
                 "ddbx-ld: pid {}: a read of a shared file still waits for {count} writes into it, {seen} made; reading now",
                 self.pid
@@ -295,16 +311,17 @@ impl Ld {
 /// Waits until `entry` counts `count` writes; `Some(count so far)` when it gave up, the count
 /// still over [`PATIENCE`].
 fn await_writes(entry: &Entry, count: u64) -> Option<u32> {
-    await_count(&entry.writes, &entry.waiters, count, || true)
+    await_count(&entry.writes, &entry.waiters, count, PATIENCE, || true)
 }
 
 /// Waits until the shared counter `word` reaches `count`, while `still()` holds (futex waits,
 /// counted in `waiters`); `Some(value so far)` when it gave up, the value unmoved over
-/// [`PATIENCE`].
+/// `patience` ns.
 fn await_count(
     word: &AtomicU32,
     waiters: &AtomicU32,
     count: u64,
+    patience: u64,
     still: impl Fn() -> bool,
 ) -> Option<u32> {
     let mut seen = word.load(Ordering::Acquire);
@@ -317,7 +334,7 @@ fn await_count(
         if now != seen {
             seen = now;
             since = sys::monotonic_ns();
-        } else if sys::monotonic_ns().saturating_sub(since) >= PATIENCE {
+        } else if sys::monotonic_ns().saturating_sub(since) >= patience {
             return Some(seen);
         }
     }
