@@ -294,3 +294,67 @@ fn children_made_by_a_raw_clone_are_actors() {
     let forks = h["p1"].iter().filter(|r| r.kind() == "Fork").count();
     assert_eq!(forks, 3, "{:?}", h["p1"]);
 }
+
+/// The pid and parent pid that the history `dir/history/ACTOR.ron` starts with.
+fn start_pids(dir: &Path, actor: &str) -> (i32, i32) {
+    match ddbx_tests::raw_histories(dir)[actor].first() {
+        Some(Record::Start { pid, ppid, .. }) => (*pid, *ppid),
+        other => panic!("{actor} starts with {other:?}"),
+    }
+}
+
+fn start_pid(dir: &Path, actor: &str) -> i32 {
+    start_pids(dir, actor).0
+}
+
+#[test]
+fn a_replay_shows_the_program_the_pids_of_its_record() {
+    // Natively each run prints other pids (its own, its children's as fork, wait, posix_spawn
+    // and SIGCHLD give them, a child's as it reads it from the child).
+    let program = progs().join("pids");
+    let native = ddbx_tests::native_outputs(&program, &[], 0, 2, 5);
+    assert_eq!(native.len(), 2, "{native:?}");
+
+    // Each replay runs new processes, whose pids the program is never shown: every replay
+    // prints the record's, and kills and waits for child 1 by the pid it read from it.
+    let (tmp, recorded) = DDBX.record_and_replay(&program, &[], 0, 3);
+    let rec = tmp.join("rec");
+    let (p1, p2, p3) = (
+        start_pid(&rec, "p1"),
+        start_pid(&rec, "p2"),
+        start_pid(&rec, "p3"),
+    );
+    let first: Vec<&str> = recorded.stdout.lines().take(3).collect();
+    assert_eq!(
+        first,
+        [
+            format!("p {p1} {p1} {p1} {}", start_pids(&rec, "p1").1),
+            format!("fork {p2} {p3}"),
+            format!("c1 {p2} {p1} {p2}"),
+        ],
+        "{}",
+        recorded.stdout
+    );
+    assert!(recorded.stdout.contains(&format!("killed {p2} 15\n")));
+    let p4 = start_pid(&rec, "p4");
+    assert!(
+        recorded
+            .stdout
+            .ends_with(&format!("spawned {p4} 0\nsigchld {p4}\n")),
+        "{}",
+        recorded.stdout
+    );
+    for i in 1..=3 {
+        let replayed = tmp.join(&format!("replay{i}"));
+        assert_ne!(
+            start_pid(&replayed, "p1"),
+            p1,
+            "replay {i} ran with the record's pid"
+        );
+        assert_ne!(
+            start_pid(&replayed, "p2"),
+            p2,
+            "replay {i} ran with the record's pid"
+        );
+    }
+}

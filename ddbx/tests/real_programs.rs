@@ -103,6 +103,21 @@ fn stdio_streams_on_sockets_are_recorded() {
 }
 
 #[test]
+fn a_bash_script_prints_its_records_pids_in_replay() {
+    // `$$`, `$PPID`, `$BASHPID`, `$!`, a child's `$$`, a pid file read back and killed.
+    let program = script("pids.sh");
+    let native = ddbx_tests::native_outputs(&program, &[], 0, 2, 5);
+    assert_eq!(native.len(), 2, "{native:?}");
+    let (_tmp, recorded) = DDBX.record_and_replay(&program, &[], 0, 3);
+    let last = recorded.stdout.lines().last().unwrap_or_default();
+    let words: Vec<&str> = last.split_whitespace().collect();
+    assert!(
+        words.len() == 7 && words[3] == format!("{},", words[1]) && words[6] == "143",
+        "the pid file names the server, killed by it: {last:?}"
+    );
+}
+
+#[test]
 fn sh_script_with_a_server_and_clients_in_the_background() {
     race_script("sh_background.sh");
 }

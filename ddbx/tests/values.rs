@@ -54,8 +54,9 @@ fn a_retry_loop_that_decides_from_the_clock_replays_its_decisions() {
         assert!(text.contains("\n~r"), "no random value in:\n{text}");
         let events = text.lines().skip(1).filter(|l| !l.starts_with('~')).count();
         assert_eq!(h["p1"].len(), events, "{text}");
-        // The replay's peer sleeps other times than the record's (its jitter is seeded from
-        // its pid): the replay runs at another pace, and still decides the same.
+        // The replay's peer sleeps other times than the record's (its jitter is seeded from the
+        // clock's system call, which is not replayed): the replay runs at another pace, and
+        // still decides the same.
         DDBX.assert_replays(&rec, &recorded, 3, &h, &histories);
 
         // `ddbx show` sums up the values between events.

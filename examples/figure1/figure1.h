@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -40,7 +41,10 @@ static UNUSED void fail(const char *what)
 }
 
 /* Call once in every process (after fork in children): reads DDBX_JITTER
- * (maximum sleep in milliseconds) and seeds the RNG per process. */
+ * (maximum sleep in milliseconds) and seeds the RNG per process from the
+ * clock's nanoseconds, read with the system call itself: ddbx replays what
+ * libc's clock_gettime and getpid return, and a replay's sleeps should differ
+ * from its record's (replay forces the outcomes, whatever the timing). */
 static UNUSED void jitter_init(void)
 {
     const char *s = getenv("DDBX_JITTER");
@@ -49,9 +53,9 @@ static UNUSED void jitter_init(void)
     jitter_max_us = s ? strtol(s, NULL, 10) * 1000 : 0;
     if (jitter_max_us < 0)
         jitter_max_us = 0;
-    if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+    if (syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts) < 0)
         die("clock_gettime");
-    srandom((unsigned)getpid() ^ (unsigned)ts.tv_nsec);
+    srandom((unsigned)ts.tv_nsec ^ (unsigned)(ts.tv_sec << 20));
 }
 
 /* Sleep a random 0..DDBX_JITTER ms; no-op without DDBX_JITTER. */

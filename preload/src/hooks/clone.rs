@@ -58,7 +58,8 @@ unsafe fn raw_syscall(n: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
 /// event in its parent. vsftpd makes each session's process so (`syscall(__NR_clone,
 /// CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD, NULL)`): without this the child went
 /// on writing its events into its parent's history. Every other call is made as glibc makes
-/// it. (Declared with six `long` arguments after the number: on x86_64 a variadic call passes
+/// it, but for the calls that take or return pids, which go where the libc functions' hooks
+/// go (`hooks/pids.rs`). (Declared with six `long` arguments after the number: on x86_64 a variadic call passes
 /// them in the same registers.)
 ///
 /// # Safety
@@ -75,6 +76,18 @@ pub unsafe extern "C" fn syscall(
     a6: libc::c_long,
 ) -> libc::c_long {
     let args = [a1, a2, a3, a4, a5, a6];
+    // Pids as the program sees them (`hooks/pids.rs`).
+    match n {
+        libc::SYS_getpid => return libc::c_long::from(super::pids::getpid()),
+        libc::SYS_getppid => return libc::c_long::from(super::pids::getppid()),
+        libc::SYS_gettid => return libc::c_long::from(super::pids::gettid()),
+        libc::SYS_kill => {
+            // SAFETY: no pointer arguments.
+            let r = unsafe { super::signal::kill(a1 as c_int, a2 as c_int) };
+            return libc::c_long::from(r);
+        }
+        _ => {}
+    }
     let fork_like = n == libc::SYS_clone
         && (a1 as c_int) & (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_VFORK) == 0
         && a2 == 0;
@@ -94,8 +107,8 @@ pub unsafe extern "C" fn syscall(
     } else {
         atfork_parent();
     }
-    super::nohang::forked(r as libc::pid_t);
+    let shown = super::nohang::forked(r as libc::pid_t);
     sys::set_errno(errno);
     super::nohang::release_sigchld(held);
-    r
+    if r > 0 { libc::c_long::from(shown) } else { r }
 }

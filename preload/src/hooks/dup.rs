@@ -117,12 +117,20 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
             super::io::before_file_lock(fd);
         }
     }
+    // The owner of a file's signals is a pid (a process group negated), as the program sees
+    // it (`hooks/pids.rs`).
+    let arg = if cmd == libc::F_SETOWN {
+        super::pids::real_for_program(arg as c_int) as c_ulong
+    } else {
+        arg
+    };
     // SAFETY: the caller's arguments, valid for fcntl.
     let r = unsafe { real::fcntl(fd, cmd, arg) };
     if r < 0 {
         return r;
     }
     match cmd {
+        libc::F_GETOWN if r > 0 => return super::pids::shown_to_program(r),
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
             fds::dup(fd, r);
             dup_event(fd, r);

@@ -12,6 +12,7 @@ pub mod dup;
 pub mod io;
 pub mod mask;
 pub mod nohang;
+pub mod pids;
 pub mod pipe;
 pub mod probe;
 pub mod process;

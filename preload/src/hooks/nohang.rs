@@ -11,6 +11,7 @@
 use super::active;
 use super::values::values_ld;
 use crate::guard::Guard;
+use crate::ld::pids;
 use crate::{real, record, replay, signals, sys};
 use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::Mode;
@@ -51,7 +52,8 @@ pub fn releasing() -> bool {
     RELEASING.load(SeqCst)
 }
 
-/// After a fork returned `pid` in this image: remembers the child's number. Returns `pid`.
+/// After a fork returned `pid` in this image: remembers the child's number. Returns the pid
+/// to give the program (in replay, the record's child's: `Ld::created_child`).
 pub fn forked(pid: pid_t) -> pid_t {
     crate::signals::forking(0);
     if pid > 0
@@ -59,6 +61,7 @@ pub fn forked(pid: pid_t) -> pid_t {
         && ld.fork_index > 0
     {
         crate::signals::add_kid(pid, ld.fork_index);
+        return ld.created_child(ld.fork_index, pid);
     }
     pid
 }
@@ -178,15 +181,16 @@ pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int)
     }
     let mut own = 0;
     let status = status_word(status, &mut own);
+    let pid = pids::real_target(pid);
     // SAFETY: `status` is the program's int (waitpid's contract) or ours.
     let r = recorded_wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
     if guard.is_none() {
         // SAFETY: `status` is the word the wait just filled.
         unsafe { defer_reap(r, status, options) };
-        return r;
+        return shown(r);
     }
     // SAFETY: `status` is the word the wait just filled.
-    unsafe { waited(r, status, options) }
+    shown(unsafe { waited(r, status, options) })
 }
 
 /// wait4(2).
@@ -211,6 +215,7 @@ pub unsafe extern "C" fn wait4(
     }
     let mut own = 0;
     let status = status_word(status, &mut own);
+    let pid = pids::real_target(pid);
     // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
     let r = recorded_wait(pid, options, |p, o| unsafe {
         real::wait4(p, status, o, usage)
@@ -218,10 +223,15 @@ pub unsafe extern "C" fn wait4(
     if guard.is_none() {
         // SAFETY: `status` is the word the wait just filled.
         unsafe { defer_reap(r, status, options) };
-        return r;
+        return shown(r);
     }
     // SAFETY: `status` is the word the wait just filled.
-    unsafe { waited(r, status, options) }
+    shown(unsafe { waited(r, status, options) })
+}
+
+/// A wait's result (a child's pid when > 0) as the program sees it.
+fn shown(r: pid_t) -> pid_t {
+    if r > 0 { pids::shown(r) } else { r }
 }
 
 /// wait(2): waitpid of any child, blocking.

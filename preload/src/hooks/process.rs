@@ -356,9 +356,11 @@ hook! {
 /// other spawned child is announced to the GD, which checks that it joins.
 ///
 /// # Safety
-/// `envp` must be null or a null-terminated array of C strings; `path` null or a C string.
+/// `envp` must be null or a null-terminated array of C strings; `path` null or a C string;
+/// `pid` null or the program's pid_t, which `spawn` fills (then shown the record's pid).
 unsafe fn on_spawn(
     spawn: impl FnOnce(*const *mut c_char) -> c_int,
+    pid: *mut pid_t,
     envp: *const *mut c_char,
     path: *const c_char,
     search: bool,
@@ -392,6 +394,15 @@ unsafe fn on_spawn(
             unsafe { CStr::from_ptr(path) }.to_bytes()
         };
         ld.announce_spawn(index, name);
+        if !pid.is_null() {
+            // Known by its number, as a forked child is (its SIGCHLD, the waits that return
+            // it), then shown as the record's.
+            // SAFETY: the program's pid_t, just filled by posix_spawn (its contract).
+            unsafe {
+                crate::signals::add_kid(*pid, index);
+                *pid = ld.created_child(index, *pid);
+            }
+        }
         crate::sys::set_errno(saved);
     }
     r
@@ -402,7 +413,7 @@ hook! {
     fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
         // SAFETY: the program's arguments (posix_spawn's contract), passed on with an
         // environment of our own making.
-        unsafe { on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), envp, path, false) }
+        unsafe { on_spawn(|env| real::posix_spawn(pid, path, fa, attr, argv, env), pid, envp, path, false) }
     }
 }
 
@@ -410,7 +421,7 @@ hook! {
     /// posix_spawnp(3).
     fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const c_void, attr: *const c_void, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int {
         // SAFETY: as for posix_spawn.
-        unsafe { on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), envp, file, true) }
+        unsafe { on_spawn(|env| real::posix_spawnp(pid, file, fa, attr, argv, env), pid, envp, file, true) }
     }
 }
 
@@ -447,6 +458,10 @@ hook! {
     /// waitid(2).
     fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int {
         before_wait(options);
+        let id = match idtype {
+            libc::P_PID | libc::P_PGID => crate::ld::pids::real(id as pid_t) as libc::id_t,
+            _ => id,
+        };
         // SAFETY: `info` is null or the program's siginfo (waitid's contract).
         let r = unsafe { real::waitid(idtype, id, info, options) };
         if r == 0 && !info.is_null() {
@@ -459,6 +474,13 @@ hook! {
                 _ => None,
             };
             after_wait(options, pid, ended);
+            if pid > 0 {
+                // SAFETY: the program's siginfo (not null), as above.
+                if let Some(shown) = unsafe { super::pids::shown_siginfo(libc::SIGCHLD, info) } {
+                    // SAFETY: as above.
+                    unsafe { *info = shown };
+                }
+            }
             sys::set_errno(err);
         }
         r

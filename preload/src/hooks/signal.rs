@@ -29,6 +29,8 @@ use libc::{c_int, pid_t};
 /// None needed: no pointer arguments (unsafe as every hook is).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
+    // The pid as the kernel knows it (in replay the program holds the record's).
+    let pid = super::pids::real_for_program(pid);
     let Some(_guard) = crate::guard::Guard::enter() else {
         if signals::in_program_handler()
             && signals::mode() == signals::RECORD
@@ -41,7 +43,7 @@ pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
         return unsafe { real::kill(pid, sig) };
     };
     let _ = crate::replay::signals::at_call_of("kill");
-    if pid > 0
+    if pid != -1
         && sig > 0
         && pid != sys::getpid()
         && let Some(ld) = active()
@@ -49,7 +51,8 @@ pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
         match ld.mode {
             Mode::Record => record::process::kill(ld, pid, sig),
             Mode::Replay
-                if sig == libc::SIGKILL
+                if pid > 0
+                    && sig == libc::SIGKILL
                     && !signals::in_signal_context()
                     && crate::ld::gd::may_send() =>
             {

@@ -115,7 +115,12 @@ hook! {
         let recorded = level == libc::SOL_SOCKET && name == libc::SO_ERROR && fds::is_stream(fd);
         let Some(ld) = recorded.then(|| super::ld_for_io(fd)).flatten() else {
             // SAFETY: the program's arguments, passed on unchanged.
-            return unsafe { real::getsockopt(fd, level, name, val, len) };
+            let r = unsafe { real::getsockopt(fd, level, name, val, len) };
+            if r == 0 && level == libc::SOL_SOCKET && name == libc::SO_PEERCRED {
+                // SAFETY: `val` and `len` as the kernel just filled them.
+                unsafe { shown_peer_pid(val, len) };
+            }
+            return r;
         };
         // SAFETY: `val`/`len` as getsockopt(2) wants them (its contract).
         unsafe {
@@ -124,6 +129,22 @@ hook! {
                 Mode::Replay => replay::socket::socket_error(ld, fd, val, len),
             }
         }
+    }
+}
+
+/// The peer's pid in the `ucred` that `SO_PEERCRED` filled, as the program sees it.
+///
+/// # Safety
+/// `val` and `len` as getsockopt(2) just filled them.
+unsafe fn shown_peer_pid(val: *mut libc::c_void, len: *mut socklen_t) {
+    // SAFETY: as the caller promises: `*len` bytes of `val` are the option.
+    let whole = !val.is_null()
+        && !len.is_null()
+        && unsafe { *len } as usize >= std::mem::size_of::<libc::ucred>();
+    if whole {
+        // SAFETY: a whole ucred, just filled.
+        let cred = unsafe { &mut *val.cast::<libc::ucred>() };
+        cred.pid = super::pids::shown_to_program(cred.pid);
     }
 }
 

@@ -256,6 +256,7 @@ impl Ld {
                 }
                 if let Some(plan) = replay {
                     self.load_replay(*plan, replay_history);
+                    self.start_pids();
                 }
                 Some(self.first_record(origin, exec))
             }
@@ -430,6 +431,7 @@ impl Ld {
             pipes: plan.pipes,
             owed: plan.owed,
             unlogged_children: plan.unlogged_children,
+            child_pids: plan.child_pids,
             observe: plan
                 .observe
                 .into_iter()

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod gd;
 pub mod journal;
 pub mod lifecycle;
+pub mod pids;
 pub mod reaps;
 pub mod turns;
 
@@ -192,6 +193,8 @@ pub struct ReplayState {
     pub closes: bool,
     /// The history records pipes (`Pipe` events, their reads, writes and ready sets).
     pub pipes: bool,
+    /// The recorded pid of each child, by fork/spawn number (sorted): what a fork returns.
+    pub child_pids: Vec<(u32, i32)>,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).

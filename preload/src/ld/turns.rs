@@ -168,9 +168,7 @@ pub(super) fn lock_shared(lock: &AtomicU32, waiters: &AtomicU32, me: u32, patien
         match lock.compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => return true,
             Err(holder) => {
-                // SAFETY: a signal 0 probe, no memory involved.
-                let dead = unsafe { libc::kill(holder as libc::pid_t, 0) } != 0
-                    && sys::errno() == libc::ESRCH;
+                let dead = sys::kill(holder as libc::pid_t, 0) != 0 && sys::errno() == libc::ESRCH;
                 if dead
                     && lock
                         .compare_exchange(holder, me, Ordering::AcqRel, Ordering::Relaxed)

@@ -56,17 +56,97 @@ pub fn reaped(ld: &mut Ld, child: pid_t, status: Option<ExitStatus>) {
     ld.send(&msg);
 }
 
-/// The program sends signal `sig` to process `pid` (not an event: the GD notes it on the
-/// receiving actor, whose replay then waits for its killer).
+/// The program sends signal `sig` to process `pid`, or to every process of the group `-pid`
+/// (`pid` < -1; 0: the sender's own group), as the kernel knows them. Not an event: the GD
+/// notes it on each receiving actor, whose replay then waits for its killer.
 pub fn kill(ld: &mut Ld, pid: pid_t, sig: c_int) {
     let saved = sys::errno();
-    let msg = LdToGd::Signal {
-        actor: ld.actor,
-        pid,
-        sig,
+    let me = sys::getpid();
+    let group = match pid {
+        // SAFETY: no pointer arguments.
+        0 => Some(unsafe { libc::syscall(libc::SYS_getpgid, 0) } as pid_t),
+        p if p < -1 => Some(-p),
+        _ => None,
     };
-    ld.send(&msg);
+    let mut targets = Vec::new();
+    match group {
+        Some(pgrp) => group_members(pgrp, |p| {
+            if p != me {
+                targets.push(p);
+            }
+        }),
+        None => targets.push(pid),
+    }
+    for pid in targets {
+        ld.send(&LdToGd::Signal {
+            actor: ld.actor,
+            pid,
+            sig,
+        });
+    }
     sys::set_errno(saved);
+}
+
+/// Calls `f` with the pid of every process in the process group `pgrp`, read from `/proc`
+/// now, before the kill (a process it ends may be reaped before the GD could look).
+fn group_members(pgrp: pid_t, mut f: impl FnMut(pid_t)) {
+    let dir = sys::open(
+        b"/proc",
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    );
+    if dir < 0 {
+        return;
+    }
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: getdents64 writes at most buf.len() bytes into buf.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        let mut at = 0;
+        while at + 19 < n as usize {
+            // A linux_dirent64: inode (8), offset (8), record length (2), type (1), name.
+            let len = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+            if len == 0 {
+                break;
+            }
+            let name = &buf[at + 19..(at + len).min(n as usize)];
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+            if let Some(pid) = std::str::from_utf8(name).ok().and_then(|s| s.parse().ok())
+                && process_group(pid) == Some(pgrp)
+            {
+                f(pid);
+            }
+            at += len;
+        }
+    }
+    sys::close(dir);
+}
+
+/// The process group of process `pid`, from `/proc/<pid>/stat` (after the command's closing
+/// parenthesis: state, ppid, pgrp).
+fn process_group(pid: pid_t) -> Option<pid_t> {
+    let fd = sys::open(
+        format!("/proc/{pid}/stat").as_bytes(),
+        libc::O_RDONLY | libc::O_CLOEXEC,
+        0,
+    );
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 512];
+    let n = sys::read(fd, &mut buf);
+    sys::close(fd);
+    let text = buf.get(..usize::try_from(n).ok()?)?;
+    let after = &text[text.iter().rposition(|b| *b == b')')? + 1..];
+    std::str::from_utf8(after)
+        .ok()?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
 }
 
 /// Kills made by the program's signal handlers inside a hook, where the LD cannot talk to the

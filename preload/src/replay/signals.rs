@@ -96,6 +96,14 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         }
         signals::planned_done();
         let mut info = signals::info_of(p.sig);
+        if p.sig == libc::SIGCHLD
+            && info.si_code > 0
+            && let Some(kid) = signals::kid_pid(p.kid).filter(|_| p.kid > 0)
+        {
+            // The record's delivery was of this child's end: its handler reads that child's
+            // pid, whichever end arrived last here.
+            crate::hooks::pids::set_sender(&mut info, kid);
+        }
         signals::note(p.sig, (p.in_call, false), p.kid);
         let Some(d) = signals::disposition(p.sig) else {
             // The program has let go of its handler since the signal arrived.

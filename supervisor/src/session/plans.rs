@@ -209,7 +209,26 @@ fn plan_for(
             .sketch(info.id)
             .map(|s| s.unlogged.clone())
             .unwrap_or_default(),
+        child_pids: child_pids(&recording.manifest, info.id),
     }
+}
+
+/// The recorded pid of each child of `parent`, by its fork/spawn number, sorted.
+fn child_pids(manifest: &Manifest, parent: ActorId) -> Vec<(u32, i32)> {
+    let mut pids: Vec<(u32, i32)> = manifest
+        .actors
+        .iter()
+        .filter_map(|child| match child.origin {
+            Origin::Fork { parent: p, index } | Origin::Spawn { parent: p, index }
+                if p == parent && child.pid > 0 =>
+            {
+                Some((index, child.pid))
+            }
+            _ => None,
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
 }
 
 /// The signal that ended the recorded actor, when its replay must end the same way: its

@@ -84,6 +84,7 @@ impl RuntimeDir {
                         .create(dir.state_dir())
                         .map_err(|e| Error::io_at("cannot create", &dir.state_dir(), e))?;
                     dir.make_file_turns()?;
+                    dir.make_pid_map()?;
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
@@ -117,14 +118,27 @@ impl RuntimeDir {
     /// takes its turns too. It holds only counters: the worst a stranger who guesses its
     /// name can do is disorder the writes of this session's shared files.
     fn make_file_turns(&self) -> Result<()> {
-        let path = self.path.join(ddbx_wire::FILE_TURNS);
-        let size = (ddbx_wire::FILE_TURN_SLOTS * ddbx_wire::FILE_TURN_ENTRY) as u64;
+        let size = ddbx_wire::FILE_TURN_SLOTS * ddbx_wire::FILE_TURN_ENTRY;
+        self.make_shared_table(ddbx_wire::FILE_TURNS, size)
+    }
+
+    /// The table through which a replay shows each process its record's pids
+    /// (`ddbx_wire::PID_MAP`), empty and sparse: 0666, as the table of turns, for a process
+    /// that switched to another uid. The worst a stranger who guesses its name can do is show
+    /// this session's processes wrong pids.
+    fn make_pid_map(&self) -> Result<()> {
+        self.make_shared_table(ddbx_wire::PID_MAP, 2 * ddbx_wire::PID_SLOTS * 4)
+    }
+
+    /// A new file `name` of `size` zero bytes (sparse), readable and writable by every uid.
+    fn make_shared_table(&self, name: &str, size: usize) -> Result<()> {
+        let path = self.path.join(name);
         let made = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)
             .and_then(|f| {
-                f.set_len(size)?;
+                f.set_len(size as u64)?;
                 f.set_permissions(std::fs::Permissions::from_mode(0o666))
             });
         made.map_err(|e| Error::io_at("cannot create", &path, e))

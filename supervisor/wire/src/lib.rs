@@ -65,6 +65,16 @@ pub const FILE_TURN_ENTRY: usize = 32;
 /// at the end of a replay.
 pub const FILE_TURN_OUT_OF_TURN: usize = 12;
 
+/// The file in the session's runtime directory (made by the GD, writable by every uid a
+/// program may switch to) through which a replay shows each process the pids of its record
+/// (`preload/src/ld/pids.rs`): two arrays of [`PID_SLOTS`] little-endian `i32`s, indexed by
+/// pid, the first from a recorded pid to the replay's, the second back; 0 where nothing is
+/// known. Sparse: only the pages of pids in use take room.
+pub const PID_MAP: &str = "pids";
+/// How many pids each array of [`PID_MAP`] has: the kernel's largest `pid_max` on 64-bit
+/// machines (a pid is always below it).
+pub const PID_SLOTS: usize = 1 << 22;
+
 /// Environment variables through which the GD configures each LD.
 pub mod env {
     /// Path of the GD's Unix socket. Without it the preload stays inert.

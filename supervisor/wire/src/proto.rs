@@ -321,6 +321,11 @@ pub struct ReplayPlan {
     /// appended to the history the LD follows.
     #[serde(default)]
     pub unlogged_tail: Vec<crate::Record>,
+    /// The recorded pid of each child the actor created, by its fork/spawn number (sorted):
+    /// what the record's fork returned to the program, and replay returns (the child's pid in
+    /// this replay is shown to no process).
+    #[serde(default)]
+    pub child_pids: Vec<(u32, i32)>,
 }
 
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).

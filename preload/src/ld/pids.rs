@@ -1,0 +1,152 @@
+//! Pids as the program sees them: in replay, the record's. A replay runs new processes with
+//! new pids, and a program that writes a pid into its output (a log line with the worker's
+//! pid, a pid file, `echo $$`) would write other bytes, of another length once the machine's
+//! pids have wrapped between record and replay, and a replayed receive of them would diverge.
+//! So in replay every pid that reaches the program is the one its record saw (`getpid`, a
+//! fork's return, a wait's child, a signal's sender), and every pid the program hands the
+//! kernel is turned back into this replay's (`kill`, `waitpid`, `setpgid`).
+//!
+//! The translation is a table that every process of the session shares, the file
+//! [`ddbx_wire::PID_MAP`] in the runtime directory (made by the GD), mapped shared when a
+//! replaying LD starts: one array from recorded pid to replay pid, one back, indexed by pid.
+//! Each image enters its own pair as it starts (its history's `Start` has its recorded pid and
+//! ppid); a parent enters its child's as the fork returns (the plan names the recorded pid of
+//! each child, by fork number), before the child may have run. A pid nothing was entered for
+//! (a process outside the session, a thread) is passed on unchanged both ways. In record, and
+//! without a table, nothing is translated. Atomics only: a signal handler may translate.
+//!
+//! Not translated: pids read from `/proc` (`pgrep`, `ps`; a `/proc/<pid>` path the program
+//! builds from a recorded pid names another process or none), the thread ids of threads
+//! other than the main one, and pids inside data (`F_GETLK`, `SCM_CREDENTIALS`). Where the
+//! record's and the replay's pids overlap (the machine's pids wrapped), a pid read from
+//! `/proc` that equals a recorded pid is taken for that process.
+
+use super::Ld;
+use super::turns::map_shared;
+use crate::sys;
+use ddbx_wire::history::Record;
+use ddbx_wire::proto::Mode;
+use ddbx_wire::{PID_MAP, PID_SLOTS};
+use libc::pid_t;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+/// The table's address in this image (0: none; pids pass unchanged).
+static TABLE: AtomicUsize = AtomicUsize::new(0);
+
+/// Which way an array of the table maps.
+#[derive(Clone, Copy)]
+enum Way {
+    /// From a recorded pid to this replay's.
+    ToReal = 0,
+    /// From a pid of this replay to the record's.
+    ToRecorded = 1,
+}
+
+/// The entry of `pid` in the array `way`; `None` without a table or for a pid out of range.
+fn entry(way: Way, pid: pid_t) -> Option<&'static AtomicI32> {
+    let base = TABLE.load(Ordering::Acquire);
+    if base == 0 || pid <= 0 || pid as usize >= PID_SLOTS {
+        return None;
+    }
+    let at = base + (way as usize * PID_SLOTS + pid as usize) * 4;
+    // SAFETY: within the mapping of 2 × PID_SLOTS i32s, which stays mapped for the image's
+    // life; entries are atomics only.
+    Some(unsafe { &*(at as *const AtomicI32) })
+}
+
+fn look_up(way: Way, pid: pid_t) -> pid_t {
+    match entry(way, pid).map(|e| e.load(Ordering::Acquire)) {
+        Some(p) if p > 0 => p,
+        _ => pid,
+    }
+}
+
+/// The pid the program sees for the process whose pid is `real` in this run.
+pub fn shown(real: pid_t) -> pid_t {
+    look_up(Way::ToRecorded, real)
+}
+
+/// The pid of this run for the pid `shown` that the program holds (a process group id too).
+pub fn real(shown: pid_t) -> pid_t {
+    look_up(Way::ToReal, shown)
+}
+
+/// A pid argument as `kill`, `waitpid` and `setpgid` take it: a process (> 0), or a process
+/// group (< -1, negated); 0 and -1 are no process's.
+pub fn real_target(pid: pid_t) -> pid_t {
+    match pid {
+        p if p > 0 => real(p),
+        p if p < -1 => -real(-p),
+        p => p,
+    }
+}
+
+/// The process whose record had pid `recorded` is `real` in this replay (a later process
+/// with either pid takes its place).
+fn enter(recorded: pid_t, real: pid_t) {
+    if let (Some(to_real), Some(to_recorded)) =
+        (entry(Way::ToReal, recorded), entry(Way::ToRecorded, real))
+    {
+        to_real.store(real, Ordering::Release);
+        to_recorded.store(recorded, Ordering::Release);
+    }
+}
+
+impl Ld {
+    /// In replay, as an image starts (or a forked child becomes its actor): maps the table if
+    /// this image has none yet, and enters the actor's recorded pid, and its parent's when the
+    /// parent is no recorded process (ddbx itself, for the first).
+    pub fn start_pids(&self) {
+        let Some(Record::Start { pid, ppid, .. }) = self
+            .replay
+            .as_ref()
+            .and_then(|r| r.records.first())
+            .filter(|_| self.mode == Mode::Replay)
+        else {
+            return;
+        };
+        if TABLE.load(Ordering::Acquire) == 0 {
+            self.map_pids();
+        }
+        enter(*pid, sys::getpid());
+        let real_ppid = sys::getppid();
+        if shown(real_ppid) == real_ppid && real(*ppid) == *ppid {
+            enter(*ppid, real_ppid);
+        }
+    }
+
+    fn map_pids(&self) {
+        let Some(dir) = self.runtime_dir() else {
+            return;
+        };
+        let mut path = dir.to_vec();
+        path.push(b'/');
+        path.extend_from_slice(PID_MAP.as_bytes());
+        let file = sys::open(&path, libc::O_RDWR | libc::O_CLOEXEC, 0);
+        if file < 0 {
+            return;
+        }
+        if let Some(p) = map_shared(file, 2 * PID_SLOTS * 4) {
+            TABLE.store(p as usize, Ordering::Release);
+        }
+    }
+
+    /// A fork or spawn made child number `index`, which is `real` in this run: the pid to
+    /// show the program (the record's, entered in the table), or `real` when the record had
+    /// no such child.
+    pub fn created_child(&self, index: u32, real: pid_t) -> pid_t {
+        let recorded = self.replay.as_ref().and_then(|r| {
+            r.child_pids
+                .binary_search_by_key(&index, |(i, _)| *i)
+                .ok()
+                .map(|at| r.child_pids[at].1)
+        });
+        match recorded {
+            Some(recorded) if real > 0 && TABLE.load(Ordering::Acquire) != 0 => {
+                enter(recorded, real);
+                recorded
+            }
+            _ => real,
+        }
+    }
+}
