@@ -319,11 +319,16 @@ fn a_replay_shows_the_program_the_pids_of_its_record() {
     // prints the record's, and kills and waits for child 1 by the pid it read from it.
     let (tmp, recorded) = DDBX.record_and_replay(&program, &[], 0, 3);
     let rec = tmp.join("rec");
-    let (p1, p2, p3) = (
-        start_pid(&rec, "p1"),
-        start_pid(&rec, "p2"),
-        start_pid(&rec, "p3"),
-    );
+    let ids = ids_by_origin(&rec);
+    let child_id = |index| {
+        ids[&Origin::Fork {
+            parent: "p1".parse().unwrap(),
+            index,
+        }]
+            .as_str()
+    };
+    let child = |index| start_pid(&rec, child_id(index));
+    let (p1, p2, p3) = (start_pid(&rec, "p1"), child(1), child(2));
     let first: Vec<&str> = recorded.stdout.lines().take(3).collect();
     assert_eq!(
         first,
@@ -336,7 +341,11 @@ fn a_replay_shows_the_program_the_pids_of_its_record() {
         recorded.stdout
     );
     assert!(recorded.stdout.contains(&format!("killed {p2} 15\n")));
-    let p4 = start_pid(&rec, "p4");
+    let spawned = &ids[&Origin::Spawn {
+        parent: "p1".parse().unwrap(),
+        index: 3,
+    }];
+    let p4 = start_pid(&rec, spawned);
     assert!(
         recorded
             .stdout
@@ -352,7 +361,7 @@ fn a_replay_shows_the_program_the_pids_of_its_record() {
             "replay {i} ran with the record's pid"
         );
         assert_ne!(
-            start_pid(&replayed, "p2"),
+            start_pid(&replayed, child_id(1)),
             p2,
             "replay {i} ran with the record's pid"
         );

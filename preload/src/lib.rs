@@ -32,6 +32,7 @@ mod halting;
 mod hooks;
 mod ld;
 mod locks;
+mod pids;
 mod readiness;
 mod real;
 mod record;

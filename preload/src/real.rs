@@ -213,6 +213,41 @@ pub unsafe fn ioctl(fd: c_int, req: libc::c_ulong, arg: libc::c_ulong) -> c_int 
     }
 }
 
+static OPENS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+const OPEN_NAMES: [&[u8]; 4] = [b"open\0", b"open64\0", b"openat\0", b"openat64\0"];
+
+/// The real (variadic) open, open64, openat or openat64: `which` indexes those names (`dirfd`
+/// is for the last two).
+///
+/// # Safety
+/// As for open(2): `path` a C string.
+pub unsafe fn open_at(
+    which: usize,
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
+    let which = which.min(3);
+    let mut p = OPENS[which].load(Ordering::Relaxed);
+    if p == 0 {
+        p = lookup(OPEN_NAMES[which]);
+        OPENS[which].store(p, Ordering::Relaxed);
+    }
+    // SAFETY: p is libc's variadic function of that name, of this type.
+    unsafe {
+        if which < 2 {
+            let f: unsafe extern "C" fn(*const c_char, c_int, ...) -> c_int =
+                std::mem::transmute(p);
+            f(path, flags, mode)
+        } else {
+            let f: unsafe extern "C" fn(c_int, *const c_char, c_int, ...) -> c_int =
+                std::mem::transmute(p);
+            f(dirfd, path, flags, mode)
+        }
+    }
+}
+
 /// glibc's `syscall` behind ours (`hooks/clone.rs`), once [`resolve_syscall`] found it (0: not
 /// yet: calls are then made with the `syscall` instruction).
 pub static SYSCALL: AtomicUsize = AtomicUsize::new(0);

@@ -589,13 +589,7 @@ pub fn call_handler(sig: c_int, d: Disposition, info: *mut siginfo_t, ctx: *mut 
         // SAFETY: the program registered this function as an SA_SIGINFO handler.
         let f: extern "C" fn(c_int, *mut siginfo_t, *mut libc::c_void) =
             unsafe { std::mem::transmute(d.handler) };
-        // The sender's pid as the program sees it (`hooks/pids.rs`), in a copy: `info` may
-        // be the kernel's, or an arrival replay kept.
-        // SAFETY: `info` is null or the siginfo of this delivery.
-        match unsafe { crate::hooks::pids::shown_siginfo(sig, info) } {
-            Some(mut shown) => f(sig, &mut shown, ctx),
-            None => f(sig, info, ctx),
-        }
+        f(sig, info, ctx);
     } else {
         // SAFETY: the program registered this function as a plain handler.
         let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(d.handler) };

@@ -11,7 +11,7 @@
 use super::active;
 use super::values::values_ld;
 use crate::guard::Guard;
-use crate::ld::pids;
+use crate::pids;
 use crate::{real, record, replay, signals, sys};
 use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::Mode;

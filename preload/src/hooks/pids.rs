@@ -1,16 +1,17 @@
 //! Pids as the program sees them (`preload/src/ld/pids.rs`): in replay, the record's. These
 //! entry points return a process's own ids, and take or return other processes' and process
-//! groups'; the fork, spawn, wait, kill and signal-handler paths translate in their own files
-//! through [`shown_to_program`] and [`real_for_program`].
+//! groups'; the fork, spawn, wait, kill, `waitid`, `SO_PEERCRED`, `F_SETOWN` and
+//! signal-handler paths translate in their own files, with [`shown_to_program`],
+//! [`real_for_program`] or the table itself (`preload/src/pids.rs`).
 //!
 //! Not `hook!`s: they start nothing and take no guard (a pid is read early in a process's
 //! life, by allocators and libraries' constructors, and from signal handlers). What the LD
 //! itself asks goes through `sys`'s system calls, and never here; a call made from inside one
 //! of our hooks is the LD's, unless the program's signal handler made it there.
 
-use crate::ld::pids;
-use crate::{signals, sys};
-use libc::{c_int, pid_t};
+use crate::pids;
+use crate::{real, signals, sys};
+use libc::{c_char, c_int, c_uint, pid_t};
 
 /// Whether the running code is the program's: outside our hooks, or the program's signal
 /// handler run inside one.
@@ -100,20 +101,6 @@ pub extern "C" fn setpgid(pid: pid_t, pgid: pid_t) -> c_int {
     unsafe { libc::syscall(libc::SYS_setpgid, real_id(pid), real_id(pgid)) as c_int }
 }
 
-/// killpg(3): the kill of the group (`kill`'s hook translates it, and orders it in replay).
-///
-/// # Safety
-/// None needed: no pointer arguments (unsafe as `kill`'s hook is).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn killpg(pgrp: pid_t, sig: c_int) -> c_int {
-    if pgrp < 0 {
-        sys::set_errno(libc::EINVAL);
-        return -1;
-    }
-    // SAFETY: no pointer arguments.
-    unsafe { super::signal::kill(-pgrp, sig) }
-}
-
 /// tcgetpgrp(3).
 #[unsafe(no_mangle)]
 pub extern "C" fn tcgetpgrp(fd: c_int) -> pid_t {
@@ -131,46 +118,113 @@ pub extern "C" fn tcsetpgrp(fd: c_int, pgrp: pid_t) -> c_int {
     unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::TIOCSPGRP, &pgrp) as c_int }
 }
 
-/// Where, in a `siginfo_t`, the sender's pid is (`si_pid`, for a signal sent by a process or
-/// by a child's end): after three ints, at the union's alignment.
-const SI_PID_AT: usize = if std::mem::size_of::<usize>() == 8 {
-    16
-} else {
-    12
-};
+/// Room for a `/proc/<pid>/…` path the program gave, turned into this run's.
+pub type ProcPath = [u8; 256];
 
-/// The program's copy of `info`, its sender's pid as the program sees it, when it names one
-/// (a signal sent by `kill`, `sigqueue` or `tgkill`, or a child's SIGCHLD): `None` otherwise
-/// (a fault's siginfo holds an address there).
+/// `path` with its `/proc/<pid>` prefix naming this run's process, when the pid is one the
+/// program was shown (a child's `/proc/<pid>/stat`, a script's `cat /proc/$pid/status`),
+/// written into `room`; `path` itself otherwise. Only for the program's own calls: a hook's
+/// body, or where [`programs`] says so.
 ///
 /// # Safety
-/// `info` must be null or a valid siginfo.
-pub unsafe fn shown_siginfo(sig: c_int, info: *const libc::siginfo_t) -> Option<libc::siginfo_t> {
-    if info.is_null() {
-        return None;
+/// `path` must be null or a C string.
+pub unsafe fn real_proc_path(path: *const c_char, room: &mut ProcPath) -> *const c_char {
+    if path.is_null() || !pids::installed() {
+        return path;
     }
-    // SAFETY: a valid siginfo, as the caller promises.
-    let mut copy = unsafe { *info };
-    let code = copy.si_code;
-    let sent = matches!(code, libc::SI_USER | libc::SI_QUEUE | libc::SI_TKILL);
-    if !(sent || sig == libc::SIGCHLD && code > 0) {
-        return None;
+    // SAFETY: a C string, as the caller promises.
+    let bytes = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
+    let Some(rest) = bytes.strip_prefix(b"/proc/") else {
+        return path;
+    };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let tail = &rest[digits..];
+    let shown: Option<pid_t> = std::str::from_utf8(&rest[..digits])
+        .ok()
+        .and_then(|d| d.parse().ok());
+    let Some(shown) = shown.filter(|_| tail.is_empty() || tail[0] == b'/') else {
+        return path;
+    };
+    let real = pids::real(shown);
+    let head = format!("/proc/{real}");
+    if real == shown || head.len() + tail.len() >= room.len() {
+        return path;
     }
-    // SAFETY: a SIGCHLD's or a sent signal's siginfo, whose si_pid libc reads.
-    let sender = unsafe { copy.si_pid() };
-    set_sender(&mut copy, shown_to_program(sender));
-    Some(copy)
+    room[..head.len()].copy_from_slice(head.as_bytes());
+    room[head.len()..head.len() + tail.len()].copy_from_slice(tail);
+    room[head.len() + tail.len()] = 0;
+    room.as_ptr().cast()
 }
 
-/// Writes `pid` as the sender of `info` (`si_pid`), which must be a SIGCHLD's or a sent
-/// signal's.
-pub fn set_sender(info: &mut libc::siginfo_t, pid: pid_t) {
-    // SAFETY: for these signals the union begins with the sender's pid (an int) at SI_PID_AT,
-    // inside the 128-byte struct.
-    unsafe {
-        *(info as *mut libc::siginfo_t)
-            .cast::<u8>()
-            .add(SI_PID_AT)
-            .cast::<pid_t>() = pid;
-    }
+/// An open of `path` by the program (`which`, `dirfd`: as [`real::open_at`] takes them).
+///
+/// # Safety
+/// `path` must be null or a C string.
+unsafe fn open_for_program(
+    which: usize,
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
+    let mut room: ProcPath = [0; 256];
+    let path = if pids::installed() && programs() {
+        // SAFETY: as the caller promises.
+        unsafe { real_proc_path(path, &mut room) }
+    } else {
+        path
+    };
+    // SAFETY: the program's arguments, the path perhaps ours.
+    unsafe { real::open_at(which, dirfd, path, flags, mode) }
+}
+
+/// open(2) (variadic in C: the mode, when given, comes in the same register as a third
+/// argument on Linux targets).
+///
+/// # Safety
+/// As for open(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe { open_for_program(0, libc::AT_FDCWD, path, flags, mode) }
+}
+
+/// open64(2).
+///
+/// # Safety
+/// As for open(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe { open_for_program(1, libc::AT_FDCWD, path, flags, mode) }
+}
+
+/// openat(2).
+///
+/// # Safety
+/// As for openat(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn openat(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe { open_for_program(2, dirfd, path, flags, mode) }
+}
+
+/// openat64(2).
+///
+/// # Safety
+/// As for openat(2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn openat64(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe { open_for_program(3, dirfd, path, flags, mode) }
 }

@@ -459,7 +459,7 @@ hook! {
     fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: c_int) -> c_int {
         before_wait(options);
         let id = match idtype {
-            libc::P_PID | libc::P_PGID => crate::ld::pids::real(id as pid_t) as libc::id_t,
+            libc::P_PID | libc::P_PGID => crate::pids::real(id as pid_t) as libc::id_t,
             _ => id,
         };
         // SAFETY: `info` is null or the program's siginfo (waitid's contract).
@@ -474,13 +474,8 @@ hook! {
                 _ => None,
             };
             after_wait(options, pid, ended);
-            if pid > 0 {
-                // SAFETY: the program's siginfo (not null), as above.
-                if let Some(shown) = unsafe { super::pids::shown_siginfo(libc::SIGCHLD, info) } {
-                    // SAFETY: as above.
-                    unsafe { *info = shown };
-                }
-            }
+            // SAFETY: the program's siginfo (not null), as above.
+            unsafe { *info = crate::pids::shown_siginfo(libc::SIGCHLD, *info) };
             sys::set_errno(err);
         }
         r

@@ -18,8 +18,10 @@ use crate::{real, record, signals, sys};
 use ddbx_wire::proto::Mode;
 use libc::{c_int, pid_t};
 
-/// kill(2): noted for the GD while recording, then sent as asked. In replay a SIGKILL waits
-/// until it lands where the record's did (`LdToGd::Kill`): no LD can hold it.
+/// kill(2): noted for the GD while recording (a group kill, for each member), then sent as
+/// asked. In replay the pid is the record's, turned into this run's first
+/// (`preload/src/hooks/pids.rs`), and a SIGKILL waits until it lands where the record's did
+/// (`LdToGd::Kill`): no LD can hold it.
 ///
 /// Not a `hook!`: a kill made by the program's signal handler inside a hook is noted too (for
 /// the program's next hook to tell, `record::process::kill_in_handler`).
@@ -65,6 +67,20 @@ pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
     }
     // SAFETY: no pointer arguments.
     unsafe { real::kill(pid, sig) }
+}
+
+/// killpg(3): the kill of the group (`kill`'s hook translates it, and orders it in replay).
+///
+/// # Safety
+/// None needed: no pointer arguments (unsafe as `kill`'s hook is).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn killpg(pgrp: pid_t, sig: c_int) -> c_int {
+    if pgrp < 0 {
+        sys::set_errno(libc::EINVAL);
+        return -1;
+    }
+    // SAFETY: no pointer arguments.
+    unsafe { kill(-pgrp, sig) }
 }
 
 /// The first 64 signals of `set` (bit `sig - 1`): glibc's sigset_t begins with them.
@@ -205,7 +221,14 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
                 signals::arrived(sig, info);
                 signals::in_signal(|| crate::replay::signals::arrival(ctx));
             }
-            _ => signals::call_handler(sig, d, info, ctx),
+            _ => {
+                if !info.is_null() {
+                    // The sender as the program sees it (`preload/src/pids.rs`).
+                    // SAFETY: the kernel's siginfo of this delivery, ours to change.
+                    unsafe { *info = crate::pids::shown_siginfo(sig, *info) };
+                }
+                signals::call_handler(sig, d, info, ctx)
+            }
         }
     }
     sys::set_errno(saved);

@@ -128,16 +128,24 @@ hook! {
 hook! {
     /// fopen(3): see [`open_for_appending`].
     fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
-        // SAFETY: the program's C strings.
-        unsafe { open_for_appending(path, mode).unwrap_or_else(|| real::fopen(path, mode)) }
+        let mut room: super::pids::ProcPath = [0; 256];
+        // SAFETY: the program's C strings (the path perhaps ours, naming this run's process).
+        unsafe {
+            let path = super::pids::real_proc_path(path, &mut room);
+            open_for_appending(path, mode).unwrap_or_else(|| real::fopen(path, mode))
+        }
     }
 }
 
 hook! {
     /// fopen64(3): see [`open_for_appending`].
     fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
-        // SAFETY: the program's C strings.
-        unsafe { open_for_appending(path, mode).unwrap_or_else(|| real::fopen64(path, mode)) }
+        let mut room: super::pids::ProcPath = [0; 256];
+        // SAFETY: as for fopen.
+        unsafe {
+            let path = super::pids::real_proc_path(path, &mut room);
+            open_for_appending(path, mode).unwrap_or_else(|| real::fopen64(path, mode))
+        }
     }
 }
 

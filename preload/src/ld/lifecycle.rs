@@ -256,7 +256,6 @@ impl Ld {
                 }
                 if let Some(plan) = replay {
                     self.load_replay(*plan, replay_history);
-                    self.start_pids();
                 }
                 Some(self.first_record(origin, exec))
             }
@@ -445,6 +444,7 @@ impl Ld {
         if ordered {
             crate::fatal::hold_default_fatal(self.next_record().is_some());
         }
+        self.start_pids();
     }
 
     /// The image's first event: `Exec` for an exec'd image of the actor, else `Start`.

@@ -6,9 +6,9 @@
 //! fork's return, a wait's child, a signal's sender), and every pid the program hands the
 //! kernel is turned back into this replay's (`kill`, `waitpid`, `setpgid`).
 //!
-//! The translation is a table that every process of the session shares, the file
-//! [`ddbx_wire::PID_MAP`] in the runtime directory (made by the GD), mapped shared when a
-//! replaying LD starts: one array from recorded pid to replay pid, one back, indexed by pid.
+//! The translation is a table that every process of the session shares (`preload/src/pids.rs`),
+//! the file [`ddbx_wire::PID_MAP`] in the runtime directory (made by the GD), mapped shared
+//! when a replaying LD starts: one array from recorded pid to replay pid, one back.
 //! Each image enters its own pair as it starts (its history's `Start` has its recorded pid and
 //! ppid); a parent enters its child's as the fork returns (the plan names the recorded pid of
 //! each child, by fork number), before the child may have run. A pid nothing was entered for
@@ -23,74 +23,12 @@
 
 use super::Ld;
 use super::turns::map_shared;
+use crate::pids::{enter, install, installed, real, shown};
 use crate::sys;
 use ddbx_wire::history::Record;
 use ddbx_wire::proto::Mode;
 use ddbx_wire::{PID_MAP, PID_SLOTS};
 use libc::pid_t;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
-
-/// The table's address in this image (0: none; pids pass unchanged).
-static TABLE: AtomicUsize = AtomicUsize::new(0);
-
-/// Which way an array of the table maps.
-#[derive(Clone, Copy)]
-enum Way {
-    /// From a recorded pid to this replay's.
-    ToReal = 0,
-    /// From a pid of this replay to the record's.
-    ToRecorded = 1,
-}
-
-/// The entry of `pid` in the array `way`; `None` without a table or for a pid out of range.
-fn entry(way: Way, pid: pid_t) -> Option<&'static AtomicI32> {
-    let base = TABLE.load(Ordering::Acquire);
-    if base == 0 || pid <= 0 || pid as usize >= PID_SLOTS {
-        return None;
-    }
-    let at = base + (way as usize * PID_SLOTS + pid as usize) * 4;
-    // SAFETY: within the mapping of 2 × PID_SLOTS i32s, which stays mapped for the image's
-    // life; entries are atomics only.
-    Some(unsafe { &*(at as *const AtomicI32) })
-}
-
-fn look_up(way: Way, pid: pid_t) -> pid_t {
-    match entry(way, pid).map(|e| e.load(Ordering::Acquire)) {
-        Some(p) if p > 0 => p,
-        _ => pid,
-    }
-}
-
-/// The pid the program sees for the process whose pid is `real` in this run.
-pub fn shown(real: pid_t) -> pid_t {
-    look_up(Way::ToRecorded, real)
-}
-
-/// The pid of this run for the pid `shown` that the program holds (a process group id too).
-pub fn real(shown: pid_t) -> pid_t {
-    look_up(Way::ToReal, shown)
-}
-
-/// A pid argument as `kill`, `waitpid` and `setpgid` take it: a process (> 0), or a process
-/// group (< -1, negated); 0 and -1 are no process's.
-pub fn real_target(pid: pid_t) -> pid_t {
-    match pid {
-        p if p > 0 => real(p),
-        p if p < -1 => -real(-p),
-        p => p,
-    }
-}
-
-/// The process whose record had pid `recorded` is `real` in this replay (a later process
-/// with either pid takes its place).
-fn enter(recorded: pid_t, real: pid_t) {
-    if let (Some(to_real), Some(to_recorded)) =
-        (entry(Way::ToReal, recorded), entry(Way::ToRecorded, real))
-    {
-        to_real.store(real, Ordering::Release);
-        to_recorded.store(recorded, Ordering::Release);
-    }
-}
 
 impl Ld {
     /// In replay, as an image starts (or a forked child becomes its actor): maps the table if
@@ -105,7 +43,7 @@ impl Ld {
         else {
             return;
         };
-        if TABLE.load(Ordering::Acquire) == 0 {
+        if !installed() {
             self.map_pids();
         }
         enter(*pid, sys::getpid());
@@ -127,7 +65,7 @@ impl Ld {
             return;
         }
         if let Some(p) = map_shared(file, 2 * PID_SLOTS * 4) {
-            TABLE.store(p as usize, Ordering::Release);
+            install(p as usize);
         }
     }
 
@@ -142,7 +80,7 @@ impl Ld {
                 .map(|at| r.child_pids[at].1)
         });
         match recorded {
-            Some(recorded) if real > 0 && TABLE.load(Ordering::Acquire) != 0 => {
+            Some(recorded) if real > 0 && installed() => {
                 enter(recorded, real);
                 recorded
             }

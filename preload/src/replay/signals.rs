@@ -95,14 +95,15 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             break Due::Waiting(p);
         }
         signals::planned_done();
-        let mut info = signals::info_of(p.sig);
+        // The sender as the program sees it (`preload/src/pids.rs`).
+        let mut info = crate::pids::shown_siginfo(p.sig, signals::info_of(p.sig));
         if p.sig == libc::SIGCHLD
             && info.si_code > 0
             && let Some(kid) = signals::kid_pid(p.kid).filter(|_| p.kid > 0)
         {
             // The record's delivery was of this child's end: its handler reads that child's
             // pid, whichever end arrived last here.
-            crate::hooks::pids::set_sender(&mut info, kid);
+            crate::pids::set_sender(&mut info, crate::pids::shown(kid));
         }
         signals::note(p.sig, (p.in_call, false), p.kid);
         let Some(d) = signals::disposition(p.sig) else {
@@ -225,7 +226,7 @@ fn deliver_past_the_end(ctx: *mut libc::c_void) -> bool {
     for sig in 1..65 {
         while signals::take_arrival(sig) {
             if let Some(d) = signals::disposition(sig) {
-                let mut info = signals::info_of(sig);
+                let mut info = crate::pids::shown_siginfo(sig, signals::info_of(sig));
                 signals::call_handler(sig, d, &mut info, ctx);
                 ran = true;
             }

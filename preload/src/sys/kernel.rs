@@ -1,0 +1,75 @@
+//! The LD's own pid calls, made to the kernel directly: libc's `syscall`, which the LD
+//! exports (`hooks/clone.rs`), shows the program pids as its record had them, and the LD's
+//! own pids are the kernel's.
+
+use super::set_errno;
+use libc::c_int;
+
+/// A system call with up to two arguments made with the `syscall` instruction itself, not
+/// through libc's `syscall`. The raw result (a negated errno on failure).
+#[cfg(target_arch = "x86_64")]
+fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_long {
+    let ret: libc::c_long;
+    // SAFETY: the `syscall` instruction with the kernel's x86_64 convention (number in rax,
+    // arguments in rdi and rsi; rcx and r11 clobbered); only the pid calls below, whose
+    // arguments are plain integers, come here.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") n => ret,
+            in("rdi") a,
+            in("rsi") b,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// As above, where libc's `syscall` is not hooked.
+#[cfg(not(target_arch = "x86_64"))]
+fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_long {
+    // SAFETY: only the pid calls below, whose arguments are plain integers, come here.
+    let r = unsafe { libc::syscall(n, a, b) };
+    if r == -1 {
+        -libc::c_long::from(super::errno())
+    } else {
+        r
+    }
+}
+
+/// getpid(2): the kernel's pid of this process.
+pub fn getpid() -> c_int {
+    kernel_call(libc::SYS_getpid, 0, 0) as c_int
+}
+
+/// getppid(2): the kernel's pid of the parent.
+pub fn getppid() -> c_int {
+    kernel_call(libc::SYS_getppid, 0, 0) as c_int
+}
+
+/// gettid(2).
+pub fn gettid() -> c_int {
+    kernel_call(libc::SYS_gettid, 0, 0) as c_int
+}
+
+/// kill(2) of the process the kernel knows as `pid`: 0, or -1 with errno.
+pub fn kill(pid: c_int, sig: c_int) -> c_int {
+    let r = kernel_call(
+        libc::SYS_kill,
+        libc::c_long::from(pid),
+        libc::c_long::from(sig),
+    );
+    if r < 0 {
+        set_errno(-r as c_int);
+        -1
+    } else {
+        0
+    }
+}
+
+/// Kills this process with `sig`.
+pub fn kill_self(sig: c_int) {
+    kill(getpid(), sig);
+}
