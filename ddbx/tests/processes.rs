@@ -329,11 +329,12 @@ fn a_replay_shows_the_program_the_pids_of_its_record() {
     };
     let child = |index| start_pid(&rec, child_id(index));
     let (p1, p2, p3) = (start_pid(&rec, "p1"), child(1), child(2));
-    let first: Vec<&str> = recorded.stdout.lines().take(3).collect();
+    let first: Vec<&str> = recorded.stdout.lines().take(4).collect();
     assert_eq!(
         first,
         [
             format!("p {p1} {p1} {p1} {}", start_pids(&rec, "p1").1),
+            format!("owner {p1} peer {p1}"),
             format!("fork {p2} {p3}"),
             format!("c1 {p2} {p1} {p2}"),
         ],

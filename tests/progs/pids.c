@@ -11,7 +11,7 @@
  * and the pid its SA_SIGINFO SIGCHLD handler saw last.
  *
  * Prints (only the parent, after each thing it waited for): "p PID PID PID PPID",
- * "fork C1 C2", "c1 C1 PID C1", "killed C1 15", "reaped C2 3", "sh SH PID" (from sh),
+ * "owner PID peer PID" (fcntl's F_SETOWN then F_GETOWN, SO_PEERCRED), "fork C1 C2", "c1 C1 PID C1", "killed C1 15", "reaped C2 3", "sh SH PID" (from sh),
  * "spawned SH 0", "sigchld N". */
 #include "common.h"
 
@@ -48,6 +48,17 @@ int main(void)
     printf("p %d %ld %d %d\n", (int)getpid(), syscall(SYS_getpid), (int)gettid(), (int)getppid());
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
         die("socketpair");
+    {
+        /* The socket's owner (nginx makes itself the owner of each worker's channel) and its
+         * peer's credentials, which name this process. */
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (fcntl(sv[0], F_SETOWN, getpid()) < 0)
+            die("F_SETOWN");
+        if (getsockopt(sv[0], SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+            die("SO_PEERCRED");
+        printf("owner %d peer %d\n", fcntl(sv[0], F_GETOWN), (int)cred.pid);
+    }
 
     c1 = fork();
     if (c1 < 0)

@@ -118,9 +118,9 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         }
     }
     // The owner of a file's signals is a pid (a process group negated), as the program sees
-    // it (`hooks/pids.rs`).
+    // it (`preload/src/pids.rs`): nginx makes itself the owner of each worker's channel.
     let arg = if cmd == libc::F_SETOWN {
-        super::pids::real_for_program(arg as c_int) as c_ulong
+        crate::pids::real_target(arg as c_int) as c_ulong
     } else {
         arg
     };
@@ -130,7 +130,7 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         return r;
     }
     match cmd {
-        libc::F_GETOWN if r > 0 => return super::pids::shown_to_program(r),
+        libc::F_GETOWN if r > 0 => return crate::pids::shown(r),
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
             fds::dup(fd, r);
             dup_event(fd, r);

@@ -144,7 +144,7 @@ unsafe fn shown_peer_pid(val: *mut libc::c_void, len: *mut socklen_t) {
     if whole {
         // SAFETY: a whole ucred, just filled.
         let cred = unsafe { &mut *val.cast::<libc::ucred>() };
-        cred.pid = super::pids::shown_to_program(cred.pid);
+        cred.pid = crate::pids::shown(cred.pid);
     }
 }
 
