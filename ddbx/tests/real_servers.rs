@@ -239,7 +239,6 @@ fn tokio_echo() -> &'static Path {
 }
 
 #[test]
-#[ignore = "fails when the machine's pids wrap between record and replay: the access log carries each worker's pid, and `grep` of it sent 111 bytes where the record's sent 135 (1 clean-clone CI run of 1 on 2026-11-27 at noon, pids past 32,000; README, Limits: pids are not recorded); passed 11 test runs of 11 otherwise"]
 fn nginx_prefork_workers_sharing_one_listening_socket() {
     // A master and 4 workers (as root: `user root`), accept_mutex off; 12 curl clients, 6 at a
     // time; which worker served each request.
