@@ -13,7 +13,9 @@ use libc::{
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-fn lookup(name: &'static [u8]) -> usize {
+/// The address of the libc function `name` (NUL-terminated) behind ours; aborts, saying so,
+/// when there is none.
+pub(crate) fn lookup(name: &'static [u8]) -> usize {
     // SAFETY: name is NUL-terminated; dlsym has no other preconditions.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) };
     if p.is_null() {

@@ -228,3 +228,77 @@ pub unsafe extern "C" fn openat64(
     // SAFETY: as the caller promises.
     unsafe { open_for_program(3, dirfd, path, flags, mode) }
 }
+
+/// Defines exported calls that take a path, which go to libc's function of the same name
+/// with a `/proc/<pid>` prefix naming this run's process ([`real_proc_path`]); `$path` names
+/// the path argument. libc's functions are found by [`resolve_path_calls`] as the LD starts
+/// (not every libc exports every one), or when first called before that.
+macro_rules! proc_path_calls {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty; path = $path:ident;)*) => {
+        $(
+            #[allow(non_snake_case)]
+            mod $name {
+                /// libc's function (0: not found yet).
+                pub static REAL: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+            }
+
+            /// The libc call of this name, with a `/proc/<pid>` path naming this run's process.
+            ///
+            /// # Safety
+            /// As for the libc function of this name: its arguments must be valid for it.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                let mut room: ProcPath = [0; 256];
+                let $path = if pids::installed() && programs() {
+                    // SAFETY: the program's path, a C string (its contract).
+                    unsafe { real_proc_path($path, &mut room) }
+                } else {
+                    $path
+                };
+                let mut p = $name::REAL.load(std::sync::atomic::Ordering::Relaxed);
+                if p == 0 {
+                    p = real::lookup(concat!(stringify!($name), "\0").as_bytes());
+                    $name::REAL.store(p, std::sync::atomic::Ordering::Relaxed);
+                }
+                // SAFETY: `p` is libc's function of this name, of this type; the program's
+                // arguments, the path perhaps ours.
+                unsafe {
+                    let f: unsafe extern "C" fn($($ty),*) -> $ret = std::mem::transmute(p);
+                    f($($arg),*)
+                }
+            }
+        )*
+
+        /// Finds libc's functions behind [`proc_path_calls`]'s (from the LD's start, with the
+        /// other real functions); one libc does not export stays unfound.
+        pub fn resolve_path_calls() {
+            $(
+                // SAFETY: a NUL-terminated name; dlsym has no other preconditions.
+                let p = unsafe {
+                    libc::dlsym(libc::RTLD_NEXT, concat!(stringify!($name), "\0").as_ptr().cast())
+                };
+                $name::REAL.store(p as usize, std::sync::atomic::Ordering::Relaxed);
+            )*
+        }
+    };
+}
+
+// Not readlink: an allocator reads its configuration's link while it starts (jemalloc's
+// `/etc/malloc.conf`), where finding libc's function could re-enter it.
+proc_path_calls! {
+    fn stat(path: *const c_char, buf: *mut libc::stat) -> c_int; path = path;
+    fn stat64(path: *const c_char, buf: *mut libc::stat64) -> c_int; path = path;
+    fn lstat(path: *const c_char, buf: *mut libc::stat) -> c_int; path = path;
+    fn lstat64(path: *const c_char, buf: *mut libc::stat64) -> c_int; path = path;
+    fn fstatat(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int; path = path;
+    fn fstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat64, flags: c_int) -> c_int; path = path;
+    fn __xstat(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int; path = path;
+    fn __xstat64(ver: c_int, path: *const c_char, buf: *mut libc::stat64) -> c_int; path = path;
+    fn __lxstat(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int; path = path;
+    fn __lxstat64(ver: c_int, path: *const c_char, buf: *mut libc::stat64) -> c_int; path = path;
+    fn statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int; path = path;
+    fn access(path: *const c_char, mode: c_int) -> c_int; path = path;
+    fn faccessat(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int; path = path;
+    fn opendir(path: *const c_char) -> *mut libc::DIR; path = path;
+}

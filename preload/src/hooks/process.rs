@@ -28,6 +28,7 @@ pub fn start() {
     if !ld::claim_start() {
         return;
     }
+    super::pids::resolve_path_calls();
     let Some(Joined { mut ld, first }) = lifecycle::start() else {
         ld::stop();
         return;

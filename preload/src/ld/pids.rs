@@ -15,9 +15,10 @@
 //! (a process outside the session, a thread) is passed on unchanged both ways. In record, and
 //! without a table, nothing is translated. Atomics only: a signal handler may translate.
 //!
-//! Not translated: pids read from `/proc` (`pgrep`, `ps`; a `/proc/<pid>` path the program
-//! builds from a recorded pid names another process or none), the thread ids of threads
-//! other than the main one, and pids inside data (`F_GETLK`, `SCM_CREDENTIALS`). Where the
+//! A `/proc/<pid>/…` path the program builds from a pid it was shown is turned into this
+//! run's too (the open, stat, access and opendir families: `preload/src/hooks/pids.rs`). Not
+//! translated: pids read from `/proc` (`pgrep`, `ps`), the thread ids of threads other than
+//! the main one, and pids inside data (`F_GETLK`, `SCM_CREDENTIALS`). Where the
 //! record's and the replay's pids overlap (the machine's pids wrapped), a pid read from
 //! `/proc` that equals a recorded pid is taken for that process.
 
