@@ -367,4 +367,9 @@ fn a_replay_shows_the_program_the_pids_of_its_record() {
             "replay {i} ran with the record's pid"
         );
     }
+    // A halting replay halfway (after the socketpair's creation and the forks) halts where
+    // `ddbx inf` says. (Optimal tracing: `tests/real/pids.sh`; here child 1's send, which
+    // optimal tracing does not log, is followed by its kill, and its replay waits for the
+    // kill before the send.)
+    DDBX.halts_at_where_inf_says(&rec, "p1:4");
 }

@@ -115,6 +115,7 @@ fn a_bash_script_prints_its_records_pids_in_replay() {
         words.len() == 7 && words[3] == format!("{},", words[1]) && words[6] == "143",
         "the pid file names the server, killed by it: {last:?}"
     );
+    DDBX.replays_under_optimal_tracing(&program, &[]);
 }
 
 #[test]
