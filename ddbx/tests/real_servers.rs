@@ -248,7 +248,6 @@ fn nginx_prefork_workers_sharing_one_listening_socket() {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon (a SIGCHLD pending until the program unblocks it runs there); before, class 5 (the master's shutdown signals; 3/3 replays diverged on w4-priv); the workers, setuid to nobody, are recorded"]
 fn nginx_with_workers_as_nobody() {
     // The same with nginx's default worker user: the master stays root, the workers setuid
     // to nobody after the fork.
@@ -267,7 +266,6 @@ fn redis_server_with_concurrent_redis_cli_clients() {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon; before, 6 runs of 7 (class 5 at shutdown: the SIGTERM can land before lighttpd's last epoll_wait); replays and halts at inf's cut since class 3 is fixed"]
 fn lighttpd_forking_cgi_children() {
     // One event loop that forks a /bin/sh CGI child per request and reads it through pipes;
     // the order lighttpd completed the requests (its access log).
