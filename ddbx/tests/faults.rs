@@ -18,6 +18,7 @@ use ddbx_tests::{
     Ddbx, GroupKiller, Seeds, SplitMix, TempDir, env_number, group_left_after, path_str, progs,
     spawn_in_group,
 };
+use ddbx_wire::history::Origin;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -232,9 +233,19 @@ fn sigkill_of_ddbx_stops_the_record_and_the_replay_at_once() {
 /// `Send` (if it has one; it may not, when the kill came first), and checks that 3 replays end
 /// as recorded: the bytes the parent's history says it received are owed by the child.
 fn replays_with_the_last_send_cut(tmp: &TempDir, program: &str, check: impl Fn(&Path)) {
+    replays_with_the_last_send_of_cut(tmp, program, |_| "p2".to_string(), check);
+}
+
+/// [`replays_with_the_last_send_cut`] for the child `child(recording)` names.
+fn replays_with_the_last_send_of_cut(
+    tmp: &TempDir,
+    program: &str,
+    child: impl Fn(&Path) -> String,
+    check: impl Fn(&Path),
+) {
     let rec = tmp.join("rec");
     let recorded = DDBX.record(&rec, &progs().join(program), &[]).success();
-    let child = rec.join("history/p2.ron");
+    let child = rec.join(format!("history/{}.ron", child(&rec)));
     let text = std::fs::read_to_string(&child).unwrap_or_else(|e| panic!("{e}"));
     if let Some(send) = text.rfind("\nSend(") {
         std::fs::write(&child, &text[..send + 1]).unwrap_or_else(|e| panic!("{e}"));
@@ -270,6 +281,30 @@ fn an_unlogged_send_on_an_inherited_socketpair_end_replays_from_the_peers_histor
     let tmp = TempDir::new("owed-pair");
     replays_with_the_last_send_cut(&tmp, "term_stuck", |rec| {
         let cut = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap_or_default();
+        assert!(!cut.contains("Send("), "{cut}");
+    });
+}
+
+#[test]
+fn an_unlogged_send_on_a_socketpair_end_a_sibling_inherited_too_replays_from_the_peers_history() {
+    // pids' parent makes a socketpair and forks two children, both of which inherit the end
+    // the parent then closes; child 1 sends its line and is killed by the parent's killpg,
+    // child 2 exits without closing the end. Cut child 1's history before its send: of the
+    // two that hold the end, the killed one owes the bytes (before, neither did, and the
+    // parent waited for ever for the line: 3 replays in 14 of recordings that lost the send
+    // for real, under load).
+    let tmp = TempDir::new("owed-siblings");
+    let child_1 = |rec: &Path| {
+        let m = ddbx_wire::manifest::Manifest::load(rec).unwrap_or_else(|e| panic!("{e}"));
+        m.actors
+            .iter()
+            .find(|a| matches!(a.origin, Origin::Fork { index: 1, .. }))
+            .map(|a| a.id.to_string())
+            .unwrap_or_else(|| panic!("no first child"))
+    };
+    replays_with_the_last_send_of_cut(&tmp, "pids", child_1, |rec| {
+        let cut = std::fs::read_to_string(rec.join(format!("history/{}.ron", child_1(rec))))
+            .unwrap_or_default();
         assert!(!cut.contains("Send("), "{cut}");
     });
 }

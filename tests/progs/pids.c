@@ -2,17 +2,19 @@
  * differ, natively and, unless ddbx shows the program its record's, in a replay.
  *
  * The parent prints its own pid four ways (getpid, syscall(SYS_getpid), gettid) and its
- * parent's; forks child 1, which makes itself a process group, sends "c1 PID PPID PGRP" over a
- * socketpair (the line's length is a function of the pids: a replay that showed other pids
- * would receive another count) and waits to be killed; forks child 2, which exits 3. The
- * parent reads child 1's line, kills its group by the pid it read (killpg), waits for it by
- * that pid, then waits for any child; then runs `sh -c 'echo sh $$ $PPID'` through
+ * parent's, and a socketpair's owner and peer; forks child 1, which makes itself a process
+ * group, sends "c1 PID PPID PGRP" over the socketpair (the line's length is a function of the
+ * pids: a replay that showed other pids would receive another count) and waits in pause();
+ * forks child 2, which exits 3. The parent reads child 1's line, awaits it in pause()
+ * (/proc/PID/syscall of the pid it read), kills its group by that pid (killpg), waits for it
+ * by that pid, then waits for any child; then runs `sh -c 'echo sh $$ $PPID'` through
  * posix_spawn, waits for it by the pid posix_spawn gave, and prints what each call returned
  * and the pid its SA_SIGINFO SIGCHLD handler saw last.
  *
  * Prints (only the parent, after each thing it waited for): "p PID PID PID PPID",
- * "owner PID peer PID" (fcntl's F_SETOWN then F_GETOWN, SO_PEERCRED), "fork C1 C2", "c1 C1 PID C1", "killed C1 15", "reaped C2 3", "sh SH PID" (from sh),
- * "spawned SH 0", "sigchld N". */
+ * "owner PID peer PID" (fcntl's F_SETOWN then F_GETOWN, SO_PEERCRED), "fork C1 C2",
+ * "c1 C1 PID C1", "killed C1 15", "reaped C2 3", "sh SH PID" (from sh), "spawned SH 0",
+ * "sigchld SH". */
 #include "common.h"
 
 #include <signal.h>
@@ -97,6 +99,13 @@ int main(void)
         int pid, ppid, pgrp;
         if (sscanf(line, "c1 %d %d %d", &pid, &ppid, &pgrp) != 3)
             fail("child 1's line");
+        {
+            /* Killed only once it waits in pause(), found in /proc/PID/syscall by the pid
+             * it sent: killed right after its send, it could die before ddbx logged the
+             * send. */
+            static const long paused[] = {SYS_pause, SYS_rt_sigsuspend, -1};
+            await_state(pid, paused, 0);
+        }
         if (killpg(pgrp, SIGTERM) < 0)
             die("killpg");
         r = waitpid(pid, &status, 0);

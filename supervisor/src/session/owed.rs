@@ -74,7 +74,7 @@ pub(super) fn owed_bytes(
         let Some((actor, fd)) = c
             .last_sender
             .or_else(|| sending_end(recording, &deps, channel, direction))
-            .or_else(|| c.receiver.and_then(|r| made_with(recording, r)))
+            .or_else(|| c.receiver.and_then(|r| made_with(recording, r, killed)))
         else {
             continue;
         };
@@ -112,10 +112,12 @@ fn sending_end(
 }
 
 /// The sending end of a socketpair or pipe whose receiving end `fd` its receiver made itself
-/// (`receiver`: actor, fd, event of its first receive), and who holds it ([`holder`]).
+/// (`receiver`: actor, fd, event of its first receive), and who holds it ([`holder`]; one of
+/// `killed` where several do).
 fn made_with(
     recording: &Recording,
     (actor, fd, event): (ActorId, i32, u64),
+    killed: &[ActorId],
 ) -> Option<(ActorId, i32)> {
     let records = &recording.history(actor)?.records;
     let (made, peer) = records
@@ -129,15 +131,23 @@ fn made_with(
             Record::Pipe { read_fd, write_fd } if *read_fd == fd => Some((i, *write_fd)),
             _ => None,
         })?;
-    holder(recording, actor, made as u64 + 1, peer)
+    holder(recording, actor, made as u64 + 1, peer, killed)
 }
 
 /// Who holds `fd`, made by `creator` at event `made` (a socketpair's or a pipe's end), at the
 /// end of the histories: the creator, unless it closed it; else the one child forked after
 /// `made` that inherited it and did not close it (term_stuck's parent makes a socketpair,
 /// forks and closes the child's end: the child, killed before it logged its one send, owes
-/// it). `None` when that is not one actor.
-fn holder(recording: &Recording, creator: ActorId, made: u64, fd: i32) -> Option<(ActorId, i32)> {
+/// it); of several such children, the one among `killed`, since only a killed actor can owe
+/// (pids.c forks a second child after the socketpair, which exits without closing the end).
+/// `None` when that is not one actor.
+fn holder(
+    recording: &Recording,
+    creator: ActorId,
+    made: u64,
+    fd: i32,
+    killed: &[ActorId],
+) -> Option<(ActorId, i32)> {
     let closes = |actor: ActorId, after: u64| {
         recording.history(actor).is_some_and(|h| {
             h.records
@@ -150,7 +160,7 @@ fn holder(recording: &Recording, creator: ActorId, made: u64, fd: i32) -> Option
         return Some((creator, fd));
     }
     let forks = &recording.history(creator)?.records;
-    let mut heirs = recording
+    let heirs: Vec<ActorId> = recording
         .manifest
         .actors
         .iter()
@@ -163,7 +173,15 @@ fn holder(recording: &Recording, creator: ActorId, made: u64, fd: i32) -> Option
                     && !closes(info.id, 0)
             }
             _ => false,
-        });
-    let heir = heirs.next()?;
-    heirs.next().is_none().then_some((heir.id, fd))
+        })
+        .map(|info| info.id)
+        .collect();
+    let only = |actors: &[ActorId]| match actors {
+        [one] => Some((*one, fd)),
+        _ => None,
+    };
+    only(&heirs).or_else(|| {
+        let killed_heirs: Vec<ActorId> = heirs.into_iter().filter(|a| killed.contains(a)).collect();
+        only(&killed_heirs)
+    })
 }
