@@ -9,6 +9,7 @@
 
 use ddbx_tests::{Ddbx, TempDir, histories, path_str, progs};
 use ddbx_wire::Record;
+use ddbx_wire::history::Origin;
 use std::path::Path;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
@@ -567,7 +568,9 @@ fn a_program_killed_as_it_execs_is_recorded_and_replayed() {
 /// doing (`signalled_by`), and its replay waits for the relay. Before, the child's death
 /// counted as one from outside the session: each replay ended it at its history's end, and
 /// `timeout` with it, so that under load the script's `kill` came too late ("No such
-/// process"; vsftpd.sh, 6 replays of 10).
+/// process"; vsftpd.sh, 6 replays of 10). `timeout` then signals its whole process group from
+/// the same handler (`kill(0, …)`): the child's own child dies of that, and is recorded so
+/// too (before, only kills of one pid were kept there; gunicorn's workers die so).
 #[test]
 fn a_kill_relayed_by_a_signal_handler_is_recorded_as_the_childs_end() {
     let tmp = TempDir::new("relayed-kill");
@@ -575,7 +578,9 @@ fn a_kill_relayed_by_a_signal_handler_is_recorded_as_the_childs_end() {
     let fifo = tmp.join("up");
     let script = r#"mkfifo "$1"
 /usr/bin/timeout 30 /usr/bin/python3 -c '
-import sys, time
+import os, sys, time
+if os.fork() == 0:
+    time.sleep(100)
 open(sys.argv[1], "w").write("up\n")
 time.sleep(100)' "$1" &
 p=$!
@@ -604,17 +609,29 @@ rm "$1""#;
     };
     let (sleeper, relay) = (actor("/usr/bin/python3"), actor("/usr/bin/timeout"));
     let manifest = ddbx_wire::manifest::Manifest::load(&rec).expect("the recording's manifest");
-    let senders = manifest
+    let senders = |actor: &str| {
+        manifest
+            .actors
+            .iter()
+            .find(|a| a.id.to_string() == actor)
+            .map(|a| a.signalled_by.clone())
+            .unwrap_or_default()
+    };
+    let grandchild = manifest
         .actors
         .iter()
-        .find(|a| a.id.to_string() == sleeper)
-        .map(|a| a.signalled_by.clone())
-        .unwrap_or_default();
-    assert!(
-        senders
-            .iter()
-            .any(|(by, sig)| by.to_string() == relay && *sig == libc::SIGTERM),
-        "the sleeper ({sleeper})'s recorded senders: {senders:?} (timeout is {relay})"
-    );
+        .find(|a| matches!(a.origin, Origin::Fork { parent, .. } if parent.to_string() == sleeper))
+        .map(|a| a.id.to_string())
+        .unwrap_or_else(|| panic!("the sleeper forked no child: {manifest:?}"));
+    for killed in [&sleeper, &grandchild] {
+        let senders = senders(killed);
+        assert!(
+            senders
+                .iter()
+                .any(|(by, sig)| by.to_string() == relay && *sig == libc::SIGTERM),
+            "{killed}'s recorded senders: {senders:?} (timeout is {relay}, the sleeper \
+             {sleeper}, its child {grandchild})"
+        );
+    }
     DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
 }

@@ -61,30 +61,32 @@ pub fn reaped(ld: &mut Ld, child: pid_t, status: Option<ExitStatus>) {
 /// notes it on each receiving actor, whose replay then waits for its killer.
 pub fn kill(ld: &mut Ld, pid: pid_t, sig: c_int) {
     let saved = sys::errno();
-    let me = sys::getpid();
-    let group = match pid {
-        // SAFETY: no pointer arguments.
-        0 => Some(unsafe { libc::syscall(libc::SYS_getpgid, 0) } as pid_t),
-        p if p < -1 => Some(-p),
-        _ => None,
-    };
-    let mut targets = Vec::new();
-    match group {
-        Some(pgrp) => group_members(pgrp, |p| {
-            if p != me {
-                targets.push(p);
-            }
-        }),
-        None => targets.push(pid),
-    }
-    for pid in targets {
+    targets(pid, |pid| {
         ld.send(&LdToGd::Signal {
             actor: ld.actor,
             pid,
             sig,
-        });
-    }
+        })
+    });
     sys::set_errno(saved);
+}
+
+/// Calls `f` with each process a kill of `pid` reaches but the sender: `pid` itself, or the
+/// members of a process group (`pid` < -1, or 0 for the sender's own). Allocation-free: a
+/// signal handler's kill comes here too.
+fn targets(pid: pid_t, mut f: impl FnMut(pid_t)) {
+    let group = match pid {
+        // SAFETY: no pointer arguments.
+        0 => (unsafe { libc::syscall(libc::SYS_getpgid, 0) }) as pid_t,
+        p if p < -1 => -p,
+        p => return f(p),
+    };
+    let me = sys::getpid();
+    group_members(group, |p| {
+        if p != me {
+            f(p)
+        }
+    });
 }
 
 /// Calls `f` with the pid of every process in the process group `pgrp`, read from `/proc`
@@ -128,11 +130,16 @@ fn group_members(pgrp: pid_t, mut f: impl FnMut(pid_t)) {
 /// The process group of process `pid`, from `/proc/<pid>/stat` (after the command's closing
 /// parenthesis: state, ppid, pgrp).
 fn process_group(pid: pid_t) -> Option<pid_t> {
-    let fd = sys::open(
-        format!("/proc/{pid}/stat").as_bytes(),
-        libc::O_RDONLY | libc::O_CLOEXEC,
-        0,
-    );
+    let mut path = [0u8; 32];
+    let mut at = b"/proc/".len();
+    path[..at].copy_from_slice(b"/proc/");
+    let digits = pid.checked_ilog10()? as usize + 1;
+    for (i, d) in path[at..at + digits].iter_mut().rev().enumerate() {
+        *d = b'0' + (pid / 10_i32.pow(i as u32) % 10) as u8;
+    }
+    at += digits;
+    path[at..at + 5].copy_from_slice(b"/stat");
+    let fd = sys::open(&path[..at + 5], libc::O_RDONLY | libc::O_CLOEXEC, 0);
     if fd < 0 {
         return None;
     }
@@ -151,24 +158,29 @@ fn process_group(pid: pid_t) -> Option<pid_t> {
 
 /// Kills made by the program's signal handlers inside a hook, where the LD cannot talk to the
 /// GD (it may be in the middle of a message): `pid << 8 | sig`, 0 for a free slot.
-static KILLS_IN_HANDLERS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+static KILLS_IN_HANDLERS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
 
 /// A kill of `pid` with `sig` made by a signal handler of the program that interrupted a hook
 /// (`timeout` relays the SIGTERM it gets to its child from its handler, while it waits for the
 /// child in `sigsuspend`): kept until a hook is next entered, which tells the GD
 /// ([`tell_kills_made_in_handlers`]). Untold, the child's death would count as one from outside
 /// the session, and its replay would end it at its history's end, before the relay, and
-/// `timeout` with it (a script's `kill` of its server then failed: "No such process").
-/// Atomics only: called from a signal handler.
+/// `timeout` with it (a script's `kill` of its server then failed: "No such process"). A kill
+/// of a process group is kept for each member (`timeout` then signals its own group: the
+/// server's workers die of it). Atomics and raw system calls only: called from a signal
+/// handler.
 pub fn kill_in_handler(pid: pid_t, sig: c_int) {
-    if pid <= 0 || !(1..=255).contains(&sig) {
+    if pid == -1 || !(1..=255).contains(&sig) {
         return;
     }
-    let packed = (pid as u64) << 8 | sig as u64;
-    if KILLS_IN_HANDLERS
-        .iter()
-        .any(|slot| slot.compare_exchange(0, packed, SeqCst, SeqCst).is_ok())
-    {
+    let mut kept = false;
+    targets(pid, |pid| {
+        let packed = (pid as u64) << 8 | sig as u64;
+        kept |= KILLS_IN_HANDLERS
+            .iter()
+            .any(|slot| slot.compare_exchange(0, packed, SeqCst, SeqCst).is_ok());
+    });
+    if kept {
         crate::guard::at_next_entry(kills_told_at_entry);
     }
 }

@@ -157,9 +157,12 @@ impl Registry {
     }
 
     /// Actor `by` sent signal `sig` to process `pid` (kill(2)); remembered on the receiving
-    /// actor when `pid` is a live actor (signals to other processes are not ours to explain).
+    /// actor when `pid` is an actor (signals to other processes are not ours to explain): a
+    /// live one, else the last one with that pid, which may have died of this very signal
+    /// before the note came (a kill made by a signal handler is told at the sender's next
+    /// hook: `timeout`'s kill of its group ended a grandchild that ddbx reaped first).
     pub fn signalled(&mut self, pid: i32, by: ActorId, sig: i32) {
-        let Some(target) = self.live_actor(pid) else {
+        let Some(target) = self.live_actor(pid).or_else(|| self.actor_of_pid(pid)) else {
             if self.unplaced.len() < MAX_UNPLACED {
                 self.unplaced.push((pid, by, sig));
             }
