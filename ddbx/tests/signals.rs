@@ -570,7 +570,8 @@ fn a_program_killed_as_it_execs_is_recorded_and_replayed() {
 /// `timeout` with it, so that under load the script's `kill` came too late ("No such
 /// process"; vsftpd.sh, 6 replays of 10). `timeout` then signals its whole process group from
 /// the same handler (`kill(0, …)`): the child's own child dies of that, and is recorded so
-/// too (before, only kills of one pid were kept there; gunicorn's workers die so).
+/// too (before, only kills of one pid were kept there; gunicorn's workers die so). The
+/// grandchild says it is up, so that it is killed after its start was recorded.
 #[test]
 fn a_kill_relayed_by_a_signal_handler_is_recorded_as_the_childs_end() {
     let tmp = TempDir::new("relayed-kill");
@@ -580,8 +581,7 @@ fn a_kill_relayed_by_a_signal_handler_is_recorded_as_the_childs_end() {
 /usr/bin/timeout 30 /usr/bin/python3 -c '
 import os, sys, time
 if os.fork() == 0:
-    time.sleep(100)
-open(sys.argv[1], "w").write("up\n")
+    open(sys.argv[1], "w").write("up\n")
 time.sleep(100)' "$1" &
 p=$!
 read -r _ <"$1"
