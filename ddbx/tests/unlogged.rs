@@ -203,3 +203,33 @@ fn a_unix_connect_killed_before_its_record_replays_as_recorded() {
         }
     }
 }
+
+/// A forked child SIGKILLed as its LD joins, after the GD made its history and before the
+/// history's first line (a group kill right after a fork: `timeout` relaying a SIGTERM to
+/// its group). Its history was an empty file, which no reader takes (`ddbx ps` and `replay`
+/// refused the recording); the record's end gives it its header and the `Start` the GD knew
+/// of. `DDBX_LD_FAULT=welcome` makes every forked child's LD kill its process in that window.
+#[test]
+fn a_child_killed_before_its_history_had_a_line_leaves_a_recording_that_replays() {
+    let tmp = TempDir::new("welcome-kill");
+    let rec = tmp.join("rec");
+    let script = r#"/bin/sh -c 'exit 3' & wait $!; echo "child ended with $?""#;
+    let bash = std::path::Path::new("/bin/bash");
+    let recorded = DDBX
+        .record(&rec, bash, &["-c", script])
+        .env("DDBX_LD_FAULT", "welcome")
+        .success();
+    assert_eq!(recorded.stdout, "child ended with 137\n");
+    let child = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap_or_default();
+    let lines: Vec<&str> = child.lines().collect();
+    assert!(
+        lines.len() == 2 && lines[0].starts_with("Header(") && lines[1].starts_with("Start("),
+        "the child's history: {child:?}"
+    );
+    DDBX.run(["ps", path_str(&rec)]).success();
+    for _ in 0..2 {
+        let replay = DDBX.run(["replay", path_str(&rec)]).output();
+        replay.assert_exit(0, &["replay reached the recorded end"]);
+        assert_eq!(replay.stdout, recorded.stdout);
+    }
+}

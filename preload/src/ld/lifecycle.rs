@@ -79,6 +79,7 @@ pub fn start() -> Option<Joined> {
         fault: match getenv(env::LD_FAULT).as_deref() {
             Some(b"connect") => b"connect",
             Some(b"accept") => b"accept",
+            Some(b"welcome") => b"welcome",
             _ => b"",
         },
     };
@@ -368,6 +369,11 @@ impl Ld {
     /// Opens the history at `path`, unless the GD passed it open (`passed`), and, under
     /// `DDBX_TRACE_CHECK`, the full one beside it.
     fn open_histories(&mut self, path: String, passed: Option<c_int>) {
+        if self.fault == b"welcome" && self.fork_index > 0 {
+            // A forked child (its parent's fork number is still set) killed after the GD made
+            // its history and before the first line (a group kill right after the fork).
+            sys::kill_self(libc::SIGKILL);
+        }
         let optimal = self.trace.is_some();
         self.history_fd = match passed {
             Some(fd) => super::journal::adopt_history(fd, self.actor, optimal),

@@ -291,7 +291,8 @@ pub struct Ld {
     preload_env: Vec<u8>,
     /// `DDBX_LD_FAULT` (tests only): `connect` or `accept`, a record's process SIGKILLs itself
     /// right after its first real connect of a socket (or an accept) returns, before the
-    /// record is written (`b""`: no fault).
+    /// record is written; `welcome`, a forked child SIGKILLs itself as it joins, before its
+    /// history's first line (`b""`: no fault).
     pub fault: &'static [u8],
 }
 

@@ -9,7 +9,7 @@ use super::transcript::Transcript;
 use crate::error::Result;
 use crate::recording::Recording;
 use ddbx_wire::ActorId;
-use ddbx_wire::history::Reader;
+use ddbx_wire::history::{Reader, Record};
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
 use std::path::Path;
 
@@ -52,6 +52,9 @@ pub(super) fn outcome(
         if let Some(info) = actors.iter_mut().find(|a| a.id == *actor) {
             info.unrecorded = Some(what.clone());
         }
+    }
+    if let (Some(dir), None) = (manifest_dir, recording) {
+        start_empty_histories(dir, &actors);
     }
     // Events as the histories hold them (a killed process never reports its count).
     let recorded_events = match (manifest_dir, recording) {
@@ -121,6 +124,39 @@ pub(super) fn outcome(
 }
 
 /// The events the record's histories in `dir` hold (each read line by line, not held).
+/// A forked process killed before its LD wrote its history's first line (by a group kill
+/// right after the fork: `timeout` relaying a SIGTERM to its group) leaves an empty history
+/// file, and the recording would not load. Each such history gets its header, full or
+/// optimal as the root's, and the `Start` the GD knows of (pid, parent's pid, origin, command,
+/// host): the actor was killed after its first event, as its replay then is.
+fn start_empty_histories(dir: &Path, actors: &[ActorInfo]) {
+    use ddbx_wire::history::{Trace, header_line, header_line_optimal, trace_of};
+    let optimal = trace_of(&Manifest::history_path(dir, ActorId::ROOT)) == Trace::Optimal;
+    for info in actors {
+        let path = Manifest::history_path(dir, info.id);
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            continue;
+        }
+        let parent = info.origin.parent();
+        let ppid = actors.iter().find(|a| a.id == parent).map_or(0, |p| p.pid);
+        let start = Record::Start {
+            pid: info.pid,
+            ppid,
+            origin: info.origin,
+            argv: info.argv.clone(),
+            host: info.host.clone(),
+        };
+        let mut text = if optimal {
+            header_line_optimal(info.id)
+        } else {
+            header_line(info.id)
+        };
+        text.push_str(&start.to_line());
+        text.push('\n');
+        let _ = std::fs::write(&path, text);
+    }
+}
+
 fn events_in_histories(dir: &Path, actors: &[ActorInfo]) -> u64 {
     actors
         .iter()

@@ -101,6 +101,7 @@ pub mod env {
     /// For tests of what a kill leaves: `connect` (`accept`) makes the LD of a record SIGKILL
     /// its process right after the first real connect of a socket (an accept) returns, before
     /// its record is written (the window an intent line covers for a connect:
-    /// `supervisor/wire/src/history/intent.rs`).
+    /// `supervisor/wire/src/history/intent.rs`); `welcome`, a forked child's LD SIGKILLs its
+    /// process as it joins, after the GD made its history and before its first line.
     pub const LD_FAULT: &str = "DDBX_LD_FAULT";
 }
