@@ -7,6 +7,7 @@ use ddbx_tests::{
     Ddbx, GroupKiller, TempDir, group_left_after, group_pids, path_str, progs, spawn_in_group,
 };
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -15,9 +16,20 @@ const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 /// `ddbx ARGS…` started in a process group of its own, stdin closed, the other streams as
 /// given: for tests that signal ddbx while it runs.
 fn start_ddbx(args: &[&str], stdout: Stdio, stderr: Stdio) -> (Child, GroupKiller) {
+    start_ddbx_in(args, stdout, stderr, Path::new("/tmp"))
+}
+
+/// [`start_ddbx`] with `$TMPDIR` set to `tmpdir`, where ddbx makes its runtime directory.
+fn start_ddbx_in(
+    args: &[&str],
+    stdout: Stdio,
+    stderr: Stdio,
+    tmpdir: &Path,
+) -> (Child, GroupKiller) {
     spawn_in_group(
         Command::new(DDBX.path())
             .args(args)
+            .env("TMPDIR", tmpdir)
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr),
@@ -25,8 +37,9 @@ fn start_ddbx(args: &[&str], stdout: Stdio, stderr: Stdio) -> (Child, GroupKille
 }
 
 /// `ddbx record` of ext_server (which waits for clients that never come), in its own process
-/// group; returns once the server is listening (it printed its port).
-fn record_waiting_server(dir: &std::path::Path) -> (Child, GroupKiller) {
+/// group, its runtime directory under `tmpdir`; returns once the server is listening (it
+/// printed its port).
+fn record_waiting_server(dir: &Path, tmpdir: &Path) -> (Child, GroupKiller) {
     let server = progs().join("ext_server");
     let args = [
         "record",
@@ -36,7 +49,7 @@ fn record_waiting_server(dir: &std::path::Path) -> (Child, GroupKiller) {
         path_str(&server),
         "100",
     ];
-    let (mut child, group) = start_ddbx(&args, Stdio::piped(), Stdio::null());
+    let (mut child, group) = start_ddbx_in(&args, Stdio::piped(), Stdio::null(), tmpdir);
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")))
         .read_line(&mut line)
@@ -45,8 +58,9 @@ fn record_waiting_server(dir: &std::path::Path) -> (Child, GroupKiller) {
     (child, group)
 }
 
-fn runtime_dirs_of(pid: u32) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir("/tmp")
+/// The runtime directories that ddbx `pid` made under `tmpdir`.
+fn runtime_dirs_of(pid: u32, tmpdir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmpdir)
         .into_iter()
         .flatten()
         .flatten()
@@ -64,10 +78,10 @@ fn sigint_and_sigterm_stop_the_record_and_clean_up() {
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let tmp = TempDir::new("sig");
         let rec = tmp.join("rec");
-        let (mut child, group) = record_waiting_server(&rec);
+        let (mut child, group) = record_waiting_server(&rec, Path::new("/tmp"));
         let pid = child.id();
         assert!(
-            !runtime_dirs_of(pid).is_empty(),
+            !runtime_dirs_of(pid, Path::new("/tmp")).is_empty(),
             "the runtime dir exists while recording"
         );
         // SAFETY: signalling our own child.
@@ -80,7 +94,7 @@ fn sigint_and_sigterm_stop_the_record_and_clean_up() {
             "nothing left running after signal {signal}"
         );
         assert!(
-            runtime_dirs_of(pid).is_empty(),
+            runtime_dirs_of(pid, Path::new("/tmp")).is_empty(),
             "runtime dir left after signal {signal}"
         );
         let manifest = std::fs::read_to_string(rec.join("manifest.ron")).unwrap_or_default();
@@ -92,7 +106,11 @@ fn sigint_and_sigterm_stop_the_record_and_clean_up() {
 fn sigkill_of_ddbx_stops_the_program_and_leaves_a_loadable_recording() {
     let tmp = TempDir::new("kill");
     let rec = tmp.join("rec");
-    let (mut child, group) = record_waiting_server(&rec);
+    // A $TMPDIR of its own: any other ddbx that starts meanwhile (the other tests here) would
+    // remove the dead one's directory from /tmp before this test looks for it.
+    let runtime = tmp.join("runtime");
+    std::fs::create_dir(&runtime).unwrap_or_else(|e| panic!("{e}"));
+    let (mut child, group) = record_waiting_server(&rec, &runtime);
     let pid = child.id();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -112,12 +130,13 @@ fn sigkill_of_ddbx_stops_the_program_and_leaves_a_loadable_recording() {
     );
     drop(group);
     // The next ddbx removes the dead one's runtime directory.
-    assert!(!runtime_dirs_of(pid).is_empty());
+    assert!(!runtime_dirs_of(pid, &runtime).is_empty());
     let again = tmp.join("again");
-    DDBX.record(&again, std::path::Path::new("/bin/true"), &[])
+    DDBX.run(["record", "-o", path_str(&again), "--", "/bin/true"])
+        .env("TMPDIR", &runtime)
         .success();
     assert!(
-        runtime_dirs_of(pid).is_empty(),
+        runtime_dirs_of(pid, &runtime).is_empty(),
         "stale runtime dir of pid {pid} not removed"
     );
 }
