@@ -1,15 +1,105 @@
-//! Threads: socket I/O from a second thread is refused (exit 103, a message naming threads,
-//! nothing left running, the manifest says Interrupted); a thread that does no socket I/O is
-//! recorded and replayed like any program.
+//! Threads: socket I/O from several threads of a process is recorded in the order the threads
+//! made it and replayed in that order (thread-pool servers, threads accepting on one socket, a
+//! poller and a reader, two threads talking over a socket); under optimal tracing a second
+//! thread's socket I/O is refused (exit 103); a thread that does no socket I/O is recorded and
+//! replayed like any program.
 
 use ddbx_tests::{Ddbx, Run, TempDir, path_str, progs};
 use ddbx_wire::manifest::{Manifest, SessionState};
+use std::path::Path;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const UNSUPPORTED: i32 = 103;
 
+/// The thread that made each event of the history at `path` (`~t` lines; `t1` until the first,
+/// and again from each `Exec`).
+fn threads_of_events(path: &Path) -> Vec<u32> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut now = 1;
+    let mut threads = Vec::new();
+    for line in text.lines().skip(1) {
+        if let Some(t) = line.strip_prefix("~t") {
+            now = t
+                .parse()
+                .unwrap_or_else(|_| panic!("{}: bad line {line:?}", path.display()));
+        } else if !line.is_empty() && !line.starts_with('~') && !line.starts_with("//") {
+            if line.starts_with("Exec(") {
+                now = 1;
+            }
+            threads.push(now);
+        }
+    }
+    threads
+}
+
+/// Records `thread_pool MODE` (its race shown natively first), replays it 3 times; each
+/// replay made every event of the server on the thread that made it in the record, and a
+/// halting replay halfway through the server's events halts where `ddbx inf` says. Returns
+/// the record's output.
+fn thread_pool_replays(mode: &str) -> String {
+    let program = progs().join("thread_pool");
+    let (tmp, recorded) = DDBX.race(&program, &[mode], 20);
+    let rec = tmp.join("rec");
+    let threads = threads_of_events(&rec.join("history/p1.ron"));
+    let distinct: std::collections::BTreeSet<u32> = threads.iter().copied().collect();
+    assert!(
+        distinct.len() >= 2,
+        "the server's events were all made by one thread: {threads:?}"
+    );
+    for i in 1..=3 {
+        let replayed = threads_of_events(&tmp.join(&format!("replay{i}/history/p1.ron")));
+        assert_eq!(
+            replayed, threads,
+            "replay {i}: the threads that made p1's events"
+        );
+    }
+    let half = threads.len() / 2;
+    DDBX.halts_at_where_inf_says(&rec, &format!("p1:{half}"));
+    recorded.stdout
+}
+
+/// A thread-pool server: the main thread accepts, worker threads take the connections from a
+/// queue (mutex and condition variable), read, reply and close. Before threads were ordered,
+/// `record` refused it (exit 103, socket I/O from a second thread).
 #[test]
-fn socket_io_from_a_second_thread_is_refused() {
+fn a_thread_pool_server_replays_which_worker_served_which_client() {
+    let out = thread_pool_replays("pool");
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(out.lines().all(|l| l.starts_with("worker ")), "{out}");
+}
+
+/// Three threads block in `accept` on one listening socket at once: which thread got which
+/// client is the record's in every replay.
+#[test]
+fn threads_that_accept_on_one_socket_get_the_recorded_clients() {
+    let out = thread_pool_replays("accepters");
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(out.lines().all(|l| l.starts_with("thread ")), "{out}");
+}
+
+/// One thread polls the connections, another reads them: ready sets and receives on the same
+/// connections from two threads.
+#[test]
+fn a_thread_that_polls_and_one_that_reads_replay_in_the_recorded_order() {
+    let out = thread_pool_replays("poller");
+    assert_eq!(out.lines().count(), 6, "{out}");
+}
+
+/// A second thread connects to the main thread's listening socket, in the same process: the
+/// connect, which the main thread's accept needs, comes first in replay too.
+#[test]
+fn socket_io_between_two_threads_of_one_process_replays() {
+    let (tmp, recorded) = DDBX.record_and_replay(&progs().join("threads_io"), &[], 5, 3);
+    assert_eq!(recorded.stdout, "got: hello\\n\n");
+    let threads = threads_of_events(&tmp.join("rec/history/p1.ron"));
+    assert!(threads.contains(&2), "no event of thread t2: {threads:?}");
+}
+
+/// Optimal tracing keeps one thread of socket I/O per process: a second one is refused (exit
+/// 103, a message naming threads and the actor, nothing left running, the manifest says
+/// Interrupted), and a replay of what was recorded does not pretend to work.
+#[test]
+fn socket_io_from_a_second_thread_is_refused_under_optimal_tracing() {
     let program = progs().join("threads_io");
     // The program itself works.
     let native = Run::new(&program).output();
@@ -20,7 +110,7 @@ fn socket_io_from_a_second_thread_is_refused() {
     let rec = tmp.join("rec");
     // Run::output checks that nothing of the process group is left running.
     let out = DDBX
-        .record(&rec, &program, &[])
+        .record_with(&["--trace", "optimal"], &rec, &program, &[])
         .env("DDBX_JITTER", "5")
         .output();
     assert_eq!(

@@ -12,6 +12,8 @@ thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
     static PAST_EVENT: Cell<bool> = const { Cell::new(false) };
     static TID: Cell<i32> = const { Cell::new(0) };
+    /// How many guards this thread holds (more than one only through [`outside`]).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Proof that this thread is inside a hook; leaving the scope leaves the guard.
@@ -26,6 +28,7 @@ impl Guard {
                     None
                 } else {
                     inside.set(true);
+                    let _ = DEPTH.try_with(|d| d.set(d.get() + 1));
                     let _ = PAST_EVENT.try_with(|past| past.set(false));
                     if ENTRY_AWAITED.load(Ordering::Relaxed)
                         && ENTRY_AWAITED.swap(false, Ordering::SeqCst)
@@ -47,6 +50,10 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        let depth = DEPTH
+            .try_with(|d| d.replace(d.get().saturating_sub(1)))
+            .unwrap_or(0);
+        crate::baton::leaving(depth);
         let _ = INSIDE.try_with(|inside| inside.set(false));
         if DEFERRED.swap(false, Ordering::SeqCst) {
             let f = ON_LEAVE.load(Ordering::SeqCst);
@@ -155,6 +162,11 @@ pub fn outside<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     let _ = INSIDE.try_with(|inside| inside.set(was));
     r
+}
+
+/// How many guards this thread holds now (0: outside every hook).
+pub fn depth() -> u32 {
+    DEPTH.try_with(|d| d.get()).unwrap_or(0)
 }
 
 /// This thread's kernel id, cached (reset after fork by [`forget_tid`]).

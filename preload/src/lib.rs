@@ -25,6 +25,7 @@
 #![deny(clippy::missing_safety_doc, clippy::undocumented_unsafe_blocks)]
 
 mod alloc;
+mod baton;
 mod fatal;
 mod fds;
 mod guard;

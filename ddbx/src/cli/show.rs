@@ -234,11 +234,13 @@ fn line(
 
 /// The JSON output (see the module doc).
 fn listing_json(info: &ActorInfo, history: &History, lines: &[Line]) -> serde_json::Value {
+    let threads = history.threads();
     let events: Vec<serde_json::Value> = lines
         .iter()
         .map(|l| {
             serde_json::json!({
                 "n": l.n,
+                "thread": threads.get(l.n as usize - 1).map(|t| format!("{}.t{t}", info.id)),
                 "kind": l.record.kind(),
                 "record": l.record.to_line(),
                 "peer": l.peer.as_ref().map(|p| serde_json::json!({
@@ -267,8 +269,13 @@ fn print_lines(lines: &[Line], history: &History) {
     if let Some(v) = values_after(history, 0) {
         println!("{:>width$}  {v}", "");
     }
+    // A process with threads: each event says which thread made it.
+    let threads = history.threads();
     for l in lines {
-        let mut text = format!("{:>width$}  {}", l.n, l.record);
+        let mut text = match threads.get(l.n as usize - 1) {
+            Some(t) => format!("{:>width$}  t{t:<3} {}", l.n, l.record),
+            None => format!("{:>width$}  {}", l.n, l.record),
+        };
         if let Some(p) = &l.peer {
             text.push_str(&format!(
                 "  {} {} event {} (channel {})",
@@ -300,6 +307,7 @@ fn values_after(history: &History, n: u64) -> Option<String> {
         .iter()
         .take_while(|(after, _)| *after == n)
         .map(|(_, v)| v)
+        .filter(|v| v.key() != ValueKey::Thread) // shown on the event lines
         .collect();
     if gap.is_empty() {
         return None;

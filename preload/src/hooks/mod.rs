@@ -73,7 +73,20 @@ pub fn active() -> Option<&'static mut Ld> {
     if ld::unstarted() {
         process::start();
     }
-    ld::running()
+    let ld = ld::running()?;
+    if crate::locks::threaded() {
+        // One thread at a time drives the LD (`baton.rs`).
+        crate::baton::take(crate::guard::depth());
+    }
+    Some(ld)
+}
+
+/// [`active`], for a call that is about to make an event: in a replay of a process with
+/// threads, first waits until the next event is this thread's.
+pub fn active_for_event() -> Option<&'static mut Ld> {
+    let ld = active()?;
+    crate::replay::threads::await_turn(ld);
+    Some(ld)
 }
 
 /// The LD, when I/O on `fd` is recorded; `None`: pass through (after reporting, once per kind,
@@ -83,7 +96,7 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     if kind & (fds::STREAM | fds::PIPE) == fds::STREAM | fds::PIPE && kind & fds::OURS == 0 {
         // A pipe of the session: recorded from the actor's thread; another thread's use of it
         // passes through (reported), as pipes did before they were channels.
-        let ld = active()?;
+        let ld = active_for_event()?;
         if ld.is_io_thread() {
             return Some(ld);
         }
@@ -96,6 +109,7 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     if kind & fds::STREAM != 0 && kind & fds::OURS == 0 {
         let ld = active()?;
         ld.check_thread();
+        crate::replay::threads::await_turn(ld);
         return Some(ld);
     }
     if kind & fds::PIPE != 0 {

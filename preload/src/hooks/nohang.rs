@@ -182,8 +182,11 @@ pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int)
     let mut own = 0;
     let status = status_word(status, &mut own);
     let pid = pids::real_target(pid);
-    // SAFETY: `status` is the program's int (waitpid's contract) or ours.
-    let r = recorded_wait(pid, options, |p, o| unsafe { real::waitpid(p, status, o) });
+    // A blocking wait puts the baton down (`baton.rs`): another thread may have to act first.
+    let r = recorded_wait(pid, options, |p, o| {
+        // SAFETY: `status` is the program's int (waitpid's contract) or ours.
+        crate::baton::put_down_for(|| unsafe { real::waitpid(p, status, o) })
+    });
     if guard.is_none() {
         // SAFETY: `status` is the word the wait just filled.
         unsafe { defer_reap(r, status, options) };
@@ -216,9 +219,9 @@ pub unsafe extern "C" fn wait4(
     let mut own = 0;
     let status = status_word(status, &mut own);
     let pid = pids::real_target(pid);
-    // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
-    let r = recorded_wait(pid, options, |p, o| unsafe {
-        real::wait4(p, status, o, usage)
+    let r = recorded_wait(pid, options, |p, o| {
+        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
+        crate::baton::put_down_for(|| unsafe { real::wait4(p, status, o, usage) })
     });
     if guard.is_none() {
         // SAFETY: `status` is the word the wait just filled.

@@ -81,6 +81,7 @@ pub(super) extern "C" fn atfork_parent() {
 
 /// libc's fork handler, in the child: becomes the new actor (or runs unrecorded).
 pub(super) extern "C" fn atfork_child() {
+    crate::baton::forked_child();
     crate::locks::forked_child();
     let Some(ld) = ld::running() else { return };
     let _guard = Guard::enter();
@@ -464,7 +465,7 @@ hook! {
             _ => id,
         };
         // SAFETY: `info` is null or the program's siginfo (waitid's contract).
-        let r = unsafe { real::waitid(idtype, id, info, options) };
+        let r = crate::baton::put_down_for(|| unsafe { real::waitid(idtype, id, info, options) });
         if r == 0 && !info.is_null() {
             let err = sys::errno();
             // SAFETY: the program's siginfo (not null), just filled by waitid.

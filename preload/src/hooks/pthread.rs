@@ -53,7 +53,8 @@ pub unsafe extern "C" fn pthread_create(
         return real();
     }
     let id = if locks::mode() == REPLAY {
-        locks::thread_table(me, Op::Create, 0).map_or(0, |a| a.arg)
+        // The creation's turn may wait for other threads' events: the baton is put down.
+        crate::baton::put_down_for(|| locks::thread_table(me, Op::Create, 0)).map_or(0, |a| a.arg)
     } else {
         let id = locks::next_thread();
         locks::note(0, locks::access(me, Op::Create, id));

@@ -276,7 +276,7 @@ fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
         sys::set_errno(libc::EINTR);
         -1
     } else {
-        wait()
+        crate::baton::put_down_for(wait)
     };
     let err = sys::errno();
     crate::replay::signals::after_suspend(made);

@@ -21,6 +21,7 @@ fn ld_for_wait(watches_streams: bool) -> Option<&'static mut Ld> {
     }
     let ld = super::active()?;
     ld.check_thread();
+    crate::replay::threads::await_turn(ld);
     Some(ld)
 }
 

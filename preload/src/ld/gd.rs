@@ -205,6 +205,9 @@ impl Ld {
     /// Socket I/O is only recorded from one thread per process (an actor is a thread, and
     /// threads are not actors yet): a second thread is refused rather than recorded wrongly.
     pub fn check_thread(&mut self) {
+        if self.threads_ordered() {
+            return;
+        }
         let tid = crate::guard::tid();
         match self
             .io_tid
@@ -226,7 +229,15 @@ impl Ld {
     /// thread's sockets would then be refused as a second thread's (exit 103). Its pipes pass
     /// through, reported.
     pub fn is_io_thread(&self) -> bool {
-        self.values_thread()
+        self.threads_ordered() || self.values_thread()
+    }
+
+    /// Whether the calling thread's events are ordered among the process's other threads'
+    /// (`baton.rs`, `replay/threads.rs`): the process has threads whose locks are ordered,
+    /// this thread is one of them, and the history is a full one (optimal tracing keeps one
+    /// thread of socket I/O).
+    pub fn threads_ordered(&self) -> bool {
+        crate::locks::threaded() && self.trace.is_none() && crate::locks::me() != 0
     }
 
     /// Whether every kind of `bits` was reported already.

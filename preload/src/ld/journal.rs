@@ -34,7 +34,28 @@ impl Ld {
             self.queue(record, Decision::Logged);
             return;
         }
+        self.note_thread();
         write_line(self.history_fd, record);
+    }
+
+    /// In a process with threads: a `~t` line before an event of another thread than the
+    /// last one's (replay makes each thread wait for the events before its own).
+    fn note_thread(&mut self) {
+        if !crate::locks::threaded() {
+            return;
+        }
+        let me = crate::locks::me();
+        if me == 0 || me == self.thread_logged {
+            return;
+        }
+        self.thread_logged = me;
+        if self.history_fd >= 0 {
+            let mut line = crate::locks::StackText::new();
+            let _ = std::fmt::Write::write_fmt(&mut line, format_args!("~t{me}\n"));
+            let e = sys::errno();
+            sys::write_all(self.history_fd, line.as_str().as_bytes());
+            sys::set_errno(e);
+        }
     }
 
     /// Logs what a clock or a source of randomness returned to the program (not an event): the

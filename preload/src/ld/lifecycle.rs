@@ -73,6 +73,7 @@ pub fn start() -> Option<Joined> {
         full_fd: -1,
         log_fd,
         io_tid: AtomicI32::new(0),
+        thread_logged: 1,
         passthrough_seen: 0,
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
@@ -402,6 +403,7 @@ impl Ld {
         // What the record did and never logged (killed first), as its peers show it.
         history.records.extend(plan.unlogged_tail);
         let ordered = plan.signals && self.trace.is_none();
+        let threads = super::threads::runs(&mut history.values, &history.records);
         crate::signals::load_plan(&mut history.values, ordered, self.events());
         let done = (self.events() as usize).min(history.records.len());
         for r in &history.records[..done] {
@@ -437,6 +439,7 @@ impl Ld {
             owed: plan.owed,
             unlogged_children: plan.unlogged_children,
             child_pids: plan.child_pids,
+            threads,
             observe: plan
                 .observe
                 .into_iter()
@@ -511,6 +514,7 @@ impl Ld {
         self.pid = sys::getpid();
         crate::guard::forget_tid();
         self.io_tid = AtomicI32::new(0);
+        self.thread_logged = 1;
         self.passthrough_seen = 0;
         // The parent's unwritten values are the parent's; the child's history is new.
         self.values.len = 0;

@@ -19,6 +19,7 @@ pub mod journal;
 pub mod lifecycle;
 pub mod pids;
 pub mod reaps;
+pub mod threads;
 pub mod turns;
 
 use ddbx_wire::counters::Counters;
@@ -195,6 +196,9 @@ pub struct ReplayState {
     pub pipes: bool,
     /// The recorded pid of each child, by fork/spawn number (sorted): what a fork returns.
     pub child_pids: Vec<(u32, i32)>,
+    /// In a process with threads: from which event on (0-based index into `records`) which
+    /// thread made the events, sorted by event (`replay/threads.rs`). Empty: all are `t1`'s.
+    pub threads: Vec<(usize, u32)>,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).
@@ -283,6 +287,9 @@ pub struct Ld {
     log_fd: c_int,
     /// The thread doing this process's socket I/O (0: none yet).
     io_tid: AtomicI32,
+    /// The thread whose events the history's last lines are (`~t` lines; 1 as an image
+    /// starts).
+    thread_logged: u32,
     /// Kinds of unrecorded I/O already reported (bits of `hooks::passthrough`).
     passthrough_seen: u32,
     /// The program's command line.
@@ -375,6 +382,10 @@ impl Ld {
     /// Counts one more executed event.
     fn count_event(&self) {
         self.progress().events.fetch_add(1, Ordering::Relaxed);
+        if self.mode == Mode::Replay && crate::locks::threaded() {
+            // Threads waiting for their turn look again (`replay/threads.rs`).
+            crate::baton::event_happened();
+        }
     }
 
     /// Claims the next child number (fork or posix_spawn).

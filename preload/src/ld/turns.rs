@@ -221,16 +221,19 @@ pub(super) fn futex_wait(word: &AtomicU32, value: u32) {
         tv_sec: 0,
         tv_nsec: 50_000_000,
     };
-    // SAFETY: `word` is a live u32 in a shared mapping; the timeout is ours.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            value,
-            &timeout as *const libc::timespec,
-        )
-    };
+    // Another thread of the process may be the one to act: the baton is put down (`baton.rs`).
+    crate::baton::put_down_for(|| {
+        // SAFETY: `word` is a live u32 in a shared mapping; the timeout is ours.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT,
+                value,
+                &timeout as *const libc::timespec,
+            )
+        }
+    });
     sys::set_errno(saved);
 }
 

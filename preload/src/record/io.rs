@@ -25,7 +25,8 @@ pub fn recv(
     mut call: impl FnMut(usize) -> isize,
     (gather, passed): (impl Fn(usize) -> Vec<u8>, impl Fn() -> Vec<c_int>),
 ) -> isize {
-    let r = call(len);
+    // Logged once it returns, with the baton put down meanwhile (`baton.rs`).
+    let r = crate::baton::put_down_for(|| call(len));
     let err = sys::errno();
     let passed = if r > 0 { passed() } else { Vec::new() };
     if flags & libc::MSG_PEEK != 0 && r >= 0 {

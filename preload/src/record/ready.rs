@@ -11,7 +11,8 @@ use libc::c_int;
 /// Makes the readiness call and records the ready set it reported. Under optimal tracing a
 /// call that reported one fd readable, out of fds watched for reading only, may go unlogged.
 pub fn wait<C: ReadinessCall>(ld: &mut Ld, call: &mut C) -> c_int {
-    let r = call.call();
+    // Logged once it returns, with the baton put down meanwhile (`baton.rs`).
+    let r = crate::baton::put_down_for(|| call.call());
     let err = sys::errno();
     let ready = match call.ready_fds(r) {
         Ok(ready) => ready,

@@ -119,6 +119,35 @@ pub fn connected_again(fd: c_int, r: c_int, err: c_int) -> Record {
     }
 }
 
+/// accept4(2) on `fd`; in a process with threads, the connection is awaited with the baton put
+/// down (`baton.rs`) and taken with it held. A blocking accept holds its fd number from its
+/// start: made while other threads went on, it would give a socket they make meanwhile
+/// another number than the replay's, where the accept comes at its logged place. A handler
+/// that interrupts the wait leaves the accept to the real call (its EINTR or restart).
+///
+/// # Safety
+/// As for accept4(2).
+unsafe fn accept_in_order(
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    let real = || unsafe { real::accept4(fd, addr, len, flags) };
+    if !crate::baton::held() || sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0 {
+        return real();
+    }
+    // Another process sharing the socket may take the connection first: then wait again.
+    while sys::poll_one(fd, libc::POLLIN, 0) <= 0 {
+        let ready = crate::baton::put_down_for(|| sys::poll_one(fd, libc::POLLIN, -1));
+        if ready < 0 {
+            return crate::baton::put_down_for(real);
+        }
+    }
+    real()
+}
+
 /// An accept on listening socket `fd` with accept4 `flags`.
 ///
 /// # Safety
@@ -131,7 +160,7 @@ pub unsafe fn accept(
     flags: c_int,
 ) -> c_int {
     // SAFETY: the program's arguments, valid for accept4(2) as the caller promises.
-    let r = unsafe { real::accept4(fd, addr, len, flags) };
+    let r = unsafe { accept_in_order(fd, addr, len, flags) };
     let err = sys::errno();
     if ld.fault == b"accept" && r >= 0 {
         sys::kill_self(libc::SIGKILL);

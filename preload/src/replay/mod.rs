@@ -16,6 +16,7 @@ pub mod process;
 pub mod ready;
 pub mod signals;
 pub mod socket;
+pub mod threads;
 pub mod values;
 
 use crate::sys;

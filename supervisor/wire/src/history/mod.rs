@@ -187,6 +187,35 @@ pub struct HistoryError {
 }
 
 impl History {
+    /// The thread that made each event (event *k* is index *k − 1*), from the history's `~t`
+    /// lines ([`value::Value::Thread`]): `t1` until the first, and again from each `Exec` (an
+    /// image starts with its main thread). Empty when the history names no thread.
+    pub fn threads(&self) -> Vec<u32> {
+        let mut switches = self
+            .values
+            .iter()
+            .filter_map(|(after, v)| match v {
+                value::Value::Thread { t } => Some((*after, *t)),
+                _ => None,
+            })
+            .peekable();
+        if switches.peek().is_none() {
+            return Vec::new();
+        }
+        let mut now = 1;
+        let mut threads = Vec::with_capacity(self.records.len());
+        for (i, record) in self.records.iter().enumerate() {
+            if matches!(record, Record::Exec { .. }) {
+                now = 1;
+            }
+            while let Some((_, t)) = switches.next_if(|(after, _)| *after <= i as u64) {
+                now = t;
+            }
+            threads.push(now);
+        }
+        threads
+    }
+
     /// Reads and checks a history file.
     pub fn load(path: &Path) -> Result<History, HistoryError> {
         let file = crate::file::open_regular(path).map_err(|e| HistoryError {

@@ -205,3 +205,29 @@ fn a_header_without_its_newline_is_not_called_an_empty_file() {
     let e = History::parse(Path::new("p2.ron"), "").unwrap_err();
     assert!(e.problem.ends_with("found an empty file"), "{e}");
 }
+
+#[test]
+fn thread_lines_say_which_thread_made_each_event_until_an_exec() {
+    let text = "Header(format: 1, actor: \"p1\")\n\
+                Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n\
+                Close(fd: 3)\n\
+                ~t3\n\
+                Close(fd: 4)\n\
+                Close(fd: 5)\n\
+                ~t1\n\
+                Close(fd: 6)\n\
+                ~t2\n\
+                Close(fd: 7)\n\
+                Exec(argv: [\"b\"])\n\
+                Close(fd: 8)\n";
+    let h = History::parse(Path::new("p1.ron"), text).unwrap();
+    assert_eq!(h.threads(), vec![1, 1, 3, 3, 1, 2, 1, 1]);
+    let plain = "Header(format: 1, actor: \"p1\")\n\
+                 Start(pid: 1, ppid: 0, origin: Root, argv: [\"a\"], host: \"h\")\n";
+    assert!(
+        History::parse(Path::new("p1.ron"), plain)
+            .unwrap()
+            .threads()
+            .is_empty()
+    );
+}

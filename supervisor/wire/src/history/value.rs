@@ -24,6 +24,8 @@
 //!                      that file's 12th write (from 0) by any process of the session
 //! ~a12/3               … and 3 reads of the file (`~f` lines) came between it and the write before
 //! ~f12                 a read of such a file came after its first 12 writes
+//! ~t3                  the events from here on are thread t3's (a process with threads),
+//!                      until the next `~t` line or the image's `Exec`
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -108,6 +110,14 @@ pub enum Value {
         /// The count of the file's writes made before the read.
         writes: u64,
     },
+    /// In a process with threads: the events after this line are thread `t`'s (`t1` the main
+    /// thread, then the threads in their recorded order of creation), until the next such
+    /// line; an image starts with `t1` (after an `Exec` too). Replay makes each thread wait
+    /// for the events before its own.
+    Thread {
+        /// The thread's logical id.
+        t: u32,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -133,6 +143,8 @@ pub enum ValueKey {
     Appended,
     /// The writes a read of a shared file came after.
     ReadAfter,
+    /// Whose events follow.
+    Thread,
 }
 
 impl Value {
@@ -149,6 +161,7 @@ impl Value {
             Value::Waiting { .. } => ValueKey::Waiting,
             Value::Appended { .. } => ValueKey::Appended,
             Value::ReadAfter { .. } => ValueKey::ReadAfter,
+            Value::Thread { .. } => ValueKey::Thread,
         }
     }
 
@@ -165,6 +178,7 @@ impl Value {
             Value::Waiting { n } => *n,
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
             Value::ReadAfter { writes } => i64::try_from(*writes).unwrap_or(i64::MAX),
+            Value::Thread { t } => i64::from(*t),
         }
     }
 
@@ -187,6 +201,9 @@ impl Value {
             },
             ValueKey::ReadAfter => Value::ReadAfter {
                 writes: u64::try_from(n).unwrap_or(0),
+            },
+            ValueKey::Thread => Value::Thread {
+                t: u32::try_from(n).unwrap_or(1),
             },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
@@ -242,7 +259,8 @@ impl Deltas {
                 | ValueKey::Reaped
                 | ValueKey::Closed
                 | ValueKey::Appended
-                | ValueKey::ReadAfter => Ok(()),
+                | ValueKey::ReadAfter
+                | ValueKey::Thread => Ok(()),
             }
         };
         if let Value::Signal {
@@ -273,6 +291,9 @@ impl Deltas {
         }
         if let Value::ReadAfter { writes } = value {
             return write!(out, "~f{writes}");
+        }
+        if let Value::Thread { t } = value {
+            return write!(out, "~t{t}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -325,7 +346,8 @@ impl Deltas {
             | ValueKey::Reaped
             | ValueKey::Closed
             | ValueKey::Appended
-            | ValueKey::ReadAfter => {
+            | ValueKey::ReadAfter
+            | ValueKey::Thread => {
                 return None;
             }
         }
@@ -418,6 +440,13 @@ impl Deltas {
                 let writes: u64 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::ReadAfter { writes });
             }
+            Some(b't') => {
+                let t: u32 = rest[1..].parse().map_err(|_| bad())?;
+                if t == 0 {
+                    return Err(format!("expected a thread id from 1 up, found `~{rest}`"));
+                }
+                return Ok(Value::Thread { t });
+            }
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
@@ -492,6 +521,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
         ValueKey::Appended => "write turn in a shared file".into(),
         ValueKey::ReadAfter => "read of a shared file after its writes".into(),
+        ValueKey::Thread => "thread".into(),
     }
 }
 

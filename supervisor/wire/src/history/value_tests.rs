@@ -62,6 +62,7 @@ fn round_trip_with_deltas() {
         Value::Appended { turn: 12, reads: 0 },
         Value::ReadAfter { writes: 12 },
         Value::Appended { turn: 13, reads: 3 },
+        Value::Thread { t: 3 },
     ];
     let mut w = Deltas::default();
     let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
@@ -79,6 +80,7 @@ fn round_trip_with_deltas() {
     assert_eq!(lines[17], "~a12");
     assert_eq!(lines[18], "~f12");
     assert_eq!(lines[19], "~a13/3");
+    assert_eq!(lines[20], "~t3");
     let mut r = Deltas::default();
     let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
     assert_eq!(back, values);
@@ -96,6 +98,7 @@ fn round_trip_with_deltas() {
                     | Value::Closed { .. }
                     | Value::Appended { .. }
                     | Value::ReadAfter { .. }
+                    | Value::Thread { .. }
             )),
         }
     }
@@ -107,7 +110,7 @@ fn bad_lines_say_what_was_expected() {
     for bad in [
         "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
         "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx", "~g17@", "~g17@x", "~w", "~wx", "~q", "~qx",
-        "~a", "~ax", "~a-1", "~a1/", "~a1/x", "~f", "~fx",
+        "~a", "~ax", "~a-1", "~a1/", "~a1/x", "~f", "~fx", "~t", "~tx", "~t0", "~t-1",
     ] {
         let e = r.parse(bad).unwrap_err();
         assert!(e.contains("expected"), "{bad}: {e}");
