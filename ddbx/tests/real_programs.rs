@@ -7,9 +7,9 @@
 //! socat and busybox come from Debian's packages (`.ci/run` installs them); where one is not
 //! installed its test says so on stderr and passes without running.
 
-use ddbx_tests::{Ddbx, histories, progs, workspace};
+use ddbx_tests::{Ddbx, Run, TempDir, histories, path_str, progs, workspace};
 use ddbx_wire::Record;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 /// Jitter (ms) for the scripts' random delays.
@@ -121,6 +121,63 @@ fn a_bash_script_prints_its_records_pids_in_replay() {
 #[test]
 fn sh_script_with_a_server_and_clients_in_the_background() {
     race_script("sh_background.sh");
+}
+
+/// `tests/real/stdout_socket.sh`: a client function whose `printf … >&3` sends through stdio
+/// (fd 1 pointed at a `/dev/tcp` socket), called with its output in a file or thrown away.
+/// Recorded with its standard output in a file and replayed with it in a pipe, and the other
+/// way round, it replays: before, the sends were events only where the standard output was
+/// a file at the start (`p1 at event 22: expected Send(fd: 1, n: 11), found Dup(fd: 3,
+/// new_fd: 0)` with memcached's readiness loop).
+#[test]
+fn sends_through_stdio_are_events_wherever_the_scripts_output_goes() {
+    let program = script("stdout_socket.sh");
+    let native = ddbx_tests::native_outputs(&program, &[], JITTER, 2, 30);
+    assert!(
+        native.len() >= 2,
+        "30 native runs printed the same: {native:?}"
+    );
+    let tmp = TempDir::new("stdout");
+    let jitter = JITTER.to_string();
+    // `ddbx ARGS… > FILE`, by sh.
+    let into_file = |args: &[&str], file: &Path| {
+        let mut argv = vec![
+            "-c",
+            r#"out=$1; shift; exec "$@" > "$out""#,
+            "sh",
+            path_str(file),
+        ];
+        argv.push(path_str(DDBX.path()));
+        argv.extend_from_slice(args);
+        Run::new("/bin/sh")
+            .args(argv)
+            .env("DDBX_JITTER", &jitter)
+            .success();
+        std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    };
+    // Record into a file, replay into a pipe.
+    let rec = tmp.join("rec");
+    let recorded = into_file(
+        &["record", "-o", path_str(&rec), "--", path_str(&program)],
+        &tmp.join("record.out"),
+    );
+    assert_eq!(recorded.lines().count(), 3, "{recorded}");
+    for _ in 0..2 {
+        let replayed = DDBX.run(["replay", path_str(&rec)]).success();
+        assert_eq!(replayed.stdout, recorded, "{}", replayed.stderr);
+    }
+    // Record into a pipe, replay into a file.
+    let rec = tmp.join("rec2");
+    let recorded = DDBX
+        .record(&rec, &program, &[])
+        .env("DDBX_JITTER", &jitter)
+        .success()
+        .stdout;
+    for i in 0..2 {
+        let file = tmp.join(&format!("replay{i}.out"));
+        let replayed = into_file(&["replay", path_str(&rec)], &file);
+        assert_eq!(replayed, recorded);
+    }
 }
 
 #[test]

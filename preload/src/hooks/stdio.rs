@@ -244,8 +244,9 @@ unsafe extern "C" {
 
 /// glibc's stdio reads and writes the standard streams with internal calls that the hooks
 /// never see (`seq`, `tr`, `sort` and most of coreutils write with stdio, and so do bash's
-/// builtins). So while fd 0, 1 or 2 is an end of a pipe of the session (a shell's `a | b`),
-/// or fd 1 or 2 a file whose writes take turns (`./test.sh >out 2>&1`, `ld/appends.rs`),
+/// builtins). So while fd 0, 1 or 2 is an end of a pipe of the session (a shell's `a | b`), a
+/// recorded socket (`printf … >&3`), or fd 1 or 2 a file whose writes take turns
+/// (`./test.sh >out 2>&1`, `ld/appends.rs`),
 /// its standard stream is replaced by one whose I/O goes through our hooks on the same fd
 /// number, as `fdopen` does for sockets: at the start of an image, and when a `dup2`/`dup3`
 /// puts such a pipe there (a forked subshell running a builtin in `$(…)`). The stream keeps
@@ -269,7 +270,11 @@ pub fn wrap_standard_stream(fd: c_int) {
         // greps this server's output until it says it is ready), from the first write on.
         ld.claim_turn_file(key);
     }
-    if !fds::pipes::is_recorded(fd) && !shared_file {
+    // A recorded socket there too (bash's `printf … >&3` to a `/dev/tcp` connection, an
+    // inetd-style child): whether the stream was wrapped before must not decide whether its
+    // writes are events, or a replay whose standard output is a terminal where the record's
+    // was a file would miss the sends the record had.
+    if !fds::pipes::is_recorded(fd) && !shared_file && !recorded_socket(fd) {
         return;
     }
     // SAFETY: the standard streams are globals of the C library; the program changes them
