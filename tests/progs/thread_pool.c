@@ -19,6 +19,13 @@
  * thread_pool poller: one thread polls the NCLIENTS connections the main thread accepted
  * and hands each ready one to a second thread, which reads the line and replies (poll
  * ready sets, receives and sends from two threads on the same connections).
+ *
+ * thread_pool opener: while the main thread accepts the NCLIENTS connections (and keeps them
+ * open), a second thread opens /dev/null twice (after a jitter each time) and closes both, 10
+ * times, with no
+ * lock between the two; the main thread notes "client <i> on fd <n>" and prints the
+ * opener's fds at the end. The numbers the kernel gives depend on which thread came first:
+ * they differ from run to run.
  */
 #include "common.h" /* the helpers every test program shares */
 #include <pthread.h>
@@ -122,6 +129,27 @@ static void poll_and_hand_on(const int *conns)
     }
 }
 
+#define OPENS 20
+static int opened[OPENS]; /* each pair open at once, then closed */
+
+static void *opener(void *arg)
+{
+    int i;
+
+    (void)arg;
+    for (i = 0; i < OPENS; i++) {
+        jitter();
+        opened[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (opened[i] < 0)
+            die("open");
+        if (i % 2) {
+            close_or_die(opened[i - 1]);
+            close_or_die(opened[i]);
+        }
+    }
+    return NULL;
+}
+
 static void start(pthread_t *th, int n, void *(*f)(void *))
 {
     long i;
@@ -148,7 +176,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "pool";
 
     program_start();
-    listen_fd = bind_any(&port, NCLIENTS);
+    listen_fd = bind_any(&port, 1);
     id = fork_clients(listen_fd, NCLIENTS, pids);
     if (id) {
         int fd;
@@ -176,8 +204,22 @@ int main(int argc, char **argv)
         poll_and_hand_on(conns);
         push(-1);
         join(th, 1);
+    } else if (strcmp(mode, "opener") == 0) {
+        start(th, 1, opener);
+        for (i = 0; i < NCLIENTS; i++) {
+            conns[i] = accept_one(listen_fd);
+            id = read_client_id(conns[i], NCLIENTS);
+            pthread_mutex_lock(&log_lock);
+            log_line("client %d on fd %d", id, conns[i]);
+            pthread_mutex_unlock(&log_lock);
+            write_str(conns[i], "ok\n");
+        }
+        join(th, 1);
+        for (i = 0; i < NCLIENTS; i++)
+            close_or_die(conns[i]);
+        print_order("opener's fds:", opened, OPENS);
     } else {
-        fail("usage: thread_pool pool|accepters|poller");
+        fail("usage: thread_pool pool|accepters|poller|opener");
     }
     close_or_die(listen_fd);
     wait_all_ok(pids, NCLIENTS);

@@ -5,7 +5,8 @@
 # 0..DDBX_JITTER ms) and the script's own shell, twice (the first time with its output thrown
 # away), race for tiny_server.py's accept order; the replies are printed in client order at
 # the end. Whether the script's own standard output is a file, a pipe or a terminal must not
-# change what is recorded.
+# change what is recorded: neither whether those writes are sends, nor their sizes (bash makes
+# its stdout line-buffered: the request's two lines are two sends).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 clients=4 tmp_prefix=ddbx-stdout
@@ -13,7 +14,7 @@ clients=4 tmp_prefix=ddbx-stdout
 jitter=${DDBX_JITTER:-20}
 ask() {
     exec 3<>"/dev/tcp/127.0.0.1/$port"
-    printf '%s\n' "$1" >&3
+    printf '%s\n' "$1" "(end)" >&3
     IFS= read -r reply <&3
     exec 3>&-
     printf '%s\n' "$reply"

@@ -15,7 +15,7 @@ hook! {
     /// dup(2).
     fn dup(fd: c_int) -> c_int {
         // SAFETY: no pointer arguments.
-        let r = unsafe { real::dup(fd) };
+        let r = super::made_fd(|| unsafe { real::dup(fd) });
         if r >= 0 {
             fds::dup(fd, r);
             dup_event(fd, r);
@@ -125,7 +125,12 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         arg
     };
     // SAFETY: the caller's arguments, valid for fcntl.
-    let r = unsafe { real::fcntl(fd, cmd, arg) };
+    let call = || unsafe { real::fcntl(fd, cmd, arg) };
+    let r = if matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) {
+        super::made_fd(call)
+    } else {
+        call()
+    };
     if r < 0 {
         return r;
     }

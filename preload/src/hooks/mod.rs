@@ -89,6 +89,31 @@ pub fn active_for_event() -> Option<&'static mut Ld> {
     Some(ld)
 }
 
+/// A call that makes an fd without an event (`socket`, `open`, `epoll_create`, `dup`), made
+/// by `call` (a negative result: it failed). In a process with threads, the record notes which
+/// thread got which number (a `~n` line) and replay moves the fd onto that number
+/// (`replay::threads::onto_number`): the number the kernel gives depends on what the other
+/// threads did meanwhile, and the events after it name fds by number.
+pub fn made_fd(call: impl FnOnce() -> c_int) -> c_int {
+    if !crate::locks::threaded() {
+        return call();
+    }
+    let Some(ld) = active().filter(|ld| ld.threads_ordered()) else {
+        return call();
+    };
+    let t = crate::locks::me();
+    if ld.mode == ddbx_wire::proto::Mode::Replay {
+        return crate::replay::threads::make_fd(ld, t, call);
+    }
+    let fd = call();
+    if fd >= 0 {
+        let err = crate::sys::errno();
+        ld.log_value(&ddbx_wire::history::value::Value::Opened { t, fd });
+        crate::sys::set_errno(err);
+    }
+    fd
+}
+
 /// The LD, when I/O on `fd` is recorded; `None`: pass through (after reporting, once per kind,
 /// what passes through unrecorded).
 pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {

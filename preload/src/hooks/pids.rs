@@ -175,7 +175,15 @@ unsafe fn open_for_program(
         path
     };
     // SAFETY: the program's arguments, the path perhaps ours.
-    unsafe { real::open_at(which, dirfd, path, flags, mode) }
+    let open = || unsafe { real::open_at(which, dirfd, path, flags, mode) };
+    if !crate::locks::threaded() {
+        return open();
+    }
+    // A thread's open: its number as recorded (`hooks::made_fd`).
+    let Some(_guard) = crate::guard::Guard::enter() else {
+        return open();
+    };
+    super::made_fd(open)
 }
 
 /// open(2) (variadic in C: the mode, when given, comes in the same register as a third

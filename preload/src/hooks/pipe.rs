@@ -31,7 +31,13 @@ fn on_pipe(out: *mut c_int, flags: c_int, call: impl FnOnce() -> c_int) -> c_int
     let err = crate::sys::errno();
     if r == 0 {
         // SAFETY: `out` points to two ints (pipe's contract), which the call just filled.
-        let [read_fd, write_fd] = unsafe { [*out, *out.add(1)] };
+        let mut ends = unsafe { [*out, *out.add(1)] };
+        if ld.mode == Mode::Replay {
+            replay::threads::ends_onto_recorded(ld, &mut ends);
+            // SAFETY: as above.
+            unsafe { (*out, *out.add(1)) = (ends[0], ends[1]) };
+        }
+        let [read_fd, write_fd] = ends;
         let bits = fds::pipes::bits(flags);
         fds::set(read_fd, bits);
         fds::set(write_fd, bits);

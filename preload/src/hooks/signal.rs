@@ -208,6 +208,12 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
 /// atomics, raw system calls, no allocation, no lock.
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let saved = sys::errno();
+    if forwarded_to_main_thread(sig, info, ctx) {
+        sys::set_errno(saved);
+        return;
+    }
+    // SAFETY: the kernel's siginfo of this delivery (or null).
+    unsafe { forwarded_info(sig, info) };
     if let Some(d) = signals::disposition(sig) {
         match signals::mode() {
             signals::RECORD => {
@@ -283,3 +289,93 @@ fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
     sys::set_errno(err);
     r
 }
+
+/// What a forwarded signal's siginfo said (see [`forwarded_to_main_thread`]), per signal: bit
+/// 63 set, the sender's pid in bits 32–62, `si_code` in bits 16–31, a SIGCHLD's `si_status`
+/// in bits 0–15.
+static FORWARDED: [std::sync::atomic::AtomicU64; 65] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 65];
+
+/// In a process whose threads are ordered, an asynchronous signal the kernel gave another
+/// thread than the main one is made the main thread's: where the record noted a delivery, and
+/// where replay runs the program's handler, are places among the main thread's calls (a
+/// worker's early run of memcached's SIGTERM handler let its main thread leave its loop
+/// without the `epoll_wait` the record's signal had interrupted). The thread blocks the signal
+/// from its handler's return on, and sends it to the process again, which the kernel then
+/// gives a thread that does not block it; its siginfo is kept for the main thread's handler.
+/// A signal sent to this thread itself (`pthread_kill`, `tgkill`) stays. False: not forwarded.
+fn forwarded_to_main_thread(
+    sig: c_int,
+    info: *mut libc::siginfo_t,
+    ctx: *mut libc::c_void,
+) -> bool {
+    if !crate::locks::threaded() || ctx.is_null() || !(1..65).contains(&sig) {
+        return false;
+    }
+    let pid = sys::getpid();
+    if sys::gettid() == pid || crate::ld::running().is_none() {
+        return false;
+    }
+    let (code, sender, status) = if info.is_null() {
+        (libc::SI_USER, 0, 0)
+    } else {
+        // SAFETY: the kernel's siginfo of this delivery; si_pid and si_status are read as
+        // libc reads them (a sent signal's or a SIGCHLD's).
+        unsafe { ((*info).si_code, (*info).si_pid(), (*info).si_status()) }
+    };
+    if code <= libc::SI_TKILL {
+        return false; // sent to this thread, or by a timer or an AIO of its own
+    }
+    FORWARDED[sig as usize].store(
+        1 << 63
+            | (sender as u32 as u64) << 32
+            | ((code as u16) as u64) << 16
+            | (status as u16) as u64,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+    // SAFETY: the kernel's ucontext of this delivery (checked non-null); the mask it restores
+    // as the handler returns.
+    unsafe {
+        libc::sigaddset(&mut (*ctx.cast::<libc::ucontext_t>()).uc_sigmask, sig);
+    }
+    sys::kill(pid, sig);
+    true
+}
+
+/// On the main thread: a signal that [`forwarded_to_main_thread`] sent again gets back the
+/// siginfo of its first delivery (the sender, a SIGCHLD's child and status).
+///
+/// # Safety
+/// `info` is null or the kernel's siginfo of this delivery.
+unsafe fn forwarded_info(sig: c_int, info: *mut libc::siginfo_t) {
+    if info.is_null() || !(1..65).contains(&sig) || !crate::locks::threaded() {
+        return;
+    }
+    let pid = sys::getpid();
+    // SAFETY: as the caller promises; a sent signal's sender is read as libc reads it.
+    let (code, sender) = unsafe { ((*info).si_code, (*info).si_pid()) };
+    if code != libc::SI_USER || sender != pid {
+        return;
+    }
+    let kept = FORWARDED[sig as usize].swap(0, std::sync::atomic::Ordering::SeqCst);
+    if kept >> 63 == 0 {
+        return;
+    }
+    // SAFETY: as the caller promises: ours to change. For a sent signal and a SIGCHLD alike
+    // the union begins with the sender's pid and uid; a SIGCHLD's status follows them.
+    unsafe {
+        (*info).si_code = c_int::from((kept >> 16) as u16 as i16);
+        crate::pids::set_sender(&mut *info, ((kept >> 32) & 0x7fff_ffff) as libc::pid_t);
+        if sig == libc::SIGCHLD {
+            *(info.cast::<u8>().add(SI_STATUS_AT).cast::<c_int>()) =
+                c_int::from(kept as u16 as i16);
+        }
+    }
+}
+
+/// Where a SIGCHLD's `si_status` is in a `siginfo_t`: after the sender's pid and uid.
+const SI_STATUS_AT: usize = if std::mem::size_of::<usize>() == 8 {
+    24
+} else {
+    20
+};

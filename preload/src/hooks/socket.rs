@@ -10,7 +10,7 @@ hook! {
     /// socket(2).
     fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
         // SAFETY: no pointer arguments.
-        let fd = unsafe { real::socket(domain, ty, protocol) };
+        let fd = super::made_fd(|| unsafe { real::socket(domain, ty, protocol) });
         if fd >= 0 {
             fds::set(fd, fds::socket_bits(domain, ty));
             if matches!(domain, libc::AF_INET | libc::AF_INET6)
@@ -46,7 +46,14 @@ hook! {
         let err = crate::sys::errno();
         if r == 0 && !sv.is_null() {
             // SAFETY: as above; the call just filled both.
-            let pair = unsafe { [*sv, *sv.add(1)] };
+            let mut pair = unsafe { [*sv, *sv.add(1)] };
+            if let Some(ld) = ld.as_ref()
+                && ld.mode == Mode::Replay
+            {
+                replay::threads::ends_onto_recorded(ld, &mut pair);
+                // SAFETY: as above.
+                unsafe { (*sv, *sv.add(1)) = (pair[0], pair[1]) };
+            }
             fds::set(pair[0], bits);
             fds::set(pair[1], bits);
             if let Some(ld) = ld {

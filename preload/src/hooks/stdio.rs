@@ -295,12 +295,24 @@ pub fn wrap_standard_stream(fd: c_int) {
         if stream.is_null() || socket_of(stream).is_none() {
             return;
         }
-        if fd == 2 {
+        // The buffering the program chose for the stream it had (bash makes stdout line
+        // buffered as it starts): a stream wrapped later, at a dup2, writes in the same pieces
+        // as one wrapped at the start, whose mode the program set itself. glibc's `_flags`
+        // are the first int of its FILE.
+        let flags = *current.cast::<c_int>();
+        if fd == 2 || flags & IO_UNBUFFERED != 0 {
             libc::setvbuf(stream, std::ptr::null_mut(), libc::_IONBF, 0);
+        } else if flags & IO_LINE_BUF != 0 {
+            libc::setvbuf(stream, std::ptr::null_mut(), libc::_IOLBF, 0);
         }
         *slot = stream;
     }
 }
+
+/// glibc's FILE flag of an unbuffered stream (`_IO_UNBUFFERED`).
+const IO_UNBUFFERED: c_int = 0x0002;
+/// glibc's FILE flag of a line-buffered stream (`_IO_LINE_BUF`).
+const IO_LINE_BUF: c_int = 0x0200;
 
 /// Flushes the streams made here (before the exit event: glibc flushes streams after the exit
 /// handlers, when nothing is recorded any more).

@@ -125,7 +125,7 @@ hook! {
     /// epoll_create(2).
     fn epoll_create(size: c_int) -> c_int {
         // SAFETY: no pointer arguments.
-        let fd = unsafe { real::epoll_create(size) };
+        let fd = super::made_fd(|| unsafe { real::epoll_create(size) });
         fds::set(fd, fds::EPOLL);
         fd
     }
@@ -135,7 +135,7 @@ hook! {
     /// epoll_create1(2).
     fn epoll_create1(flags: c_int) -> c_int {
         // SAFETY: no pointer arguments.
-        let fd = unsafe { real::epoll_create1(flags) };
+        let fd = super::made_fd(|| unsafe { real::epoll_create1(flags) });
         fds::set(fd, fds::EPOLL);
         fd
     }

@@ -404,6 +404,7 @@ impl Ld {
         history.records.extend(plan.unlogged_tail);
         let ordered = plan.signals && self.trace.is_none();
         let threads = super::threads::runs(&mut history.values, &history.records);
+        let made = super::threads::Made::take_from(&mut history.values, self.events());
         crate::signals::load_plan(&mut history.values, ordered, self.events());
         let done = (self.events() as usize).min(history.records.len());
         for r in &history.records[..done] {
@@ -440,6 +441,7 @@ impl Ld {
             unlogged_children: plan.unlogged_children,
             child_pids: plan.child_pids,
             threads,
+            made,
             observe: plan
                 .observe
                 .into_iter()

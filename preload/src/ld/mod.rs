@@ -199,6 +199,8 @@ pub struct ReplayState {
     /// In a process with threads: from which event on (0-based index into `records`) which
     /// thread made the events, sorted by event (`replay/threads.rs`). Empty: all are `t1`'s.
     pub threads: Vec<(usize, u32)>,
+    /// In a process with threads: the fds each thread made outside events, as recorded.
+    pub made: threads::Made,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).

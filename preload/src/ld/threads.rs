@@ -1,5 +1,7 @@
-//! In a process with threads, which thread made which event of the history: read from its
-//! `~t` lines as replay loads it (`replay/threads.rs` makes each thread wait for its turn).
+//! In a process with threads, which thread made which event of the history (its `~t` lines)
+//! and which fds each thread made outside events (its `~n` lines): read as replay loads it
+//! (`replay/threads.rs` makes each thread wait for its turn, `hooks::made_fd` moves each fd
+//! onto its recorded number).
 
 use ddbx_wire::history::Record;
 use ddbx_wire::history::value::Value;
@@ -35,4 +37,87 @@ pub fn runs(values: &mut Vec<(u64, Value)>, records: &[Record]) -> Vec<(usize, u
 pub fn thread_of(runs: &[(usize, u32)], at: usize) -> u32 {
     let i = runs.partition_point(|(start, _)| *start <= at);
     if i == 0 { 1 } else { runs[i - 1].1 }
+}
+
+/// The fds the record's threads made with calls that are not events (`~n` lines), in the
+/// record's order, each after the events before it: replay makes each at its place (after
+/// those events, before the next one) and moves it onto the recorded number.
+#[derive(Debug, Default)]
+pub struct Made {
+    /// (events before it, thread, fd).
+    list: Vec<(u64, u32, i32)>,
+    /// Made (or given up) already.
+    taken: Vec<bool>,
+    /// Per thread id: where its next one is looked for in `list`.
+    next: Vec<usize>,
+    /// Everything before this index is taken.
+    settled: usize,
+}
+
+impl Made {
+    /// Takes the `~n` lines after event `done` out of the history's `values` (an exec'd image
+    /// starts after the events of the images before it).
+    pub fn take_from(values: &mut Vec<(u64, Value)>, done: u64) -> Made {
+        let mut list = Vec::new();
+        values.retain(|(after, v)| match v {
+            Value::Opened { t, fd } => {
+                if *after >= done {
+                    list.push((*after, *t, *fd));
+                }
+                false
+            }
+            _ => true,
+        });
+        Made {
+            taken: vec![false; list.len()],
+            list,
+            next: Vec::new(),
+            settled: 0,
+        }
+    }
+
+    /// Thread `t`'s next fd in the record: its index here, how many events came before it,
+    /// and its number.
+    pub fn next_of(&mut self, t: u32) -> Option<(usize, u64, i32)> {
+        let i = t as usize;
+        if self.next.len() <= i {
+            self.next.resize(i + 1, 0);
+        }
+        let from = self.next[i].min(self.list.len());
+        let k = from + self.list[from..].iter().position(|(_, of, _)| *of == t)?;
+        self.next[i] = k + 1;
+        let (gap, _, fd) = self.list[k];
+        Some((k, gap, fd))
+    }
+
+    /// How many of the record's fds, from the first, are made (or given up) already.
+    pub fn settled(&self) -> usize {
+        self.settled
+    }
+
+    /// Entry `k` is made (or given up).
+    pub fn done(&mut self, k: usize) {
+        if let Some(t) = self.taken.get_mut(k) {
+            *t = true;
+        }
+        while self.taken.get(self.settled).copied().unwrap_or(false) {
+            self.settled += 1;
+        }
+    }
+
+    /// Whether an fd the record made after `events` events, before the next one, is still to
+    /// be made.
+    pub fn pending(&self, events: u64) -> bool {
+        self.list
+            .get(self.settled)
+            .is_some_and(|(gap, _, _)| *gap <= events)
+    }
+
+    /// Gives up the fds still to be made after `events` events (their threads never came).
+    pub fn give_up(&mut self, events: u64) {
+        while self.pending(events) {
+            let k = self.settled;
+            self.done(k);
+        }
+    }
 }

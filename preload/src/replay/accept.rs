@@ -85,7 +85,7 @@ pub unsafe fn accept(
         );
     }
     let got = if got != new_fd && ld.threads_ordered() {
-        onto_recorded_number(got, new_fd)
+        super::threads::onto_number(got, new_fd)
     } else {
         got
     };
@@ -204,26 +204,6 @@ fn take(ld: &mut Ld, listener: c_int, event: u64) -> Option<c_int> {
 }
 
 /// The kept connection `kept` at the lowest free fd, as the real accept would have given it.
-/// In a process with threads: the accepted connection `got` moved onto the number the record's
-/// accept returned, when that number is free. The record's accept got its number as it
-/// returned, while other threads went on (the baton was put down) and may have closed a
-/// lower one before the accept was logged; replay accepts at the logged place, where the
-/// kernel would give that lower one.
-fn onto_recorded_number(got: c_int, recorded: c_int) -> c_int {
-    if recorded < 0 || sys::fcntl(recorded, libc::F_GETFD, 0) >= 0 {
-        return got;
-    }
-    let moved = sys::fcntl(got, libc::F_DUPFD, recorded as libc::c_long);
-    if moved != recorded {
-        if moved >= 0 {
-            sys::close(moved);
-        }
-        return got;
-    }
-    sys::close(got);
-    moved
-}
-
 fn lowest_fd(kept: c_int) -> c_int {
     fds::forget_ours(kept);
     let got = sys::fcntl(kept, libc::F_DUPFD, 0);

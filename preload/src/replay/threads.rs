@@ -8,8 +8,10 @@
 
 use crate::ld::Ld;
 use crate::ld::threads::thread_of;
+use crate::sys;
 use ddbx_wire::history::Record;
 use ddbx_wire::proto::Mode;
+use libc::c_int;
 
 /// Replay, in a process with threads: waits until the next event of the history is the
 /// calling thread's. Past the history's end there is nothing to wait for, unless it ended with
@@ -35,9 +37,126 @@ pub fn await_turn(ld: &mut Ld) {
             }
             return;
         }
-        if thread_of(&replay.threads, next) == me {
+        if thread_of(&replay.threads, next) == me && !made_before(ld, next as u64) {
             return;
         }
         crate::baton::await_event(seen);
     }
+}
+
+/// In a process with threads: `got`, an fd the program just made, moved onto `recorded`, the
+/// number the record's call gave it, when that number is free (with its close-on-exec flag);
+/// otherwise `got`. The kernel gives the lowest free number, which depends on what the other
+/// threads opened and closed meanwhile: in the record a blocking accept or a thread's `open`
+/// may have found a lower fd still open that replay's order has closed already.
+pub fn onto_number(got: c_int, recorded: c_int) -> c_int {
+    if got == recorded || recorded < 0 || sys::fcntl(recorded, libc::F_GETFD, 0) >= 0 {
+        return got;
+    }
+    let cloexec = sys::fcntl(got, libc::F_GETFD, 0);
+    if cloexec < 0 {
+        return got;
+    }
+    let cmd = if cloexec & libc::FD_CLOEXEC != 0 {
+        libc::F_DUPFD_CLOEXEC
+    } else {
+        libc::F_DUPFD
+    };
+    let moved = sys::fcntl(got, cmd, recorded as libc::c_long);
+    if moved != recorded {
+        if moved >= 0 {
+            sys::close(moved);
+        }
+        return got;
+    }
+    sys::close(got);
+    moved
+}
+
+/// [`onto_number`] for the two ends a pipe or socketpair just put into `ends`, when the
+/// replay's next record (the `Pipe` or `Pair` being replayed) names other numbers.
+pub fn ends_onto_recorded(ld: &Ld, ends: &mut [c_int; 2]) {
+    if !ld.threads_ordered() {
+        return;
+    }
+    let want = match ld.next_record() {
+        Some(Record::Pipe { read_fd, write_fd }) => [*read_fd, *write_fd],
+        Some(Record::Pair { fd, peer_fd }) => [*fd, *peer_fd],
+        _ => return,
+    };
+    // Twice: one end may sit on the number the other one wants.
+    for _ in 0..2 {
+        for i in 0..2 {
+            ends[i] = onto_number(ends[i], want[i]);
+        }
+    }
+}
+
+/// How long an event waits for an fd the record made before it, whose thread does not come to
+/// make it (the program took another path): then it goes on without it.
+const MADE_PATIENCE_NS: u64 = 2_000_000_000;
+
+/// Since when an event has waited for fds made before it (0: it does not wait), see
+/// [`made_before`].
+static MADE_WAIT_SINCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether an fd the record made before event index `next` (after the events before it) is
+/// still to be made; one whose thread has not come for [`MADE_PATIENCE_NS`] is given up.
+fn made_before(ld: &mut Ld, next: u64) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(replay) = ld.replay.as_mut() else {
+        return false;
+    };
+    if !replay.made.pending(next) {
+        MADE_WAIT_SINCE.store(0, Relaxed);
+        return false;
+    }
+    let now = sys::monotonic_ns();
+    let since = match MADE_WAIT_SINCE.load(Relaxed) {
+        0 => {
+            MADE_WAIT_SINCE.store(now, Relaxed);
+            now
+        }
+        since => since,
+    };
+    if now.saturating_sub(since) < MADE_PATIENCE_NS {
+        return true;
+    }
+    replay.made.give_up(next);
+    MADE_WAIT_SINCE.store(0, Relaxed);
+    false
+}
+
+/// Replay: thread `t` makes an fd with `call` (socket, open, epoll_create, dup) at the place
+/// the record made its next one (after as many events), and the fd is moved onto the
+/// recorded number (`hooks::made_fd`).
+pub fn make_fd(ld: &mut Ld, t: u32, call: impl FnOnce() -> c_int) -> c_int {
+    let Some((k, gap, recorded)) = ld.replay.as_mut().and_then(|r| r.made.next_of(t)) else {
+        return call();
+    };
+    let since = sys::monotonic_ns();
+    loop {
+        let seen = crate::baton::events_seen();
+        // At its place: after its events, and after the fds the record made before it.
+        let settled = ld.replay.as_ref().map_or(k, |r| r.made.settled());
+        if (ld.events() >= gap && settled >= k)
+            || sys::monotonic_ns().saturating_sub(since) >= MADE_PATIENCE_NS
+        {
+            break;
+        }
+        crate::baton::await_event(seen);
+    }
+    let fd = call();
+    let err = sys::errno();
+    let fd = if fd >= 0 {
+        onto_number(fd, recorded)
+    } else {
+        fd
+    };
+    if let Some(r) = ld.replay.as_mut() {
+        r.made.done(k);
+    }
+    crate::baton::event_happened();
+    sys::set_errno(err);
+    fd
 }

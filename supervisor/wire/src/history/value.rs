@@ -26,6 +26,7 @@
 //! ~f12                 a read of such a file came after its first 12 writes
 //! ~t3                  the events from here on are thread t3's (a process with threads),
 //!                      until the next `~t` line or the image's `Exec`
+//! ~n3:23               thread t3 made fd 23 (socket, open, epoll_create, dup: not events)
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -118,6 +119,16 @@ pub enum Value {
         /// The thread's logical id.
         t: u32,
     },
+    /// In a process with threads: thread `t` made fd `fd` with a call that is not an event
+    /// (`socket`, `open`, `epoll_create`, `dup`). The kernel gives the lowest free number, which
+    /// depends on what the other threads opened and closed meanwhile; replay moves the fd onto
+    /// the recorded number, so that the events after it name the same fds.
+    Opened {
+        /// The thread's logical id.
+        t: u32,
+        /// The fd it got.
+        fd: i32,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -145,6 +156,8 @@ pub enum ValueKey {
     ReadAfter,
     /// Whose events follow.
     Thread,
+    /// An fd a thread made.
+    Opened,
 }
 
 impl Value {
@@ -162,6 +175,7 @@ impl Value {
             Value::Appended { .. } => ValueKey::Appended,
             Value::ReadAfter { .. } => ValueKey::ReadAfter,
             Value::Thread { .. } => ValueKey::Thread,
+            Value::Opened { .. } => ValueKey::Opened,
         }
     }
 
@@ -179,6 +193,7 @@ impl Value {
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
             Value::ReadAfter { writes } => i64::try_from(*writes).unwrap_or(i64::MAX),
             Value::Thread { t } => i64::from(*t),
+            Value::Opened { fd, .. } => i64::from(*fd),
         }
     }
 
@@ -204,6 +219,10 @@ impl Value {
             },
             ValueKey::Thread => Value::Thread {
                 t: u32::try_from(n).unwrap_or(1),
+            },
+            ValueKey::Opened => Value::Opened {
+                t: 1,
+                fd: i32::try_from(n).unwrap_or(-1),
             },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
@@ -260,7 +279,8 @@ impl Deltas {
                 | ValueKey::Closed
                 | ValueKey::Appended
                 | ValueKey::ReadAfter
-                | ValueKey::Thread => Ok(()),
+                | ValueKey::Thread
+                | ValueKey::Opened => Ok(()),
             }
         };
         if let Value::Signal {
@@ -294,6 +314,9 @@ impl Deltas {
         }
         if let Value::Thread { t } = value {
             return write!(out, "~t{t}");
+        }
+        if let Value::Opened { t, fd } = value {
+            return write!(out, "~n{t}:{fd}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -347,7 +370,8 @@ impl Deltas {
             | ValueKey::Closed
             | ValueKey::Appended
             | ValueKey::ReadAfter
-            | ValueKey::Thread => {
+            | ValueKey::Thread
+            | ValueKey::Opened => {
                 return None;
             }
         }
@@ -440,13 +464,7 @@ impl Deltas {
                 let writes: u64 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::ReadAfter { writes });
             }
-            Some(b't') => {
-                let t: u32 = rest[1..].parse().map_err(|_| bad())?;
-                if t == 0 {
-                    return Err(format!("expected a thread id from 1 up, found `~{rest}`"));
-                }
-                return Ok(Value::Thread { t });
-            }
+            Some(b't' | b'n') => return thread_value(rest).ok_or_else(bad)?,
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
@@ -473,6 +491,31 @@ impl Deltas {
         }
         Ok(Value::numeric(key, value))
     }
+}
+
+/// A thread's value line without its `~`: `t3` (whose events follow), `n3:23` (thread 3 made
+/// fd 23). `None`: not one of those shapes; `Some(Err)`: a thread id 0 or a negative fd.
+fn thread_value(rest: &str) -> Option<Result<Value, String>> {
+    let out_of_range = || {
+        Err(format!(
+            "expected a thread id from 1 up and an fd from 0 up, found `~{rest}`"
+        ))
+    };
+    if let Some(t) = rest.strip_prefix('t') {
+        let t: u32 = t.parse().ok()?;
+        return Some(if t == 0 {
+            out_of_range()
+        } else {
+            Ok(Value::Thread { t })
+        });
+    }
+    let (t, fd) = rest.strip_prefix('n')?.split_once(':')?;
+    let (t, fd): (u32, i32) = (t.parse().ok()?, fd.parse().ok()?);
+    Some(if t == 0 || fd < 0 {
+        out_of_range()
+    } else {
+        Ok(Value::Opened { t, fd })
+    })
 }
 
 /// `n` in decimal, in the end of `buf`.
@@ -522,6 +565,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Appended => "write turn in a shared file".into(),
         ValueKey::ReadAfter => "read of a shared file after its writes".into(),
         ValueKey::Thread => "thread".into(),
+        ValueKey::Opened => "fd made by a thread".into(),
     }
 }
 

@@ -63,6 +63,7 @@ fn round_trip_with_deltas() {
         Value::ReadAfter { writes: 12 },
         Value::Appended { turn: 13, reads: 3 },
         Value::Thread { t: 3 },
+        Value::Opened { t: 3, fd: 23 },
     ];
     let mut w = Deltas::default();
     let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
@@ -81,6 +82,7 @@ fn round_trip_with_deltas() {
     assert_eq!(lines[18], "~f12");
     assert_eq!(lines[19], "~a13/3");
     assert_eq!(lines[20], "~t3");
+    assert_eq!(lines[21], "~n3:23");
     let mut r = Deltas::default();
     let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
     assert_eq!(back, values);
@@ -99,6 +101,7 @@ fn round_trip_with_deltas() {
                     | Value::Appended { .. }
                     | Value::ReadAfter { .. }
                     | Value::Thread { .. }
+                    | Value::Opened { .. }
             )),
         }
     }
@@ -110,7 +113,8 @@ fn bad_lines_say_what_was_expected() {
     for bad in [
         "~", "~x=1", "~c=1", "~c1", "~c1=x", "~r3", "~rzz", "~u", "~g", "~g0", "~G65", "~gx",
         "~g17@", "~g17@x", "~w", "~wx", "~h", "~hx", "~g17@", "~g17@x", "~w", "~wx", "~q", "~qx",
-        "~a", "~ax", "~a-1", "~a1/", "~a1/x", "~f", "~fx", "~t", "~tx", "~t0", "~t-1",
+        "~a", "~ax", "~a-1", "~a1/", "~a1/x", "~f", "~fx", "~t", "~tx", "~t0", "~t-1", "~n", "~n3",
+        "~n3:", "~n0:4", "~n3:-1", "~nx:4",
     ] {
         let e = r.parse(bad).unwrap_err();
         assert!(e.contains("expected"), "{bad}: {e}");
