@@ -29,7 +29,7 @@ fn on_recv(
         return random_read(fd, into, call, gather);
     }
     if let Some(key) = crate::fds::file_key(fd) {
-        return file_read(key, || call(len));
+        return file_read(key, fd, || call(len));
     }
     let Some(ld) = ld_for_io(fd) else {
         return call(len);
@@ -76,15 +76,20 @@ fn random_read(
     n
 }
 
-/// A read of the regular file `key`: it comes after as many of the session's writes into
-/// that file as in the record, when they take turns (`ld/appends.rs`).
-fn file_read(key: u64, call: impl FnOnce() -> isize) -> isize {
+/// A read of the regular file `key` (open at `fd`): it comes after as many of the session's
+/// writes into that file as in the record, when they take turns (`ld/appends.rs`).
+fn file_read(key: u64, fd: c_int, call: impl FnOnce() -> isize) -> isize {
     let Some(ld) = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread()) else {
         return call();
     };
+    // Empty: no byte, and nothing read from it yet (a `/proc` file's size is 0 too, but its
+    // read at the end comes after bytes).
+    // SAFETY: lseek on the program's fd moves nothing (SEEK_CUR by 0).
+    let at_start = || unsafe { libc::syscall(libc::SYS_lseek, fd, 0, libc::SEEK_CUR) } == 0;
+    let empty = || crate::sys::file_size(fd) == 0 && at_start();
     match ld.mode {
-        Mode::Record => record::io::file_read(ld, key, call),
-        Mode::Replay => replay::io::file_read(ld, key, call),
+        Mode::Record => record::io::file_read(ld, key, empty, call),
+        Mode::Replay => replay::io::file_read(ld, key, empty, call),
     }
 }
 

@@ -172,24 +172,49 @@ impl Ld {
     }
 
     /// Record: a read of the regular file `key`, made by `call`. When the session's writes
-    /// into that file take turns, the read is made between two of them; the count of the
+    /// into that file take turns (or it is still empty, and no process wrote it in turn yet),
+    /// the read is made between two of them; the count of the
     /// writes before it is returned when it is to be logged (`~f`): the first read of this
     /// image after each write, which the file's next write counts (`None`: no process wrote
     /// the file in turn, or a read after the same writes as this image's last one).
     pub fn read_between_turns(
         &self,
         key: u64,
+        empty: impl FnOnce() -> bool,
         call: impl FnOnce() -> isize,
     ) -> (isize, Option<u64>) {
         /// The file and count of this image's last logged read.
         static LAST: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
-        let Some(entry) = self.find_entry(key, false) else {
-            return (call(), None);
+        let (r, entry) = match self.find_entry(key, false) {
+            Some(entry) => {
+                if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
+                    return (call(), None);
+                }
+                (call(), entry)
+            }
+            None => {
+                let r = call();
+                // A read that found nothing in a file no process writes in turn yet: a test
+                // script's loop that greps a server's log before the server's shell has made
+                // the log its output (that child may join the session later than the grep).
+                // It counts as a read before the file's first write (`empty`: the file has
+                // no byte; a read at the end of a file with some is no such read).
+                if r != 0 || !empty() {
+                    return (r, None);
+                }
+                let Some(entry) = self.file_entry(key) else {
+                    return (r, None);
+                };
+                if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
+                    return (r, None);
+                }
+                if entry.writes.load(Ordering::Acquire) != 0 {
+                    unlock_shared(&entry.lock, &entry.waiters);
+                    return (r, None);
+                }
+                (r, entry)
+            }
         };
-        if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
-            return (call(), None);
-        }
-        let r = call();
         let err = sys::errno();
         let writes = u64::from(entry.writes.load(Ordering::Acquire));
         let new = LAST.0.load(Ordering::Relaxed) != key || LAST.1.load(Ordering::Relaxed) != writes;

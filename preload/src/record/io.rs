@@ -178,8 +178,13 @@ pub fn sent(fd: c_int, r: isize, err: c_int, data: Option<Vec<u8>>) -> Record {
 /// A read of the regular file `key`, made by `call`: when the session's writes into it take
 /// turns, how many came before the read is logged (`~f12`; not again while it stays the
 /// same for that file), so that replay reads between the same writes (`ld/appends.rs`).
-pub fn file_read(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
-    let (r, writes) = ld.read_between_turns(key, call);
+pub fn file_read(
+    ld: &mut Ld,
+    key: u64,
+    empty: impl FnOnce() -> bool,
+    call: impl FnOnce() -> isize,
+) -> isize {
+    let (r, writes) = ld.read_between_turns(key, empty, call);
     if let Some(writes) = writes {
         let err = sys::errno();
         ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });

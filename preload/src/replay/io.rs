@@ -327,10 +327,16 @@ pub fn send(
 /// file's shared writes came before such a read in this gap, it waits for as many (a
 /// script's `grep` of the log that a server's workers write as they end). Not in a halting
 /// replay (the writers may be held at the halt).
-pub fn file_read(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
-    if !ld.is_turn_file(key) {
-        // Not a file whose writes take turns: the record logged nothing for its reads (the
-        // program's reads of other files, `/proc`'s, come in the same gaps).
+pub fn file_read(
+    ld: &mut Ld,
+    key: u64,
+    empty: impl FnOnce() -> bool,
+    call: impl FnOnce() -> isize,
+) -> isize {
+    if !ld.is_turn_file(key) && !empty() {
+        // Not a file whose writes take turns, nor an empty one (whose read the record logged
+        // as before its first write): the record logged nothing for its reads (the program's
+        // reads of other files, `/proc`'s, come in the same gaps).
         return call();
     }
     let Some(writes) = super::values::take_read_after(ld) else {
