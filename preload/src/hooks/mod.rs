@@ -114,6 +114,28 @@ pub fn made_fd(call: impl FnOnce() -> c_int) -> c_int {
     fd
 }
 
+/// A close of `fd` that is not an event (a file, or a connection another fd still holds),
+/// made by `call`. In a process with threads, the record notes which thread closed which
+/// number (a `~x` line, every close, failed or not) and replay makes it at the same place:
+/// the number it frees is the one the next fd made by any thread gets.
+pub fn freed_fd(fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    if !crate::locks::threaded() {
+        return call();
+    }
+    let Some(ld) = active().filter(|ld| ld.threads_ordered()) else {
+        return call();
+    };
+    let t = crate::locks::me();
+    if ld.mode == ddbx_wire::proto::Mode::Replay {
+        return crate::replay::threads::free_fd(ld, t, call);
+    }
+    let r = call();
+    let err = crate::sys::errno();
+    ld.log_value(&ddbx_wire::history::value::Value::Freed { t, fd });
+    crate::sys::set_errno(err);
+    r
+}
+
 /// The LD, when I/O on `fd` is recorded; `None`: pass through (after reporting, once per kind,
 /// what passes through unrecorded).
 pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {

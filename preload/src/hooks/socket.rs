@@ -309,7 +309,7 @@ fn closing(fd: c_int) -> c_int {
     let call = || unsafe { real::close(fd) };
     match lets_go {
         Some(ld) => let_go(ld, fd, call),
-        None => call(),
+        None => super::freed_fd(fd, call),
     }
 }
 

@@ -39,13 +39,15 @@ pub fn thread_of(runs: &[(usize, u32)], at: usize) -> u32 {
     if i == 0 { 1 } else { runs[i - 1].1 }
 }
 
-/// The fds the record's threads made with calls that are not events (`~n` lines), in the
-/// record's order, each after the events before it: replay makes each at its place (after
-/// those events, before the next one) and moves it onto the recorded number.
+/// The fds the record's threads made and closed with calls that are not events (`~n` and `~x`
+/// lines), in the record's order, each after the events before it: replay makes each at its
+/// place (after those events, before the next one) and moves a made fd onto the recorded
+/// number. The closes count as much as the opens: the number a close frees is the one the
+/// next open, accept or pipe of any thread gets.
 #[derive(Debug, Default)]
 pub struct Made {
-    /// (events before it, thread, fd).
-    list: Vec<(u64, u32, i32)>,
+    /// (events before it, thread, fd, whether it is a close).
+    list: Vec<(u64, u32, i32, bool)>,
     /// Made (or given up) already.
     taken: Vec<bool>,
     /// Per thread id: where its next one is looked for in `list`.
@@ -55,18 +57,20 @@ pub struct Made {
 }
 
 impl Made {
-    /// Takes the `~n` lines after event `done` out of the history's `values` (an exec'd image
-    /// starts after the events of the images before it).
+    /// Takes the `~n` and `~x` lines after event `done` out of the history's `values` (an
+    /// exec'd image starts after the events of the images before it).
     pub fn take_from(values: &mut Vec<(u64, Value)>, done: u64) -> Made {
         let mut list = Vec::new();
-        values.retain(|(after, v)| match v {
-            Value::Opened { t, fd } => {
-                if *after >= done {
-                    list.push((*after, *t, *fd));
-                }
-                false
+        values.retain(|(after, v)| {
+            let (t, fd, closes) = match v {
+                Value::Opened { t, fd } => (*t, *fd, false),
+                Value::Freed { t, fd } => (*t, *fd, true),
+                _ => return true,
+            };
+            if *after >= done {
+                list.push((*after, t, fd, closes));
             }
-            _ => true,
+            false
         });
         Made {
             taken: vec![false; list.len()],
@@ -76,21 +80,25 @@ impl Made {
         }
     }
 
-    /// Thread `t`'s next fd in the record: its index here, how many events came before it,
-    /// and its number.
-    pub fn next_of(&mut self, t: u32) -> Option<(usize, u64, i32)> {
+    /// Thread `t`'s next fd change in the record, when it is of the kind asked for (a close
+    /// or not): its index here, how many events came before it, and the fd. `None` when the
+    /// thread's next one is of the other kind (the program took another path) or there is none.
+    pub fn next_of(&mut self, t: u32, closes: bool) -> Option<(usize, u64, i32)> {
         let i = t as usize;
         if self.next.len() <= i {
             self.next.resize(i + 1, 0);
         }
         let from = self.next[i].min(self.list.len());
-        let k = from + self.list[from..].iter().position(|(_, of, _)| *of == t)?;
+        let k = from + self.list[from..].iter().position(|(_, of, ..)| *of == t)?;
+        let (gap, _, fd, is_close) = self.list[k];
+        if is_close != closes {
+            return None;
+        }
         self.next[i] = k + 1;
-        let (gap, _, fd) = self.list[k];
         Some((k, gap, fd))
     }
 
-    /// How many of the record's fds, from the first, are made (or given up) already.
+    /// How many of the record's fd changes, from the first, are made (or given up) already.
     pub fn settled(&self) -> usize {
         self.settled
     }
@@ -105,15 +113,16 @@ impl Made {
         }
     }
 
-    /// Whether an fd the record made after `events` events, before the next one, is still to
-    /// be made.
+    /// Whether an fd change the record made after `events` events, before the next one, is
+    /// still to be made.
     pub fn pending(&self, events: u64) -> bool {
         self.list
             .get(self.settled)
-            .is_some_and(|(gap, _, _)| *gap <= events)
+            .is_some_and(|(gap, ..)| *gap <= events)
     }
 
-    /// Gives up the fds still to be made after `events` events (their threads never came).
+    /// Gives up the fd changes still to be made after `events` events (their threads never
+    /// came).
     pub fn give_up(&mut self, events: u64) {
         while self.pending(events) {
             let k = self.settled;

@@ -131,13 +131,36 @@ fn made_before(ld: &mut Ld, next: u64) -> bool {
 /// the record made its next one (after as many events), and the fd is moved onto the
 /// recorded number (`hooks::made_fd`).
 pub fn make_fd(ld: &mut Ld, t: u32, call: impl FnOnce() -> c_int) -> c_int {
-    let Some((k, gap, recorded)) = ld.replay.as_mut().and_then(|r| r.made.next_of(t)) else {
+    let Some((k, gap, recorded)) = ld.replay.as_mut().and_then(|r| r.made.next_of(t, false)) else {
         return call();
     };
+    at_place(ld, k, gap, || {
+        let fd = call();
+        if fd >= 0 {
+            onto_number(fd, recorded)
+        } else {
+            fd
+        }
+    })
+}
+
+/// Replay: thread `t` closes an fd with `call` (a close that is not an event) at the place the
+/// record closed its next one, so that the number is free for whoever the record gave it to
+/// next, and not before (`hooks::socket::closing`).
+pub fn free_fd(ld: &mut Ld, t: u32, call: impl FnOnce() -> c_int) -> c_int {
+    let Some((k, gap, _)) = ld.replay.as_mut().and_then(|r| r.made.next_of(t, true)) else {
+        return call();
+    };
+    at_place(ld, k, gap, call)
+}
+
+/// Waits until entry `k` of the record's fd changes is at its place (after `gap` events and
+/// after the changes before it; at most [`MADE_PATIENCE_NS`]), makes it with `call`, and marks
+/// it made. errno is `call`'s.
+fn at_place(ld: &mut Ld, k: usize, gap: u64, call: impl FnOnce() -> c_int) -> c_int {
     let since = sys::monotonic_ns();
     loop {
         let seen = crate::baton::events_seen();
-        // At its place: after its events, and after the fds the record made before it.
         let settled = ld.replay.as_ref().map_or(k, |r| r.made.settled());
         if (ld.events() >= gap && settled >= k)
             || sys::monotonic_ns().saturating_sub(since) >= MADE_PATIENCE_NS
@@ -146,17 +169,12 @@ pub fn make_fd(ld: &mut Ld, t: u32, call: impl FnOnce() -> c_int) -> c_int {
         }
         crate::baton::await_event(seen);
     }
-    let fd = call();
+    let r = call();
     let err = sys::errno();
-    let fd = if fd >= 0 {
-        onto_number(fd, recorded)
-    } else {
-        fd
-    };
-    if let Some(r) = ld.replay.as_mut() {
-        r.made.done(k);
+    if let Some(replay) = ld.replay.as_mut() {
+        replay.made.done(k);
     }
     crate::baton::event_happened();
     sys::set_errno(err);
-    fd
+    r
 }

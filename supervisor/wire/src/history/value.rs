@@ -27,6 +27,7 @@
 //! ~t3                  the events from here on are thread t3's (a process with threads),
 //!                      until the next `~t` line or the image's `Exec`
 //! ~n3:23               thread t3 made fd 23 (socket, open, epoll_create, dup: not events)
+//! ~x3:23               thread t3 closed fd 23 (a close that is not an event)
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -129,6 +130,14 @@ pub enum Value {
         /// The fd it got.
         fd: i32,
     },
+    /// In a process with threads: thread `t` closed fd `fd`, not as an event; the number it
+    /// frees is the next [`Value::Opened`]'s, so replay makes it at its recorded place too.
+    Freed {
+        /// The thread's logical id.
+        t: u32,
+        /// The fd it closed.
+        fd: i32,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -158,6 +167,8 @@ pub enum ValueKey {
     Thread,
     /// An fd a thread made.
     Opened,
+    /// An fd a thread closed.
+    Freed,
 }
 
 impl Value {
@@ -176,6 +187,7 @@ impl Value {
             Value::ReadAfter { .. } => ValueKey::ReadAfter,
             Value::Thread { .. } => ValueKey::Thread,
             Value::Opened { .. } => ValueKey::Opened,
+            Value::Freed { .. } => ValueKey::Freed,
         }
     }
 
@@ -193,7 +205,7 @@ impl Value {
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
             Value::ReadAfter { writes } => i64::try_from(*writes).unwrap_or(i64::MAX),
             Value::Thread { t } => i64::from(*t),
-            Value::Opened { fd, .. } => i64::from(*fd),
+            Value::Opened { fd, .. } | Value::Freed { fd, .. } => i64::from(*fd),
         }
     }
 
@@ -221,6 +233,10 @@ impl Value {
                 t: u32::try_from(n).unwrap_or(1),
             },
             ValueKey::Opened => Value::Opened {
+                t: 1,
+                fd: i32::try_from(n).unwrap_or(-1),
+            },
+            ValueKey::Freed => Value::Freed {
                 t: 1,
                 fd: i32::try_from(n).unwrap_or(-1),
             },
@@ -280,7 +296,8 @@ impl Deltas {
                 | ValueKey::Appended
                 | ValueKey::ReadAfter
                 | ValueKey::Thread
-                | ValueKey::Opened => Ok(()),
+                | ValueKey::Opened
+                | ValueKey::Freed => Ok(()),
             }
         };
         if let Value::Signal {
@@ -315,8 +332,9 @@ impl Deltas {
         if let Value::Thread { t } = value {
             return write!(out, "~t{t}");
         }
-        if let Value::Opened { t, fd } = value {
-            return write!(out, "~n{t}:{fd}");
+        if let Value::Opened { t, fd } | Value::Freed { t, fd } = value {
+            let tag = if value.key() == ValueKey::Opened { 'n' } else { 'x' };
+            return write!(out, "~{tag}{t}:{fd}");
         }
         tag(out)?;
         if let Value::Random { bytes } = value {
@@ -371,7 +389,8 @@ impl Deltas {
             | ValueKey::Appended
             | ValueKey::ReadAfter
             | ValueKey::Thread
-            | ValueKey::Opened => {
+            | ValueKey::Opened
+            | ValueKey::Freed => {
                 return None;
             }
         }
@@ -464,7 +483,7 @@ impl Deltas {
                 let writes: u64 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::ReadAfter { writes });
             }
-            Some(b't' | b'n') => return thread_value(rest).ok_or_else(bad)?,
+            Some(b't' | b'n' | b'x') => return thread_value(rest).ok_or_else(bad)?,
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
@@ -494,7 +513,8 @@ impl Deltas {
 }
 
 /// A thread's value line without its `~`: `t3` (whose events follow), `n3:23` (thread 3 made
-/// fd 23). `None`: not one of those shapes; `Some(Err)`: a thread id 0 or a negative fd.
+/// fd 23), `x3:23` (thread 3 closed fd 23). `None`: not one of those shapes; `Some(Err)`: a
+/// thread id 0 or a negative fd.
 fn thread_value(rest: &str) -> Option<Result<Value, String>> {
     let out_of_range = || {
         Err(format!(
@@ -509,10 +529,13 @@ fn thread_value(rest: &str) -> Option<Result<Value, String>> {
             Ok(Value::Thread { t })
         });
     }
-    let (t, fd) = rest.strip_prefix('n')?.split_once(':')?;
+    let closes = rest.starts_with('x');
+    let (t, fd) = rest.get(1..)?.split_once(':')?;
     let (t, fd): (u32, i32) = (t.parse().ok()?, fd.parse().ok()?);
     Some(if t == 0 || fd < 0 {
         out_of_range()
+    } else if closes {
+        Ok(Value::Freed { t, fd })
     } else {
         Ok(Value::Opened { t, fd })
     })
@@ -566,6 +589,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::ReadAfter => "read of a shared file after its writes".into(),
         ValueKey::Thread => "thread".into(),
         ValueKey::Opened => "fd made by a thread".into(),
+        ValueKey::Freed => "fd closed by a thread".into(),
     }
 }
 
