@@ -11,12 +11,26 @@
  * in the output: under ddbx the child is an actor with a lock history of its own, whose
  * threads are numbered afresh (p2.t1, p2.t2), and no thread ends in an abort (the preload
  * must not stand in a pthread_exit's unwind).
+ *
+ * The fork holds the counter's mutex (pthread_atfork: taken before, let go of after, in both
+ * processes), as a program that forks while threads run must: otherwise a worker holding it at
+ * the fork leaves the child a mutex nobody will unlock, and the child hangs (natively too).
  */
 #include "common.h"
 #include <pthread.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int counter;
+
+static void take(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void let_go(void)
+{
+    pthread_mutex_unlock(&lock);
+}
 
 static void *worker(void *arg)
 {
@@ -35,6 +49,8 @@ int main(void)
     pthread_t t[3];
 
     program_start();
+    if (pthread_atfork(take, let_go, let_go) != 0)
+        fail("pthread_atfork");
     for (long i = 0; i < 3; i++)
         if (pthread_create(&t[i], NULL, worker, (void *)i) != 0)
             fail("pthread_create");
