@@ -156,3 +156,25 @@ fn a_loop_that_greps_a_servers_output_until_it_is_ready_looks_as_often_as_record
     assert_eq!(reads, looked, "{}", recorded.stdout);
     assert_eq!(write, Some(format!("~a0/{looked}")));
 }
+
+/// `tests/real/grep_log.sh`: four children append a line each to a log in a racy order, then
+/// grep reads the log. The record logs grep's read of the log with the count of writes before
+/// it (`~f4`); grep reads `/proc/self/maps` first, whose size is 0 until it is read. Replay took
+/// that empty-looking read for the logged one, and it waited 5 s for four writes into
+/// `/proc/self/maps` (said in `DDBX_LD_LOG`; every nginx replay of the corpus did so). Now a
+/// read of a file that takes no turns counts only when it really found the file empty, as in
+/// the record.
+#[test]
+fn a_read_of_a_proc_file_does_not_take_the_place_of_a_logs_read() {
+    let script = ddbx_tests::workspace().join("tests/real/grep_log.sh");
+    let (run, recorded) = DDBX.race(&script, &[], 20);
+    assert_eq!(recorded.stdout.lines().count(), 4, "{}", recorded.stdout);
+    let ld_log = run.join("ld.log");
+    let replayed = DDBX
+        .run(["replay", path_str(&run.join("rec"))])
+        .env("DDBX_LD_LOG", path_str(&ld_log))
+        .success();
+    assert_eq!(replayed.stdout, recorded.stdout);
+    let said = std::fs::read_to_string(&ld_log).unwrap_or_default();
+    assert!(!said.contains("still waits"), "{said}");
+}

@@ -333,11 +333,24 @@ pub fn file_read(
     empty: impl FnOnce() -> bool,
     call: impl FnOnce() -> isize,
 ) -> isize {
-    if !ld.is_turn_file(key) && !empty() {
-        // Not a file whose writes take turns, nor an empty one (whose read the record logged
-        // as before its first write): the record logged nothing for its reads (the program's
-        // reads of other files, `/proc`'s, come in the same gaps).
-        return call();
+    if !ld.is_turn_file(key) {
+        // Not a file whose writes take turns (yet): the record logged a read of it only when
+        // the read found it empty, before its first write (`Ld::read_between_turns`), and
+        // nothing for the program's reads of other files in the same gaps. So the replay
+        // knows after the read whether the record logged it: a `/proc` file is empty before
+        // its read (its size is 0) and not after it (grep reads `/proc/self/maps`, which took
+        // the count of the server's log that it reads next, and that read waited 5 s).
+        let r = call();
+        if r != 0 || !empty() {
+            return r;
+        }
+        let err = sys::errno();
+        if let Some(writes) = super::values::take_read_after(ld) {
+            ld.read_counted(key, writes);
+            ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });
+        }
+        sys::set_errno(err);
+        return r;
     }
     let Some(writes) = super::values::take_read_after(ld) else {
         return call();
