@@ -66,8 +66,10 @@ pub const PEER_RECORDED: u16 = 4096;
 pub const PEER_OUTSIDE: u16 = 8192;
 /// Record: this process noted the connection's endpoint for its peer (`record/peers.rs`).
 pub const ENDPOINT_NOTED: u16 = 16384;
-/// A regular file that several processes may write, whose writes take turns
-/// (`ld/appends.rs`): opened with O_APPEND, or a process's standard output or error.
+/// A file that several processes may write, whose writes take turns (`ld/appends.rs`): a
+/// regular file opened with O_APPEND, or a process's standard output or error when it is a
+/// regular file, or a pipe or terminal from outside the session (ddbx's own output: the order
+/// in which the processes' lines reach it is what the user sees).
 pub const TURNS: u16 = 32768;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
@@ -90,7 +92,8 @@ static DESCRIPTIONS: [Description; MAX_DESCRIPTIONS] = [const {
     }
 }; MAX_DESCRIPTIONS];
 
-/// Each description's file, when it is a regular file ([`file_key`]; 0: not one).
+/// Each description's file, when it is a regular file ([`file_key`]) or an output from
+/// outside the session ([`turn_key`], with [`OUTPUT`] set); 0: neither.
 static FILE_KEY: [AtomicU64; MAX_DESCRIPTIONS] = [const { AtomicU64::new(0) }; MAX_DESCRIPTIONS];
 
 /// Where the search for a free description slot starts.
@@ -329,7 +332,7 @@ pub fn dup(from: c_int, to: c_int) {
         d.refs.fetch_add(1, Ordering::AcqRel);
     }
     point(to, shared);
-    if (to == 1 || to == 2) && file_key(to).is_some() {
+    if (to == 1 || to == 2) && turn_key(to).is_some() {
         // A regular file made a process's output (`cmd >log 2>&1`): its children share it.
         update(to, TURNS, 0);
     }
@@ -361,8 +364,17 @@ fn classify(fd: c_int) -> (u16, u64) {
         if st.st_mode & libc::S_IFMT == libc::S_IFREG {
             let shared = flags & libc::O_APPEND != 0 || fd == 1 || fd == 2;
             let turns = if shared { TURNS } else { 0 };
-            return (KNOWN | nonblock | turns, file_key_of(&st));
+            return (KNOWN | nonblock | turns, file_key_of(&st) & !OUTPUT);
         }
+        // A standard output or error that is a pipe or a terminal as the image starts: ddbx's
+        // own (a session pipe there becomes a channel end as the image adopts it, and its
+        // writes are sends), which every process of the session may write into.
+        let output = (fd == 1 || fd == 2) && is_pipe_or_terminal(&st);
+        let (turns, key) = if output {
+            (TURNS, file_key_of(&st) | OUTPUT)
+        } else {
+            (0, 0)
+        };
         let bits = match st.st_mode & libc::S_IFMT {
             libc::S_IFSOCK => {
                 let ty = sockopt(fd, libc::SO_TYPE);
@@ -379,7 +391,20 @@ fn classify(fd: c_int) -> (u16, u64) {
             }
             _ => KNOWN | nonblock,
         };
-        (bits, 0)
+        (bits | turns, key)
+    }
+}
+
+/// Set in the key of an output from outside the session (not a regular file).
+const OUTPUT: u64 = 1 << 63;
+
+/// A pipe, or a terminal (`/dev/tty*`, `/dev/pts/*`, the console): not `/dev/null`, whose
+/// writes nobody sees.
+fn is_pipe_or_terminal(st: &libc::stat) -> bool {
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => true,
+        libc::S_IFCHR => matches!(libc::major(st.st_rdev), 4 | 5 | 136..=143),
+        _ => false,
     }
 }
 
@@ -392,6 +417,12 @@ fn file_key_of(st: &libc::stat) -> u64 {
 /// The regular file `fd` refers to, as one non-zero number (its device and inode); `None`:
 /// not a regular file.
 pub fn file_key(fd: c_int) -> Option<u64> {
+    turn_key(fd).filter(|key| key & OUTPUT == 0)
+}
+
+/// The file whose writes take turns that `fd` refers to ([`TURNS`]), as one non-zero number:
+/// a regular file's [`file_key`], or an output from outside the session's.
+pub fn turn_key(fd: c_int) -> Option<u64> {
     let slot = fd_slot(fd)?.load(Ordering::Relaxed).checked_sub(1)?;
     let key = FILE_KEY.get(slot as usize)?.load(Ordering::Relaxed);
     (key != 0).then_some(key)

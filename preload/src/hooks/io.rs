@@ -93,12 +93,13 @@ fn file_read(key: u64, fd: c_int, call: impl FnOnce() -> isize) -> isize {
     }
 }
 
-/// The LD, when writes into `fd` take turns (`fds::TURNS`), with the file's key.
+/// The LD, when writes into `fd` take turns (`fds::TURNS`; not a session pipe, whose writes
+/// are sends), with the file's key.
 fn turn_taker(fd: c_int) -> Option<(&'static mut crate::ld::Ld, u64)> {
-    if crate::fds::kind(fd) & crate::fds::TURNS == 0 {
+    if crate::fds::kind(fd) & (crate::fds::TURNS | crate::fds::STREAM) != crate::fds::TURNS {
         return None;
     }
-    let key = crate::fds::file_key(fd)?;
+    let key = crate::fds::turn_key(fd)?;
     let ld = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread())?;
     Some((ld, key))
 }

@@ -261,10 +261,11 @@ pub fn wrap_standard_streams() {
 pub fn wrap_standard_stream(fd: c_int) {
     // A file as standard output or error takes turns with the other processes that write it
     // (`ld/appends.rs`): what stdio writes there must reach our `write` too.
-    let shared_file = (fd == 1 || fd == 2) && fds::kind(fd) & fds::TURNS != 0;
+    let shared_file =
+        (fd == 1 || fd == 2) && fds::kind(fd) & (fds::TURNS | fds::STREAM) == fds::TURNS;
     if shared_file
         && let Some(ld) = super::active()
-        && let Some(key) = fds::file_key(fd)
+        && let Some(key) = fds::turn_key(fd)
     {
         // From now on, the reads of that file count before its writes (a script's loop that
         // greps this server's output until it says it is ready), from the first write on.

@@ -141,7 +141,7 @@ const NVAL: u32 = 0x20;
 fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
     let waitable =
         Events::IN | Events::PRI | Events::OUT | Events::RDHUP | Events::HUP | Events::ERR;
-    let mut want = ev.0 & waitable;
+    let mut want = ev.0 & waitable & possible(fd);
     if want == 0 || ev.0 & NVAL != 0 {
         return; // nothing to wait for, or POLLNVAL (a closed fd): report as recorded
     }
@@ -174,6 +174,23 @@ fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
             return;
         }
         missing = want & !now;
+    }
+}
+
+/// The events `fd` can come to report, by its access mode: a write-only fd (a pipe's write
+/// end) never becomes readable, a read-only one never writable. What the record saw on an fd
+/// ddbx does not follow may be more: a script's standard output in a file reports `in|out`,
+/// and in a replay whose output is a pipe, waiting for `in` on it would wait for ever (xargs
+/// polls its standard streams as it starts).
+fn possible(fd: c_int) -> u32 {
+    let all = u32::MAX;
+    match sys::fcntl(fd, libc::F_GETFL, 0) {
+        fl if fl < 0 => all,
+        fl => match fl & libc::O_ACCMODE {
+            libc::O_WRONLY => all & !(Events::IN | Events::PRI | Events::RDHUP),
+            libc::O_RDONLY => all & !Events::OUT,
+            _ => all,
+        },
     }
 }
 
