@@ -512,7 +512,9 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
             let in_computation = deliveries(&rec, "p2")
                 .iter()
                 .any(|(_, line)| line == "~G15");
-            (in_computation && polls(&out.stdout) < 6).then_some(out)
+            // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one
+            // 50 to 75.
+            (in_computation && polls(&out.stdout) < 20).then_some(out)
         })
         .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM in computation after 30 ms"));
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
