@@ -15,6 +15,7 @@ timeout 30 dnsmasq --keep-in-foreground --conf-file=/dev/null --user=root \
 server=$!
 settle
 until drill -t -p "$port" @127.0.0.1 ready.test A 2>/dev/null | grep -q '10\.0\.0\.99'; do
+    kill -0 "$server"
     sleep 0.05
 done
 clients=()

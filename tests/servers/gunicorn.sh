@@ -12,7 +12,7 @@ timeout 30 gunicorn --workers 4 --worker-class sync --bind "127.0.0.1:$port" \
     --error-logfile "$dir/error.log" wsgi_app:app &
 server=$!
 settle
-until curl -sf -o /dev/null "http://127.0.0.1:$port/ready"; do sleep 0.05; done
+until curl -sf -o /dev/null "http://127.0.0.1:$port/ready"; do kill -0 "$server"; sleep 0.05; done
 mkdir "$dir/out"
 seq 1 12 | timeout 20 xargs -P 6 -I{} "$here/jitter" curl -sf -o "$dir/out/{}" "http://127.0.0.1:$port/{}"
 kill "$server"

@@ -39,7 +39,7 @@ w2=$!
 timeout 30 haproxy -f "$dir/haproxy.cfg" -db &
 server=$!
 settle
-until curl -sf -o /dev/null "http://127.0.0.1:$port/who"; do sleep 0.05; done
+until curl -sf -o /dev/null "http://127.0.0.1:$port/who"; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do
     timeout 10 "$here/jitter" curl -sf -o "$dir/c$i" "http://127.0.0.1:$port/who" &

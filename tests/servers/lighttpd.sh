@@ -23,7 +23,7 @@ CONF
 timeout 30 lighttpd -D -f "$dir/lighttpd.conf" &
 server=$!
 settle
-until curl -sf -o /dev/null "http://127.0.0.1:$port/order.sh?ready"; do sleep 0.05; done
+until curl -sf -o /dev/null "http://127.0.0.1:$port/order.sh?ready"; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do
     timeout 10 "$here/jitter" curl -sf -o /dev/null "http://127.0.0.1:$port/order.sh?client$i" &

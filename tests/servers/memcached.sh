@@ -19,7 +19,7 @@ mc() {
 timeout 30 memcached -l 127.0.0.1 -p "$port" -U 0 -t 4 -u root &
 server=$!
 settle
-until mc version 2>/dev/null | grep -q VERSION; do sleep 0.05; done
+until mc version 2>/dev/null | grep -q VERSION; do kill -0 "$server"; sleep 0.05; done
 mc "set order 0 0 1" "-" >/dev/null
 clients=()
 for i in 1 2 3 4 5 6 7 8; do

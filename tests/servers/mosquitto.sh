@@ -21,7 +21,7 @@ timeout 30 mosquitto -c "$dir/mosquitto.conf" 2>"$dir/mosquitto.log" &
 server=$!
 sub=(mosquitto_sub -h 127.0.0.1 -p "$port" -i collector -c -q 1 -t corpus/order)
 settle
-until "${sub[@]}" -E 2>/dev/null; do sleep 0.05; done
+until "${sub[@]}" -E 2>/dev/null; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do
     timeout 10 "$here/jitter" mosquitto_pub -h 127.0.0.1 -p "$port" -q 1 -t corpus/order -m "client$i" &

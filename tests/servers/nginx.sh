@@ -41,7 +41,7 @@ CONF
 timeout 30 nginx -p "$dir" -c "$dir/nginx.conf" &
 server=$!
 settle
-until curl -sf -o /dev/null "http://127.0.0.1:$port/ready"; do sleep 0.05; done
+until curl -sf -o /dev/null "http://127.0.0.1:$port/ready"; do kill -0 "$server"; sleep 0.05; done
 seq 1 12 | timeout 20 xargs -P 6 -I{} "$here/jitter" curl -sf -o /dev/null "http://127.0.0.1:$port/r/{}"
 kill "$server"
 wait "$server" || true

@@ -14,7 +14,7 @@ as_pg "$bin/initdb" -D "$dir/data" -A trust -U postgres -N --no-instructions >/d
 timeout 60 runuser -u postgres -- "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" \
     -c listen_addresses=127.0.0.1 -c fsync=off -c logging_collector=off 2>"$dir/postgres.log" &
 server=$!
-until pg_isready -q -h 127.0.0.1 -p "$port"; do sleep 0.05; done
+until pg_isready -q -h 127.0.0.1 -p "$port"; do kill -0 "$server"; sleep 0.05; done
 psql=(psql -X -q -At -h 127.0.0.1 -p "$port" -U postgres)
 "${psql[@]}" -c 'create table t (id serial primary key, v text)'
 clients=()

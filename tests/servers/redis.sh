@@ -9,7 +9,7 @@ timeout 30 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly n
     --dir "$dir" --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" --daemonize no &
 server=$!
 settle
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
+until redis-cli -p "$port" ping >/dev/null 2>&1; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do
     timeout 10 "$here/jitter" redis-cli -p "$port" rpush order "client$i" >/dev/null &

@@ -28,7 +28,7 @@ CONF
 timeout 30 rsync --daemon --no-detach --address=127.0.0.1 --port="$port" --config="$dir/rsyncd.conf" &
 server=$!
 settle
-until rsync "rsync://127.0.0.1:$port/" >/dev/null 2>&1; do sleep 0.05; done
+until rsync "rsync://127.0.0.1:$port/" >/dev/null 2>&1; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6; do
     mkdir -p "$dir/c$i"

@@ -11,7 +11,7 @@ mkfifo "$dir/port"
 timeout 30 "$server_bin" >"$dir/port" &
 server=$!
 read -r port <"$dir/port"
-until ncat -z 127.0.0.1 "$port"; do sleep 0.05; done
+until ncat -z 127.0.0.1 "$port"; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6 7 8; do
     echo "client$i" | timeout 10 "$here/jitter" ncat 127.0.0.1 "$port" >/dev/null &

@@ -36,7 +36,7 @@ CONF
 timeout 30 vsftpd "$dir/vsftpd.conf" &
 server=$!
 settle
-until curl -s -o /dev/null "ftp://127.0.0.1:$port/"; do sleep 0.05; done
+until curl -s -o /dev/null "ftp://127.0.0.1:$port/"; do kill -0 "$server"; sleep 0.05; done
 clients=()
 for i in 1 2 3 4 5 6; do
     echo "from $i" >"$dir/c$i"
