@@ -339,6 +339,15 @@ fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     }
 }
 
+#[test]
+fn uvicorn_asyncio_server_with_curl_clients() {
+    // A Python ASGI server on asyncio's event loop (an epoll selector, a socketpair its signal
+    // handlers wake, a 0.1 s timer tick); 8 curl clients at once; the order of arrival.
+    if installed(&["uvicorn", "curl"]) {
+        corpus("uvicorn.sh", &[]);
+    }
+}
+
 // Held out (2026-11-26): servers nobody tuned ddbx to, tried as a new user would
 // (FINDINGS.md, "Held-out servers").
 
