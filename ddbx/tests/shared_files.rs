@@ -187,3 +187,29 @@ fn a_read_of_a_proc_file_does_not_take_the_place_of_a_logs_read() {
     let said = std::fs::read_to_string(&ld_log).unwrap_or_default();
     assert!(!said.contains("still waits"), "{said}");
 }
+
+/// `tests/real/flock_tickets.sh`: six processes at once take a ticket from a counter file
+/// under `flock` (read it, write it back plus one); which got which ticket varies natively.
+/// The record logs each lock's turn among the locks on that file (`~l`), replay takes them in
+/// that order, so every process reads the number it read in the record. (Before, 4 replays
+/// of 4 handed out other tickets: the order of file locks was not recorded, and xinetd's
+/// services taking tickets so replayed 0 of 5.)
+#[test]
+fn processes_taking_a_file_lock_take_it_in_the_recorded_order() {
+    let script = ddbx_tests::workspace().join("tests/real/flock_tickets.sh");
+    let (run, recorded) = DDBX.race(&script, &[], 20);
+    assert_eq!(recorded.stdout.lines().count(), 6, "{}", recorded.stdout);
+    let mut turns: Vec<String> = std::fs::read_dir(run.join("rec/history"))
+        .unwrap()
+        .flatten()
+        .flat_map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            text.lines()
+                .filter(|l| l.starts_with("~l"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    turns.sort();
+    assert_eq!(turns, ["~l0", "~l1", "~l2", "~l3", "~l4", "~l5"]);
+}

@@ -1,9 +1,10 @@
 //! Duplicating fds (dup, dup2, dup3, `fcntl(F_DUPFD)`) and fcntl's other tracked commands
 //! (`O_NONBLOCK`). A dup of a channel end is a `Dup` event; a dup over the last fd on a
 //! connection lets go of it (`Close`); a session pipe put on fd 0, 1 or 2 gets its standard
-//! stream wrapped (`stdio.rs`). File locks (`fcntl(F_SETLKW)`, `flock`, `lockf`) taken for
-//! writing on a file whose writes take turns wait, in replay, for the turn of the write they
-//! guard (`super::io::before_file_lock`).
+//! stream wrapped (`stdio.rs`). File locks (`fcntl(F_SETLKW)`, `flock`, `lockf`) on a regular
+//! file take turns among the session's processes (`super::io::file_lock`), and those taken
+//! for writing on a file whose writes take turns wait, in replay, for the turn of the write
+//! they guard first (`super::io::before_file_lock`).
 
 use super::socket::{let_go, letting_go};
 use super::{active, hook};
@@ -128,6 +129,9 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     let call = || unsafe { real::fcntl(fd, cmd, arg) };
     let r = if matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) {
         super::made_fd(call)
+    } else if let Some(waiting) = lock_command(cmd, arg) {
+        // SAFETY: as `call`, with the waiting form of the same lock command.
+        super::io::file_lock(fd, call, || unsafe { real::fcntl(fd, waiting, arg) })
     } else {
         call()
     };
@@ -150,6 +154,20 @@ unsafe fn on_fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
         _ => {}
     }
     r
+}
+
+/// For an fcntl command that takes a record lock (not one that lets go of it): the command
+/// that takes the same lock waiting for it.
+fn lock_command(cmd: c_int, arg: c_ulong) -> Option<c_int> {
+    let waiting = match cmd {
+        libc::F_SETLK | libc::F_SETLKW => libc::F_SETLKW,
+        libc::F_OFD_SETLK | libc::F_OFD_SETLKW => libc::F_OFD_SETLKW,
+        _ => return None,
+    };
+    // SAFETY: for these commands `arg` points to the caller's struct flock (null: EFAULT, no
+    // lock).
+    let kind = unsafe { (arg as *const libc::flock).as_ref() }?.l_type;
+    (kind != libc::F_UNLCK as libc::c_short).then_some(waiting)
 }
 
 /// fcntl(2) (variadic in C; one integer-sized argument is ABI-compatible on Linux targets).
@@ -183,7 +201,11 @@ hook! {
             super::io::before_file_lock(fd);
         }
         // SAFETY: no pointer arguments.
-        unsafe { real::flock(fd, op) }
+        let call = |op| unsafe { real::flock(fd, op) };
+        if op & (libc::LOCK_EX | libc::LOCK_SH) == 0 {
+            return call(op); // LOCK_UN
+        }
+        super::io::file_lock(fd, || call(op), || call(op & !libc::LOCK_NB))
     }
 }
 
@@ -194,6 +216,10 @@ hook! {
             super::io::before_file_lock(fd);
         }
         // SAFETY: no pointer arguments.
-        unsafe { real::lockf(fd, cmd, len) }
+        let call = |cmd| unsafe { real::lockf(fd, cmd, len) };
+        if cmd != libc::F_LOCK && cmd != libc::F_TLOCK {
+            return call(cmd); // F_ULOCK, F_TEST
+        }
+        super::io::file_lock(fd, || call(cmd), || call(libc::F_LOCK))
     }
 }

@@ -104,6 +104,29 @@ fn turn_taker(fd: c_int) -> Option<(&'static mut crate::ld::Ld, u64)> {
     Some((ld, key))
 }
 
+/// A lock on `fd` (flock, fcntl's record locks, lockf), made by `call` (0: taken);
+/// `blocking` makes the same lock, waiting for it. On a regular file the session's locks take
+/// turns: the record logs each one's turn, replay takes them in that order
+/// (`record::io::lock`, `replay::io::lock`), so that a counter that processes update under a
+/// lock (a ticket, a sequence number) comes out as recorded.
+pub fn file_lock(
+    fd: c_int,
+    call: impl FnOnce() -> c_int,
+    blocking: impl FnOnce() -> c_int,
+) -> c_int {
+    let _ = crate::fds::kind(fd); // classified, for its key
+    let Some(key) = crate::fds::file_key(fd) else {
+        return call();
+    };
+    let Some(ld) = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread()) else {
+        return call();
+    };
+    match ld.mode {
+        Mode::Record => record::io::lock(ld, key, call),
+        Mode::Replay => replay::io::lock(ld, key, call, blocking),
+    }
+}
+
 /// Before a lock for writing is taken on `fd` (vsftpd locks its log around each line): in
 /// replay, the turn of the write it guards is waited for first, or a process that took the
 /// lock out of turn would wait for its turn while the one whose turn it is waits for the lock.

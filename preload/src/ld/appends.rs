@@ -24,6 +24,7 @@ use super::Ld;
 use super::turns::{futex_wait, futex_wake, lock_shared, map_shared, unlock_shared};
 use crate::sys;
 use ddbx_wire::{FILE_TURN_ENTRY, FILE_TURN_SLOTS, FILE_TURNS};
+use libc::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// How long (ns) a writer waits for its file's lock or turn while nothing moves: long enough
@@ -54,6 +55,8 @@ struct Entry {
     waiters: AtomicU32,
     /// Reads of the file counted since its last write (each logged: `~f`).
     reads: AtomicU32,
+    /// Locks taken on the file so far (the next lock's turn; `~l`).
+    locks: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<Entry>() <= FILE_TURN_ENTRY);
@@ -329,6 +332,51 @@ impl Ld {
         }
         if entry.waiters.load(Ordering::Acquire) > 0 {
             futex_wake(&entry.writes);
+        }
+    }
+
+    /// Record: a lock on the regular file `key` (flock, fcntl's record locks, lockf), taken
+    /// by `call` (0: taken). Returns what `call` returned and, when it took the lock, the
+    /// lock's turn among the session's locks on that file (`None`: not taken, or no table).
+    /// Counted once the kernel granted it: a lock that excludes this one can only be taken
+    /// after this process lets go of it, so after the count.
+    pub fn lock_in_turn(&self, key: u64, call: impl FnOnce() -> c_int) -> (c_int, Option<u64>) {
+        let r = call();
+        if r != 0 {
+            return (r, None);
+        }
+        let err = sys::errno();
+        let turn = self
+            .file_entry(key)
+            .map(|entry| u64::from(entry.locks.fetch_add(1, Ordering::AcqRel)));
+        sys::set_errno(err);
+        (r, turn)
+    }
+
+    /// Replay: waits until the locks on the file `key` before turn `turn` are taken (at most
+    /// [`PATIENCE`] while their count does not move, then says so in `DDBX_LD_LOG`).
+    pub fn wait_for_lock_turn(&self, key: u64, turn: u64) {
+        let Some(entry) = self.file_entry(key) else {
+            return;
+        };
+        if let Some(seen) = await_count(&entry.locks, &entry.waiters, turn, PATIENCE, || true) {
+            let msg = format!(
+                "ddbx-ld: pid {}: a file lock's turn {turn} still waits for lock {seen}; locking out of turn",
+                self.pid
+            );
+            sys::diag(self.log_fd, &msg);
+        }
+    }
+
+    /// Replay: the lock of turn `turn` on the file `key` is taken; the next one goes.
+    pub fn lock_turn_done(&self, key: u64, turn: u64) {
+        let Some(entry) = self.file_entry(key) else {
+            return;
+        };
+        let next = u32::try_from(turn + 1).unwrap_or(u32::MAX);
+        entry.locks.fetch_max(next, Ordering::AcqRel);
+        if entry.waiters.load(Ordering::Acquire) > 0 {
+            futex_wake(&entry.locks);
         }
     }
 }

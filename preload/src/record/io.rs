@@ -209,3 +209,24 @@ pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     sys::set_errno(err);
     r
 }
+
+/// A lock on the regular file `key` (flock, fcntl's record locks, lockf), made by `call` (0:
+/// taken): its turn among the session's locks on that file is logged as a value (`~l4`), or
+/// the errno of a non-blocking lock the kernel refused (`~l-11`), so that replay takes the
+/// locks in the same order (`ld/appends.rs`). Written at once, as a write's turn is.
+pub fn lock(ld: &mut Ld, key: u64, call: impl FnOnce() -> c_int) -> c_int {
+    // A lock may wait for another process: other threads record meanwhile.
+    let (r, turn) = ld.lock_in_turn(key, || crate::baton::put_down_for(call));
+    let err = sys::errno();
+    let turn = match turn {
+        Some(turn) => Some(Ok(turn)),
+        None if r != 0 && matches!(err, libc::EAGAIN | libc::EACCES) => Some(Err(err)),
+        None => None,
+    };
+    if let Some(turn) = turn {
+        ld.log_value(&ddbx_wire::history::value::Value::Locked { turn });
+        ld.flush_values();
+    }
+    sys::set_errno(err);
+    r
+}

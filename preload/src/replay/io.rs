@@ -386,6 +386,43 @@ pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     r
 }
 
+/// A lock on the regular file `key` (flock, fcntl's record locks, lockf): one the record's
+/// kernel refused is refused again without asking (`call` is not made); one it granted is
+/// taken in its recorded turn, by `blocking` (the same lock, waiting for it: a non-blocking
+/// one granted in the record must not be refused now because its predecessor lets go of it
+/// later than in the record). A halting replay does not wait for the turn.
+pub fn lock(
+    ld: &mut Ld,
+    key: u64,
+    call: impl FnOnce() -> c_int,
+    blocking: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(turn) = super::values::take_lock(ld) else {
+        return call();
+    };
+    let value = ddbx_wire::history::value::Value::Locked { turn };
+    let turn = match turn {
+        Err(errno) => {
+            ld.log_value(&value);
+            sys::set_errno(errno);
+            return -1;
+        }
+        Ok(turn) => turn,
+    };
+    let in_turn = ld.halt.is_none();
+    let r = crate::baton::put_down_for(|| {
+        if in_turn {
+            ld.wait_for_lock_turn(key, turn);
+        }
+        blocking()
+    });
+    let err = sys::errno();
+    ld.lock_turn_done(key, turn);
+    ld.log_value(&value);
+    sys::set_errno(err);
+    r
+}
+
 /// Before a lock for writing is taken on the shared file `key`: waits for the turn of the next
 /// write the record made in this gap, if any (the write the lock guards).
 pub fn before_lock(ld: &mut Ld, key: u64) {

@@ -120,6 +120,15 @@ pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64)> {
     }
 }
 
+/// What the record logged for the next lock on a shared file in this gap, if anything: its
+/// turn, or the errno it was refused with.
+pub fn take_lock(ld: &mut Ld) -> Option<Result<u64, i32>> {
+    match take(ld, |v| matches!(v, Value::Locked { .. }))? {
+        Value::Locked { turn } => Some(turn),
+        _ => None,
+    }
+}
+
 /// The count of a shared file's writes the record logged for the next read of such a file
 /// in this gap, if any.
 pub fn take_read_after(ld: &mut Ld) -> Option<u64> {

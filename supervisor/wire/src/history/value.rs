@@ -28,6 +28,8 @@
 //!                      until the next `~t` line or the image's `Exec`
 //! ~n3:23               thread t3 made fd 23 (socket, open, epoll_create, dup: not events)
 //! ~x3:23               thread t3 closed fd 23 (a close that is not an event)
+//! ~l4                  a lock on a file (flock, fcntl, lockf) was that file's 4th (from 0)
+//! ~l-11                a non-blocking lock on a file was refused (errno 11)
 //! ```
 //!
 //! A signal line is where an asynchronous signal was delivered: replay runs the program's
@@ -138,6 +140,14 @@ pub enum Value {
         /// The fd it closed.
         fd: i32,
     },
+    /// A lock on a regular file (`flock`, `fcntl`'s record locks, `lockf`): its turn among the
+    /// session's locks on that file, or the errno of a non-blocking one that was refused.
+    /// Replay takes each in the recorded order, so that what the processes then read from the
+    /// file is what they read in the record.
+    Locked {
+        /// The lock's turn (0: the file's first), or `Err(errno)`: refused.
+        turn: Result<u64, i32>,
+    },
 }
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
@@ -169,6 +179,8 @@ pub enum ValueKey {
     Opened,
     /// An fd a thread closed.
     Freed,
+    /// A file lock's turn.
+    Locked,
 }
 
 impl Value {
@@ -188,6 +200,7 @@ impl Value {
             Value::Thread { .. } => ValueKey::Thread,
             Value::Opened { .. } => ValueKey::Opened,
             Value::Freed { .. } => ValueKey::Freed,
+            Value::Locked { .. } => ValueKey::Locked,
         }
     }
 
@@ -206,6 +219,10 @@ impl Value {
             Value::ReadAfter { writes } => i64::try_from(*writes).unwrap_or(i64::MAX),
             Value::Thread { t } => i64::from(*t),
             Value::Opened { fd, .. } | Value::Freed { fd, .. } => i64::from(*fd),
+            Value::Locked { turn } => match turn {
+                Ok(turn) => i64::try_from(*turn).unwrap_or(i64::MAX),
+                Err(errno) => -i64::from(*errno),
+            },
         }
     }
 
@@ -239,6 +256,9 @@ impl Value {
             ValueKey::Freed => Value::Freed {
                 t: 1,
                 fd: i32::try_from(n).unwrap_or(-1),
+            },
+            ValueKey::Locked => Value::Locked {
+                turn: u64::try_from(n).map_err(|_| i32::try_from(-n).unwrap_or(0)),
             },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
@@ -297,7 +317,8 @@ impl Deltas {
                 | ValueKey::ReadAfter
                 | ValueKey::Thread
                 | ValueKey::Opened
-                | ValueKey::Freed => Ok(()),
+                | ValueKey::Freed
+                | ValueKey::Locked => Ok(()),
             }
         };
         if let Value::Signal {
@@ -329,11 +350,21 @@ impl Deltas {
         if let Value::ReadAfter { writes } = value {
             return write!(out, "~f{writes}");
         }
+        if let Value::Locked { turn } = value {
+            return match turn {
+                Ok(turn) => write!(out, "~l{turn}"),
+                Err(errno) => write!(out, "~l-{errno}"),
+            };
+        }
         if let Value::Thread { t } = value {
             return write!(out, "~t{t}");
         }
         if let Value::Opened { t, fd } | Value::Freed { t, fd } = value {
-            let tag = if value.key() == ValueKey::Opened { 'n' } else { 'x' };
+            let tag = if value.key() == ValueKey::Opened {
+                'n'
+            } else {
+                'x'
+            };
             return write!(out, "~{tag}{t}:{fd}");
         }
         tag(out)?;
@@ -390,7 +421,8 @@ impl Deltas {
             | ValueKey::ReadAfter
             | ValueKey::Thread
             | ValueKey::Opened
-            | ValueKey::Freed => {
+            | ValueKey::Freed
+            | ValueKey::Locked => {
                 return None;
             }
         }
@@ -483,6 +515,7 @@ impl Deltas {
                 let writes: u64 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::ReadAfter { writes });
             }
+            Some(b'l') => return lock_value(&rest[1..]).ok_or_else(bad),
             Some(b't' | b'n' | b'x') => return thread_value(rest).ok_or_else(bad)?,
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
@@ -512,35 +545,6 @@ impl Deltas {
     }
 }
 
-/// A thread's value line without its `~`: `t3` (whose events follow), `n3:23` (thread 3 made
-/// fd 23), `x3:23` (thread 3 closed fd 23). `None`: not one of those shapes; `Some(Err)`: a
-/// thread id 0 or a negative fd.
-fn thread_value(rest: &str) -> Option<Result<Value, String>> {
-    let out_of_range = || {
-        Err(format!(
-            "expected a thread id from 1 up and an fd from 0 up, found `~{rest}`"
-        ))
-    };
-    if let Some(t) = rest.strip_prefix('t') {
-        let t: u32 = t.parse().ok()?;
-        return Some(if t == 0 {
-            out_of_range()
-        } else {
-            Ok(Value::Thread { t })
-        });
-    }
-    let closes = rest.starts_with('x');
-    let (t, fd) = rest.get(1..)?.split_once(':')?;
-    let (t, fd): (u32, i32) = (t.parse().ok()?, fd.parse().ok()?);
-    Some(if t == 0 || fd < 0 {
-        out_of_range()
-    } else if closes {
-        Ok(Value::Freed { t, fd })
-    } else {
-        Ok(Value::Opened { t, fd })
-    })
-}
-
 /// `n` in decimal, in the end of `buf`.
 fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
     let digits = unsigned_decimal(n.unsigned_abs(), buf).len();
@@ -566,32 +570,10 @@ pub(crate) fn unsigned_decimal(mut m: u64, buf: &mut [u8; 24]) -> &[u8] {
     &buf[i..]
 }
 
-/// A short name for a key, for listings: `monotonic`, `realtime`, `gettimeofday`, ….
-pub fn key_name(key: ValueKey) -> String {
-    match key {
-        ValueKey::Clock(0) => "realtime".into(),
-        ValueKey::Clock(1) => "monotonic".into(),
-        ValueKey::Clock(2) => "process cputime".into(),
-        ValueKey::Clock(3) => "thread cputime".into(),
-        ValueKey::Clock(4) => "monotonic raw".into(),
-        ValueKey::Clock(5) => "realtime coarse".into(),
-        ValueKey::Clock(6) => "monotonic coarse".into(),
-        ValueKey::Clock(7) => "boottime".into(),
-        ValueKey::Clock(c) => format!("clock {c}"),
-        ValueKey::TimeOfDay => "gettimeofday".into(),
-        ValueKey::Time => "time".into(),
-        ValueKey::Random => "random".into(),
-        ValueKey::Signal => "signal".into(),
-        ValueKey::Reaped => "non-blocking wait".into(),
-        ValueKey::Closed => "close in a handler".into(),
-        ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
-        ValueKey::Appended => "write turn in a shared file".into(),
-        ValueKey::ReadAfter => "read of a shared file after its writes".into(),
-        ValueKey::Thread => "thread".into(),
-        ValueKey::Opened => "fd made by a thread".into(),
-        ValueKey::Freed => "fd closed by a thread".into(),
-    }
-}
+#[path = "value_names.rs"]
+mod names;
+pub use names::key_name;
+use names::{lock_value, thread_value};
 
 #[cfg(test)]
 #[path = "value_tests.rs"]
