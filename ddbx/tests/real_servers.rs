@@ -266,7 +266,7 @@ fn redis_server_with_concurrent_redis_cli_clients() {
 }
 
 #[test]
-#[ignore = "two SIGTERMs at shutdown must each interrupt the main thread's epoll_wait: 1 replay in 16 runs the handler before it"]
+#[ignore = "flaky at shutdown: on 2026-12-02, after the merged SIGTERMs were counted, 6 test runs of 6 and 72 loop replays of 72 passed under two CPU hogs, but one series of 8 replays of one recording diverged (`expected Close(fd: 4), found an epoll_wait`: the main loop ran once more after the handler), not reproduced in 16 more replays of it"]
 fn memcached_thread_pool_with_concurrent_clients() {
     // A thread-pool server: one thread accepts and hands each connection to one of 4 worker
     // threads (each an epoll loop), plus background threads; 8 bash clients append to one

@@ -441,7 +441,7 @@ pub fn sleep_us(micros: u64) {
     }
 }
 
-pub use kernel::{getpid, getppid, gettid, kill, kill_self};
+pub use kernel::{getpid, getppid, gettid, kill, kill_self, tgkill};
 
 /// _exit(2) of the whole process.
 pub fn exit_group(status: c_int) -> ! {
@@ -516,6 +516,14 @@ pub fn child_ended(pid: c_int) -> bool {
     };
     // SAFETY: filled by the kernel (or still zeroed).
     r < 0 || unsafe { info.si_pid() } == pid
+}
+
+/// Whether `sig` is pending for this thread (sent to it or to the process, and blocked).
+pub fn is_pending(sig: c_int) -> bool {
+    let mut set: u64 = 0;
+    // SAFETY: rt_sigpending into an 8-byte set, the kernel's sigset size.
+    let r = unsafe { libc::syscall(libc::SYS_rt_sigpending, &mut set as *mut u64, 8usize) };
+    r == 0 && set & (1u64 << (sig - 1)) != 0
 }
 
 /// Adds `set` (signals 1 to 64, bit `sig - 1`) to this thread's signal mask; the mask before.

@@ -42,7 +42,7 @@ pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
             record::process::kill_in_handler(pid, sig);
         }
         // SAFETY: no pointer arguments.
-        return unsafe { real::kill(pid, sig) };
+        return counted(pid, sig, unsafe { real::kill(pid, sig) });
     };
     let _ = crate::replay::signals::at_call_of("kill");
     if pid != -1
@@ -66,7 +66,18 @@ pub unsafe extern "C" fn kill(pid: pid_t, sig: c_int) -> c_int {
         }
     }
     // SAFETY: no pointer arguments.
-    unsafe { real::kill(pid, sig) }
+    counted(pid, sig, unsafe { real::kill(pid, sig) })
+}
+
+/// A kill of `pid` with `sig` returned `r`: in a replay, one that was made is counted for each
+/// process it reached but this one (`crate::ld::sent`: two of them may arrive as one).
+fn counted(pid: pid_t, sig: c_int, r: c_int) -> c_int {
+    if r == 0 && signals::mode() == signals::REPLAY && (1..32).contains(&sig) && pid != -1 {
+        let saved = sys::errno();
+        record::process::targets(pid, |p| crate::ld::sent::count(p, sig));
+        sys::set_errno(saved);
+    }
+    r
 }
 
 /// killpg(3): the kill of the group (`kill`'s hook translates it, and orders it in replay).
@@ -224,6 +235,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
                 signals::call_handler(sig, d, info, ctx);
             }
             signals::REPLAY if !signals::overflowed() => {
+                crate::ld::sent::arrived(sig);
                 signals::arrived(sig, info);
                 signals::in_signal(|| crate::replay::signals::arrival(ctx));
             }
@@ -296,24 +308,38 @@ fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
 static FORWARDED: [std::sync::atomic::AtomicU64; 65] =
     [const { std::sync::atomic::AtomicU64::new(0) }; 65];
 
-/// In a process whose threads are ordered, an asynchronous signal the kernel gave another
-/// thread than the main one is made the main thread's: where the record noted a delivery, and
-/// where replay runs the program's handler, are places among the main thread's calls (a
-/// worker's early run of memcached's SIGTERM handler let its main thread leave its loop
-/// without the `epoll_wait` the record's signal had interrupted). The thread blocks the signal
-/// from its handler's return on, and sends it to the process again, which the kernel then
-/// gives a thread that does not block it; its siginfo is kept for the main thread's handler.
-/// A signal sent to this thread itself (`pthread_kill`, `tgkill`) stays. False: not forwarded.
+/// In a process with threads, an asynchronous signal the kernel gave another thread than the
+/// one whose calls deliveries are placed among (the main thread when threads are ordered;
+/// else the thread of the process's recorded I/O, main until one did) is made that thread's:
+/// where the record noted a delivery, and where replay runs the program's handler, are places
+/// among that thread's calls (a worker's early run of memcached's SIGTERM handler let its main
+/// thread leave its loop without the `epoll_wait` the record's signal had interrupted). The
+/// thread blocks the signal from its handler's return on, and sends it to that thread with
+/// `tgkill`, into the thread's own pending set: sent to the process again, it merged there with
+/// another of the same signal, and a delivery the record made twice came once (GNU `timeout`
+/// sends its child a SIGTERM and then its group one; redis's bio threads took the second while
+/// the main thread's handler ran the first, and the replay's second planned delivery waited
+/// for an arrival that never came: 500 ms for redis, for ever for Twisted). Its siginfo is kept
+/// for that thread's handler. A signal sent to this thread itself (`pthread_kill`, `tgkill`)
+/// stays. False: not forwarded.
 fn forwarded_to_main_thread(
     sig: c_int,
     info: *mut libc::siginfo_t,
     ctx: *mut libc::c_void,
 ) -> bool {
-    if !crate::locks::threaded() || ctx.is_null() || !(1..65).contains(&sig) {
+    if ctx.is_null() || !(1..65).contains(&sig) {
         return false;
     }
+    let Some(ld) = crate::ld::running() else {
+        return false;
+    };
     let pid = sys::getpid();
-    if sys::gettid() == pid || crate::ld::running().is_none() {
+    let target = if crate::locks::threaded() {
+        pid
+    } else {
+        ld.signal_tid()
+    };
+    if sys::gettid() == target {
         return false;
     }
     let (code, sender, status) = if info.is_null() {
@@ -338,7 +364,10 @@ fn forwarded_to_main_thread(
     unsafe {
         libc::sigaddset(&mut (*ctx.cast::<libc::ucontext_t>()).uc_sigmask, sig);
     }
-    sys::kill(pid, sig);
+    if sys::tgkill(pid, target, sig) != 0 {
+        // That thread is gone: the process again, which the kernel gives a thread that takes it.
+        sys::kill(pid, sig);
+    }
     true
 }
 
@@ -348,13 +377,13 @@ fn forwarded_to_main_thread(
 /// # Safety
 /// `info` is null or the kernel's siginfo of this delivery.
 unsafe fn forwarded_info(sig: c_int, info: *mut libc::siginfo_t) {
-    if info.is_null() || !(1..65).contains(&sig) || !crate::locks::threaded() {
+    if info.is_null() || !(1..65).contains(&sig) {
         return;
     }
     let pid = sys::getpid();
     // SAFETY: as the caller promises; a sent signal's sender is read as libc reads it.
     let (code, sender) = unsafe { ((*info).si_code, (*info).si_pid()) };
-    if code != libc::SI_USER || sender != pid {
+    if !matches!(code, libc::SI_TKILL | libc::SI_USER) || sender != pid {
         return;
     }
     let kept = FORWARDED[sig as usize].swap(0, std::sync::atomic::Ordering::SeqCst);

@@ -87,6 +87,9 @@ pub fn start() -> Option<Joined> {
     let first = ld.join(claim)?;
     // Mapped now, before the program can chroot or switch users: its children keep it.
     ld.map_file_turns_early();
+    if ld.mode == Mode::Replay {
+        ld.map_signals_sent();
+    }
     if ld.records_pipes()
         && let Some(pipes) = getenv(env::PIPES)
     {
@@ -522,6 +525,7 @@ impl Ld {
         self.values.len = 0;
         while crate::signals::next_note_before(usize::MAX).is_some() {}
         crate::signals::forked_child();
+        super::sent::start_counting();
         self.values.deltas = ddbx_wire::history::value::Deltas::new();
         self.counters = Default::default();
         self.probes.clear();

@@ -74,7 +74,7 @@ pub fn kill(ld: &mut Ld, pid: pid_t, sig: c_int) {
 /// Calls `f` with each process a kill of `pid` reaches but the sender: `pid` itself, or the
 /// members of a process group (`pid` < -1, or 0 for the sender's own). Allocation-free: a
 /// signal handler's kill comes here too.
-fn targets(pid: pid_t, mut f: impl FnMut(pid_t)) {
+pub fn targets(pid: pid_t, mut f: impl FnMut(pid_t)) {
     let group = match pid {
         // SAFETY: no pointer arguments.
         0 => (unsafe { libc::syscall(libc::SYS_getpgid, 0) }) as pid_t,

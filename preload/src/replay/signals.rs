@@ -137,16 +137,18 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
 /// (`preload/src/hooks/nohang.rs`).
 fn came(p: &Planned) -> bool {
     let came = has_come(p);
-    if came {
-        signals::take_arrival(p.sig);
+    if came && !signals::take_arrival(p.sig) && p.sig != libc::SIGCHLD {
+        crate::ld::sent::take_merged(p.sig);
     }
     came
 }
 
-/// [`came`], without taking the arrival.
+/// [`came`], without taking the arrival. A signal that another of the session's processes
+/// sent more often than it arrived has come too: two kills merged into one arrival
+/// (`crate::ld::sent`).
 fn has_come(p: &Planned) -> bool {
     if p.sig != libc::SIGCHLD {
-        return signals::has_arrival(p.sig);
+        return signals::has_arrival(p.sig) || crate::ld::sent::merged(p.sig);
     }
     match signals::kid_pid(p.kid) {
         Some(pid) if p.kid > 0 => sys::child_ended(pid),

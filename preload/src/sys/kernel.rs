@@ -5,20 +5,26 @@
 use super::set_errno;
 use libc::c_int;
 
-/// A system call with up to two arguments made with the `syscall` instruction itself, not
+/// A system call with up to three arguments made with the `syscall` instruction itself, not
 /// through libc's `syscall`. The raw result (a negated errno on failure).
 #[cfg(target_arch = "x86_64")]
-fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_long {
+fn kernel_call3(
+    n: libc::c_long,
+    a: libc::c_long,
+    b: libc::c_long,
+    c: libc::c_long,
+) -> libc::c_long {
     let ret: libc::c_long;
     // SAFETY: the `syscall` instruction with the kernel's x86_64 convention (number in rax,
-    // arguments in rdi and rsi; rcx and r11 clobbered); only the pid calls below, whose
-    // arguments are plain integers, come here.
+    // arguments in rdi, rsi and rdx; rcx and r11 clobbered); only the pid and signal calls
+    // below, whose arguments are plain integers, come here.
     unsafe {
         std::arch::asm!(
             "syscall",
             inlateout("rax") n => ret,
             in("rdi") a,
             in("rsi") b,
+            in("rdx") c,
             lateout("rcx") _,
             lateout("r11") _,
             options(nostack),
@@ -29,14 +35,25 @@ fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_lon
 
 /// As above, where libc's `syscall` is not hooked.
 #[cfg(not(target_arch = "x86_64"))]
-fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_long {
-    // SAFETY: only the pid calls below, whose arguments are plain integers, come here.
-    let r = unsafe { libc::syscall(n, a, b) };
+fn kernel_call3(
+    n: libc::c_long,
+    a: libc::c_long,
+    b: libc::c_long,
+    c: libc::c_long,
+) -> libc::c_long {
+    // SAFETY: only the pid and signal calls below, whose arguments are plain integers, come
+    // here.
+    let r = unsafe { libc::syscall(n, a, b, c) };
     if r == -1 {
         -libc::c_long::from(super::errno())
     } else {
         r
     }
+}
+
+/// [`kernel_call3`] with two arguments.
+fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_long {
+    kernel_call3(n, a, b, 0)
 }
 
 /// getpid(2): the kernel's pid of this process.
@@ -59,6 +76,22 @@ pub fn kill(pid: c_int, sig: c_int) -> c_int {
     let r = kernel_call(
         libc::SYS_kill,
         libc::c_long::from(pid),
+        libc::c_long::from(sig),
+    );
+    if r < 0 {
+        set_errno(-r as c_int);
+        -1
+    } else {
+        0
+    }
+}
+
+/// tgkill(2): `sig` to thread `tid` of process `pid` (both as the kernel knows them).
+pub fn tgkill(pid: c_int, tid: c_int, sig: c_int) -> c_int {
+    let r = kernel_call3(
+        libc::SYS_tgkill,
+        libc::c_long::from(pid),
+        libc::c_long::from(tid),
         libc::c_long::from(sig),
     );
     if r < 0 {

@@ -85,6 +85,7 @@ impl RuntimeDir {
                         .map_err(|e| Error::io_at("cannot create", &dir.state_dir(), e))?;
                     dir.make_file_turns()?;
                     dir.make_pid_map()?;
+                    dir.make_signals_sent()?;
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
@@ -128,6 +129,14 @@ impl RuntimeDir {
     /// this session's processes wrong pids.
     fn make_pid_map(&self) -> Result<()> {
         self.make_shared_table(ddbx_wire::PID_MAP, 2 * ddbx_wire::PID_SLOTS * 4)
+    }
+
+    /// The table of the signals a replay's processes sent each other
+    /// (`ddbx_wire::SIGNALS_SENT`), zeroed: 0666, as the table of turns. The worst a stranger
+    /// who guesses its name can do is make a replayed process run a handler early.
+    fn make_signals_sent(&self) -> Result<()> {
+        let size = ddbx_wire::SENT_SLOTS * ddbx_wire::SENT_ENTRY;
+        self.make_shared_table(ddbx_wire::SIGNALS_SENT, size)
     }
 
     /// A new file `name` of `size` zero bytes (sparse), readable and writable by every uid.

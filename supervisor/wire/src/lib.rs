@@ -66,6 +66,18 @@ pub const FILE_TURN_ENTRY: usize = 32;
 pub const FILE_TURN_OUT_OF_TURN: usize = 12;
 
 /// The file in the session's runtime directory (made by the GD, writable by every uid a
+/// program may switch to) that counts, in a replay, the standard signals the session's
+/// processes sent each process with `kill`: [`SENT_SLOTS`] entries of [`SENT_ENTRY`] bytes (a
+/// pid, then a count per signal 1 to 31), mapped shared by every LD
+/// (`preload/src/ld/sent.rs`). Two of one signal sent while its target did not run arrive as
+/// one; the count tells the target's LD that the second came too.
+pub const SIGNALS_SENT: &str = "sent";
+/// How many processes the table of [`SIGNALS_SENT`] can count for at once.
+pub const SENT_SLOTS: usize = 4096;
+/// The size of one entry of [`SIGNALS_SENT`].
+pub const SENT_ENTRY: usize = 128;
+
+/// The file in the session's runtime directory (made by the GD, writable by every uid a
 /// program may switch to) through which a replay shows each process the pids of its record
 /// (`preload/src/ld/pids.rs`): two arrays of [`PID_SLOTS`] little-endian `i32`s, indexed by
 /// pid, the first from a recorded pid to the replay's, the second back; 0 where nothing is
