@@ -348,6 +348,16 @@ fn uvicorn_asyncio_server_with_curl_clients() {
     }
 }
 
+#[test]
+fn twisted_web_server_with_curl_clients() {
+    // Twisted's web server (`twistd web`, Python's epoll reactor; its SIGTERM handler wakes
+    // the reactor through two self-pipes and Twisted kills itself with the signal once the
+    // reactor stopped); 8 curl clients at once; the order of its access log.
+    if installed(&["twistd3", "curl"]) {
+        corpus("twisted.sh", &[]);
+    }
+}
+
 // Held out (2026-11-26): servers nobody tuned ddbx to, tried as a new user would
 // (FINDINGS.md, "Held-out servers").
 
