@@ -308,38 +308,28 @@ fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
 static FORWARDED: [std::sync::atomic::AtomicU64; 65] =
     [const { std::sync::atomic::AtomicU64::new(0) }; 65];
 
-/// In a process with threads, an asynchronous signal the kernel gave another thread than the
-/// one whose calls deliveries are placed among (the main thread when threads are ordered;
-/// else the thread of the process's recorded I/O, main until one did) is made that thread's:
-/// where the record noted a delivery, and where replay runs the program's handler, are places
-/// among that thread's calls (a worker's early run of memcached's SIGTERM handler let its main
-/// thread leave its loop without the `epoll_wait` the record's signal had interrupted). The
-/// thread blocks the signal from its handler's return on, and sends it to that thread with
-/// `tgkill`, into the thread's own pending set: sent to the process again, it merged there with
-/// another of the same signal, and a delivery the record made twice came once (GNU `timeout`
-/// sends its child a SIGTERM and then its group one; redis's bio threads took the second while
-/// the main thread's handler ran the first, and the replay's second planned delivery waited
-/// for an arrival that never came: 500 ms for redis, for ever for Twisted). Its siginfo is kept
-/// for that thread's handler. A signal sent to this thread itself (`pthread_kill`, `tgkill`)
-/// stays. False: not forwarded.
+/// In a process whose threads are ordered, an asynchronous signal the kernel gave another
+/// thread than the main one is made the main thread's: where the record noted a delivery, and
+/// where replay runs the program's handler, are places among the main thread's calls (a
+/// worker's early run of memcached's SIGTERM handler let its main thread leave its loop
+/// without the `epoll_wait` the record's signal had interrupted). The thread blocks the signal
+/// from its handler's return on, and sends it to the main thread with `tgkill`, into that
+/// thread's own pending set (sent to the process again, it could come back to another worker).
+/// Its siginfo is kept for the main thread's handler. A signal sent to this thread itself
+/// (`pthread_kill`, `tgkill`) stays. False: not forwarded. (Not in a process whose threads are
+/// not ordered: there the record ran the handler on whichever thread the kernel chose, and its
+/// calls on a thread other than the actor's passed through unrecorded; Node's libuv handler,
+/// run on the main thread in replay, made a read of its lock pipe the record never had.)
 fn forwarded_to_main_thread(
     sig: c_int,
     info: *mut libc::siginfo_t,
     ctx: *mut libc::c_void,
 ) -> bool {
-    if ctx.is_null() || !(1..65).contains(&sig) {
+    if !crate::locks::threaded() || ctx.is_null() || !(1..65).contains(&sig) {
         return false;
     }
-    let Some(ld) = crate::ld::running() else {
-        return false;
-    };
     let pid = sys::getpid();
-    let target = if crate::locks::threaded() {
-        pid
-    } else {
-        ld.signal_tid()
-    };
-    if sys::gettid() == target {
+    if sys::gettid() == pid || crate::ld::running().is_none() {
         return false;
     }
     let (code, sender, status) = if info.is_null() {
@@ -364,7 +354,7 @@ fn forwarded_to_main_thread(
     unsafe {
         libc::sigaddset(&mut (*ctx.cast::<libc::ucontext_t>()).uc_sigmask, sig);
     }
-    if sys::tgkill(pid, target, sig) != 0 {
+    if sys::tgkill(pid, pid, sig) != 0 {
         // That thread is gone: the process again, which the kernel gives a thread that takes it.
         sys::kill(pid, sig);
     }

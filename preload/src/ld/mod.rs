@@ -472,19 +472,15 @@ impl Ld {
         v
     }
 
-    /// The thread whose clock reads, random bytes and signal deliveries are recorded (or
-    /// replayed): the one doing the socket I/O (before any I/O, the main thread). Other
-    /// threads' reads pass through: they are not ordered with the actor's events.
-    pub fn signal_tid(&self) -> libc::c_int {
-        match self.io_tid.load(Ordering::Relaxed) {
-            0 => self.pid,
-            io => io,
-        }
-    }
-
-    /// Whether the calling thread is [`Ld::signal_tid`].
+    /// Whether this thread's clock reads and random bytes are recorded (or replayed): those of
+    /// the thread doing the socket I/O (before any I/O, the main thread's). Other threads' pass
+    /// through: their reads are not ordered with the actor's events.
     pub fn values_thread(&self) -> bool {
-        crate::guard::tid() == self.signal_tid()
+        let tid = crate::guard::tid();
+        match self.io_tid.load(Ordering::Relaxed) {
+            0 => tid == self.pid,
+            io => io == tid,
+        }
     }
 
     /// Moves our fd off `fd` (the program wants that number, e.g. dup2 onto it).
