@@ -520,6 +520,49 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
 }
 
+/// `sig_clock`: a SIGTERM whose handler clears a loop's flag lands in the child's computation,
+/// after the loop read its clock, checked the flag and read its clock again. A record where it
+/// came in computation after the two reads of its gap (`~c`, `~c`, `~G15`) replays 6 times with
+/// the same count: replay runs the handler after as many of the gap's clock reads. (Before,
+/// every such replay diverged: the handler ran as the poll before returned, the next check saw
+/// the flag, and the child made a turn fewer, `expected Ready(call: Poll, fds: []), found a
+/// send`; Twisted's reactor stopped a turn early so.)
+#[test]
+fn a_signal_that_came_between_clock_reads_runs_its_handler_after_as_many() {
+    let program = progs().join("sig_clock");
+    let outputs = ddbx_tests::native_outputs(&program, &[], 0, 2, 30);
+    assert!(
+        outputs.len() >= 2,
+        "30 native runs all printed {:?}",
+        outputs[0]
+    );
+    let tmp = TempDir::new("sig-clock");
+    let rec = tmp.join("rec");
+    // The delivery's line after two clock reads of its gap.
+    let after_two_reads = |rec: &Path| {
+        let text = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines.iter().position(|l| *l == "~G15").is_some_and(|at| {
+            let gap = lines[..at]
+                .iter()
+                .rev()
+                .take_while(|l| l.starts_with('~'))
+                .filter(|l| l.starts_with("~c"))
+                .count();
+            gap == 2
+        })
+    };
+    let recorded = (0..40)
+        .find_map(|_| {
+            let _ = std::fs::remove_dir_all(&rec);
+            let out = DDBX.record(&rec, &program, &[]).output();
+            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
+            after_two_reads(&rec).then_some(out)
+        })
+        .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM after the two clock reads"));
+    DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
+}
+
 /// `sig_reapboth`: a SIGCHLD handler and the main program's blocking `waitpid(-1)` both reap
 /// (bash's handler and its `wait` builtin); which child each one got differs natively. Each
 /// replay gives every child to the reaper the record gave it. (Before, every replay differed

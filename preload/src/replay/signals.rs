@@ -62,6 +62,15 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         if p.gap > events || (p.gap == events && signals::waits_taken() < p.waits_before) {
             break Due::Nothing;
         }
+        if !at_gate
+            && !p.in_call
+            && p.gap == events
+            && signals::clocks_taken(events) < p.clocks_before
+        {
+            // The record's came after more of this gap's clock reads than made so far; at the
+            // next event's gate at the latest.
+            break Due::Nothing;
+        }
         if !at_gate && !p.in_call && guard::inside() {
             // The record ran it in the program's computation, so its calls were hooked: it
             // runs as soon as the program is back from the hook it is in.
@@ -355,7 +364,12 @@ fn await_computation_delivery(ld: &mut Ld) {
         return;
     };
     let blocked = sys::block_signals(0) & (1u64 << (p.sig - 1)) != 0;
-    if p.in_call || p.gap != ld.events() || signals::waits_taken() < p.waits_before || blocked {
+    if p.in_call
+        || p.gap != ld.events()
+        || signals::waits_taken() < p.waits_before
+        || signals::clocks_taken(p.gap) != p.clocks_before
+        || blocked
+    {
         return;
     }
     if p.sig == libc::SIGCHLD && signals::being_forked(p.kid) {
@@ -369,6 +383,23 @@ fn await_computation_delivery(ld: &mut Ld) {
         wait_for(ld, p.sig);
         waited_ms += WAIT_MS;
     }
+}
+
+/// After the program read a recorded clock value: a delivery the record made in computation
+/// right after as many of this gap's clock reads is awaited now (as at the end of an event,
+/// [`await_computation_delivery`]) and runs as the clock's hook returns ([`left_hook`]).
+pub fn after_clock(ld: &mut Ld) {
+    if signals::mode() != signals::REPLAY {
+        return;
+    }
+    let Some(p) = signals::next_planned() else {
+        return;
+    };
+    if p.in_call || p.clocks_before == 0 || p.gap != ld.events() {
+        return;
+    }
+    await_computation_delivery(ld);
+    guard::on_leave(left_hook);
 }
 
 /// After the program's mask call unblocked the signals `unblocked` (`sigprocmask`,

@@ -75,6 +75,15 @@ fn monotonic(key: ValueKey) -> bool {
 /// A numeric read of `key` that really returned `real`: what the program gets.
 pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
     let recorded = take(ld, |v| v.key() == key).map(|v| v.number());
+    let clock = matches!(
+        key,
+        ValueKey::Clock(_) | ValueKey::TimeOfDay | ValueKey::Time
+    );
+    if clock && recorded.is_some() {
+        // A signal the record took in computation after this read runs as it returns.
+        crate::signals::clock_taken(ld.events());
+        super::signals::after_clock(ld);
+    }
     let slot = Deltas::slot(key);
     let last = slot.and_then(|i| ld.replay.as_ref().and_then(|r| r.values.last[i]));
     let value = match (recorded, last) {

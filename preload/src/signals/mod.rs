@@ -13,6 +13,10 @@
 //!   of them have been delivered, and the signals that really arrived and wait for their
 //!   recorded place (`preload/src/replay/signals.rs`).
 
+mod kids;
+
+pub use kids::{add_kid, being_forked, forking, kid_index, kid_pid};
+
 use ddbx_wire::history::value::Value;
 use libc::{c_int, siginfo_t};
 use std::cell::UnsafeCell;
@@ -135,66 +139,17 @@ pub fn ended_child(sig: c_int, info: *const siginfo_t) -> u32 {
     }
 }
 
-// ---- This image's children, by number (what `~g17@N` and `~wN` name) ----
-
-const KIDS: usize = 4096;
-/// `pid << 32 | number`, in fork order.
-static KID: [AtomicU64; KIDS] = [const { AtomicU64::new(0) }; KIDS];
-static KIDS_LEN: AtomicUsize = AtomicUsize::new(0);
-
-/// The number of the child a fork of this image is making until the fork has returned its
-/// pid (0: none).
-static FORKING: AtomicU32 = AtomicU32::new(0);
-
-/// A fork of child number `index` starts (0: the fork has returned).
-pub fn forking(index: u32) {
-    FORKING.store(index, SeqCst);
-}
-
-/// Whether child number `index` is being forked: it exists, or is about to, but its pid is
-/// not known yet (the fork's event is replayed in libc's fork handler, before fork returns).
-pub fn being_forked(index: u32) -> bool {
-    index > 0 && FORKING.load(SeqCst) == index
-}
-
-/// A fork of this image returned `pid`, its child number `index`.
-pub fn add_kid(pid: c_int, index: u32) {
-    let n = KIDS_LEN.load(SeqCst);
-    if n < KIDS {
-        KID[n].store((pid as u32 as u64) << 32 | u64::from(index), SeqCst);
-        KIDS_LEN.store(n + 1, SeqCst);
-    }
-}
-
 /// A forked child starts afresh: no children of its own yet, no fork under way, no arrival
 /// (the kernel does not pass pending signals to a child), and no delivery in progress. A
 /// child forked by the program's handler while the LD delivered a signal inherited that
 /// delivery as its own, and never delivered one (postgres's walwriter, forked from the
 /// postmaster's SIGCHLD handler, never ran its SIGTERM handler and the shutdown hung).
 pub fn forked_child() {
-    KIDS_LEN.store(0, SeqCst);
-    FORKING.store(0, SeqCst);
+    kids::forget_all();
     for pending in &PENDING {
         pending.store(0, SeqCst);
     }
     BUSY.store(false, SeqCst);
-}
-
-/// The number of the child with `pid` (0: not a child of this image).
-pub fn kid_index(pid: c_int) -> u32 {
-    (0..KIDS_LEN.load(SeqCst).min(KIDS))
-        .map(|i| KID[i].load(SeqCst))
-        .rev()
-        .find(|v| (v >> 32) as u32 as c_int == pid)
-        .map_or(0, |v| v as u32)
-}
-
-/// The pid of child number `index` (`None`: not a child of this image).
-pub fn kid_pid(index: u32) -> Option<c_int> {
-    (0..KIDS_LEN.load(SeqCst).min(KIDS))
-        .map(|i| KID[i].load(SeqCst))
-        .find(|v| *v as u32 == index)
-        .map(|v| (v >> 32) as u32 as c_int)
 }
 
 /// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `after`: in a
@@ -286,6 +241,12 @@ static PLANNED: [AtomicU64; PLAN] = [const { AtomicU64::new(0) }; PLAN];
 static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
 /// How many recorded waits come before each planned delivery in the history.
 static PLANNED_WAITS: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
+/// How many clock reads of its gap come before each planned delivery in the history.
+static PLANNED_CLOCKS: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
+/// Replay: the gap of the clock reads counted in [`CLOCKS_TAKEN`], and how many of its
+/// recorded clock values the program has read.
+static CLOCKS_GAP: AtomicU64 = AtomicU64::new(0);
+static CLOCKS_TAKEN: AtomicU32 = AtomicU32::new(0);
 static PLAN_LEN: AtomicUsize = AtomicUsize::new(0);
 static PLAN_NEXT: AtomicUsize = AtomicUsize::new(0);
 /// Each recorded non-blocking wait: `gap << 32 | child`, in history order.
@@ -340,6 +301,28 @@ pub struct Planned {
     /// while it reaped the first children ran its handler before its place, so the shell
     /// then slept in `sigsuspend` for a delivery already made.)
     pub waits_before: u32,
+    /// How many clock reads (`~c`, `~u`, `~s`) of its gap come before it in the history: a
+    /// delivery in the program's computation runs after as many of its gap's recorded clock
+    /// values are read (an event loop reads its clock several times a turn; run at the start
+    /// of the gap, Twisted's SIGTERM stopped the reactor a turn earlier than the record's).
+    pub clocks_before: u32,
+}
+
+/// Replay: the program read one of the recorded clock values of gap `gap`.
+pub fn clock_taken(gap: u64) {
+    if CLOCKS_GAP.swap(gap, SeqCst) != gap {
+        CLOCKS_TAKEN.store(0, SeqCst);
+    }
+    CLOCKS_TAKEN.fetch_add(1, SeqCst);
+}
+
+/// Replay: how many of the recorded clock values of gap `gap` the program has read.
+pub fn clocks_taken(gap: u64) -> u32 {
+    if CLOCKS_GAP.load(SeqCst) == gap {
+        CLOCKS_TAKEN.load(SeqCst)
+    } else {
+        0
+    }
 }
 
 /// Replaces the plan with `deliveries` (a new image's history; at most 8,192 are kept, the
@@ -355,6 +338,7 @@ pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
         );
         PLANNED_KID[n].store(p.kid, SeqCst);
         PLANNED_WAITS[n].store(p.waits_before, SeqCst);
+        PLANNED_CLOCKS[n].store(p.clocks_before, SeqCst);
         n += 1;
     }
     for p in &PENDING {
@@ -376,6 +360,7 @@ pub fn next_planned() -> Option<Planned> {
         in_call: v & 1 == 1,
         kid: PLANNED_KID[i].load(SeqCst),
         waits_before: PLANNED_WAITS[i].load(SeqCst),
+        clocks_before: PLANNED_CLOCKS[i].load(SeqCst),
     })
 }
 
@@ -498,23 +483,35 @@ static HAS_INFO: [AtomicBool; COUNT] = [const { AtomicBool::new(false) }; COUNT]
 pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
     let mine = |gap: u64| gap > done || done == 0;
     let mut waits = 0u32;
-    let planned = values.iter().filter_map(|(gap, v)| match v {
-        Value::Signal {
-            sig,
-            in_call,
-            ended,
-        } if mine(*gap) => Some(Planned {
-            gap: *gap,
-            sig: *sig,
-            in_call: *in_call,
-            kid: ended.unwrap_or(0),
-            waits_before: waits.min(PLAN as u32),
-        }),
-        Value::Reaped { .. } if mine(*gap) => {
-            waits = waits.saturating_add(1);
-            None
+    // The clock reads of the current gap so far.
+    let mut clocks = (u64::MAX, 0u32);
+    let planned = values.iter().filter_map(|(gap, v)| {
+        if clocks.0 != *gap {
+            clocks = (*gap, 0);
         }
-        _ => None,
+        match v {
+            Value::Signal {
+                sig,
+                in_call,
+                ended,
+            } if mine(*gap) => Some(Planned {
+                gap: *gap,
+                sig: *sig,
+                in_call: *in_call,
+                kid: ended.unwrap_or(0),
+                waits_before: waits.min(PLAN as u32),
+                clocks_before: clocks.1,
+            }),
+            Value::Reaped { .. } if mine(*gap) => {
+                waits = waits.saturating_add(1);
+                None
+            }
+            Value::Clock { .. } | Value::TimeOfDay { .. } | Value::Time { .. } => {
+                clocks.1 = clocks.1.saturating_add(1);
+                None
+            }
+            _ => None,
+        }
     });
     if ordered {
         set_plan(planned);

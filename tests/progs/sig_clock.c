@@ -1,0 +1,93 @@
+/*
+ * sig_clock: a SIGTERM whose handler clears a loop's flag lands in the program's computation,
+ * after the loop has read the clock twice and checked the flag in between (an event loop that
+ * reads its clock several times a turn: Twisted's reactor).
+ *
+ * The root forks a child on a socketpair. The child installs its handler, says so, and loops:
+ * reads the clock, leaves the loop if the flag is clear, reads the clock again, computes about
+ * 10 ms, counts a turn, and polls its end of the pair (1 ms, nothing comes); it then sends the
+ * root how many turns it made, and ends. The root waits for the word, pauses 30 or 300 ms
+ * (chosen from the CPU's cycle counter, not a recorded outcome), sends SIGTERM, reads the count
+ * and prints
+ *     turns before the SIGTERM: 3
+ * Most of a turn is its computation, after both clock reads: a SIGTERM that lands there is
+ * seen by the next turn's check. Replayed at the start of its gap (as the poll returns), the
+ * handler ran before the first read and that check, and the child made a turn fewer.
+ */
+#include "common.h"
+#include <signal.h>
+#include <time.h>
+
+static volatile sig_atomic_t run = 1;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    run = 0;
+}
+
+static long now_us(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+        die("clock_gettime");
+    return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+static void child(int fd)
+{
+    struct sigaction sa;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int turns = 0;
+    char line[32];
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    if (sigaction(SIGTERM, &sa, NULL) < 0)
+        die("sigaction");
+    write_all(fd, "r", 1);
+    for (;;) {
+        (void)now_us();
+        if (!run)
+            break;
+        (void)now_us();
+        for (volatile long i = 0; i < 10000000; i++)
+            ;
+        turns++;
+        if (poll(&pfd, 1, 1) < 0 && errno != EINTR)
+            die("poll");
+    }
+    snprintf(line, sizeof line, "%d\n", turns);
+    write_str(fd, line);
+    close_or_die(fd);
+    _exit(0);
+}
+
+int main(void)
+{
+    int sv[2];
+    char c, line[32];
+    pid_t pid;
+
+    program_start();
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        die("socketpair");
+    pid = fork_or_die();
+    if (pid == 0) {
+        close_or_die(sv[0]);
+        child(sv[1]);
+    }
+    close_or_die(sv[1]);
+    if (read_retry(sv[0], &c, 1) != 1)
+        die("ready");
+    if (usleep(cycle_bit() ? 300000 : 30000) < 0)
+        die("usleep");
+    if (kill(pid, SIGTERM) < 0)
+        die("kill");
+    read_line(sv[0], line, sizeof line);
+    chomp(line);
+    wait_ok(pid);
+    printf("turns before the SIGTERM: %s\n", line);
+    return 0;
+}
