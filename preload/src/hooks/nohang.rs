@@ -69,7 +69,7 @@ pub fn forked(pid: pid_t) -> pid_t {
 /// A wait for `pid` (as waitpid takes it) with `options`; `call(pid, options)` makes the real
 /// one. Async-signal-safe (a SIGCHLD handler that interrupted a hook waits from inside it):
 /// the outcome is noted in the LD's signal-safe ring and replay takes it from an atomic plan
-/// (`preload/src/signals.rs`).
+/// (`preload/src/signals/mod.rs`).
 pub fn recorded_wait(
     pid: pid_t,
     options: c_int,

@@ -1,6 +1,6 @@
 //! Signals: kill(2) between recorded processes, and the program's signal handlers, which run
 //! behind the LD's own so that record notes where each asynchronous signal came and replay
-//! runs the handler there (`preload/src/signals.rs`, `preload/src/replay/signals.rs`).
+//! runs the handler there (`preload/src/signals/mod.rs`, `preload/src/replay/signals.rs`).
 //!
 //! kill(2):
 //!

@@ -3,7 +3,7 @@
 //! The record noted each delivery as a value line in the gap between two events, saying
 //! whether it came inside a hooked call (a blocking call it interrupted, the LD's own work) or
 //! in the program's computation (`ddbx_wire::history::value`). In replay the kernel calls the
-//! LD's handler when the signal really arrives; it keeps the arrival (`preload/src/signals.rs`)
+//! LD's handler when the signal really arrives; it keeps the arrival (`preload/src/signals/mod.rs`)
 //! and the program's handler runs at the recorded place:
 //!
 //! * **at once**, when the arrival comes where the record's delivery is due (the actor has
