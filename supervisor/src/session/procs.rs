@@ -8,7 +8,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use nix::unistd::Pid;
 use std::collections::HashMap;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 /// Makes this process a child subreaper: orphaned descendants are re-parented to it, so that
@@ -333,11 +333,23 @@ impl StopSignalReader {
 
     /// Waits up to `timeout` for SIGINT or SIGTERM; returns it if one came.
     pub fn wait(&self, timeout: Duration) -> Option<i32> {
+        self.wait_unless(timeout, None)
+    }
+
+    /// [`StopSignalReader::wait`], ending early (with `None`) when `wake` becomes readable.
+    pub fn wait_unless(&self, timeout: Duration, wake: Option<BorrowedFd<'_>>) -> Option<i32> {
         let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
-        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        let mut fds = vec![PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        fds.extend(wake.map(|w| PollFd::new(w, PollFlags::POLLIN)));
         match poll(&mut fds, timeout) {
             Ok(n) if n > 0 => {}
             _ => return None,
+        }
+        if !fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLIN))
+        {
+            return None;
         }
         let info = self.fd.read_signal().ok()??;
         Some(info.ssi_signo as i32)

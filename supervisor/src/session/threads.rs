@@ -8,7 +8,9 @@ use super::events::MainEvent;
 use super::gd_state::GdState;
 use super::procs::{self, Reaped, StopSignalReader};
 use crate::error::{Error, Result};
-use std::os::unix::net::UnixListener;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -25,10 +27,12 @@ pub(super) struct Threads {
     signals: Option<SignalThread>,
 }
 
-/// The signal thread and its stop flag.
+/// The signal thread, its stop flag, and what wakes it to see the flag (the session's end
+/// would otherwise wait for its poll's timeout: 85 ms of every record and replay).
 struct SignalThread {
     thread: JoinHandle<()>,
     stop: Arc<AtomicBool>,
+    wake: UnixStream,
 }
 
 impl Threads {
@@ -62,6 +66,7 @@ impl Threads {
         let _ = self.reaper.join();
         if let Some(signals) = self.signals {
             signals.stop.store(true, Ordering::Relaxed);
+            let _ = (&signals.wake).write_all(b"x");
             let _ = signals.thread.join();
         }
     }
@@ -92,17 +97,19 @@ fn start_reaper(events: Sender<MainEvent>) -> Result<JoinHandle<()>> {
 fn start_signal_thread(events: Sender<MainEvent>) -> Result<SignalThread> {
     let reader =
         StopSignalReader::open().map_err(|e| Error::io("cannot read SIGINT and SIGTERM", e))?;
+    let (wake, woken) =
+        UnixStream::pair().map_err(|e| Error::io("cannot make a socket pair", e))?;
     let stop = Arc::new(AtomicBool::new(false));
     let stop_seen = Arc::clone(&stop);
     let thread = std::thread::Builder::new()
         .name("ddbx-signals".into())
         .spawn(move || {
             while !stop_seen.load(Ordering::Relaxed) {
-                if let Some(signal) = reader.wait(SIGNAL_POLL) {
+                if let Some(signal) = reader.wait_unless(SIGNAL_POLL, Some(woken.as_fd())) {
                     let _ = events.send(MainEvent::Signal(signal));
                 }
             }
         })
         .map_err(|e| Error::io("cannot start a thread", e))?;
-    Ok(SignalThread { thread, stop })
+    Ok(SignalThread { thread, stop, wake })
 }
