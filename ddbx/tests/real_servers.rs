@@ -382,7 +382,7 @@ fn haproxy_health_checking_its_backends_on_a_timer() {
 }
 
 #[test]
-#[ignore = "class 5 at shutdown, 5 replays of 15 on 2026-12-02 (main before this session too): `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4`. The record's second SIGTERM came inside a hook after its event (noted `~G`), so libuv's handler ran inside the guard and its read of its lock pipe passed through; replay runs a `~G` handler with the guard left, and that read became an event (FINDINGS.md)"]
+#[ignore = "class 5 at shutdown: `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4` (libuv's SIGTERM handler reads its lock pipe). 5 replays of 15 before handlers the record took inside a hook after its event ran at the hook's return (2026-12-02); 0 of 20 loop replays and 5 test runs of 5 with two CPU hogs after, but 1 failure in 2 runs of the whole corpus two tests at a time"]
 fn node_http_server_with_curl_clients() {
     // Node.js (libuv's epoll loop; its helper threads run loops of their own on private
     // pipes, and do no socket I/O); 8 curl clients at once; the order of arrival.

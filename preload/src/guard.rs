@@ -14,6 +14,8 @@ thread_local! {
     static TID: Cell<i32> = const { Cell::new(0) };
     /// How many guards this thread holds (more than one only through [`outside`]).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// What runs as this thread's hook returns to the program ([`at_this_leave`]; 0: nothing).
+    static AT_LEAVE: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Proof that this thread is inside a hook; leaving the scope leaves the guard.
@@ -63,7 +65,21 @@ impl Drop for Guard {
                 f();
             }
         }
+        if depth <= 1 {
+            let f = AT_LEAVE.try_with(|f| f.replace(0)).unwrap_or(0);
+            if f != 0 {
+                // SAFETY: set by [`at_this_leave`] to a plain `extern "C" fn()`.
+                let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+                f();
+            }
+        }
     }
+}
+
+/// Runs `f` as the hook this thread is in returns to the program, outside the guard (a
+/// signal handler is called from here).
+pub fn at_this_leave(f: extern "C" fn()) {
+    let _ = AT_LEAVE.try_with(|at| at.set(f as *const () as usize));
 }
 
 /// Something (a signal handler the record ran outside any hooked call) waits for this thread

@@ -230,9 +230,19 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
             signals::RECORD => {
                 let ended = signals::ended_child(sig, info);
                 let in_call = crate::guard::inside_before_event();
-                let after = (crate::guard::inside() && !in_call) || super::nohang::releasing();
+                let releasing = super::nohang::releasing();
+                let after = (crate::guard::inside() && !in_call) || releasing;
                 signals::note(sig, (in_call, after), ended);
-                signals::call_handler(sig, d, info, ctx);
+                // Inside a hook after its event: the program takes it as the call returns,
+                // where replay runs it (`~G`, as the hook is left). It runs there in the record
+                // too, outside the guard, so that its calls are what replay sees: run here,
+                // inside the guard, Node's libuv handler's read of its lock pipe passed
+                // through, and was an event in replay (5 replays of 15 diverged).
+                if after && !releasing && crate::guard::inside() && signals::stash(sig, info) {
+                    crate::guard::at_this_leave(run_stashed);
+                } else {
+                    signals::call_handler(sig, d, info, ctx);
+                }
             }
             signals::REPLAY if !signals::overflowed() => {
                 crate::ld::sent::arrived(sig);
@@ -247,6 +257,19 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
                 }
                 signals::call_handler(sig, d, info, ctx)
             }
+        }
+    }
+    sys::set_errno(saved);
+}
+
+/// Record: runs the handlers of the deliveries kept while the hook that just returned was past
+/// its event (see [`on_signal`]), errno kept for the program.
+extern "C" fn run_stashed() {
+    let saved = sys::errno();
+    while let Some(sig) = signals::take_stashed() {
+        if let Some(d) = signals::disposition(sig) {
+            let mut info = signals::info_of(sig);
+            signals::call_handler(sig, d, &mut info, std::ptr::null_mut());
         }
     }
     sys::set_errno(saved);

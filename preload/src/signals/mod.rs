@@ -420,8 +420,40 @@ pub fn planned_done() {
     PLAN_NEXT.fetch_add(1, SeqCst);
 }
 
+/// Record: deliveries that came inside a hook after its event, whose handler runs as the hook
+/// returns (`crate::hooks::signal`): their signals, in order.
+static STASHED: [AtomicU32; 8] = [const { AtomicU32::new(0) }; 8];
+
+/// Record: keeps a delivery of `sig` (`info` with it) for [`take_stashed`]; false when there is
+/// no room (the handler then runs at once).
+pub fn stash(sig: c_int, info: *const siginfo_t) -> bool {
+    let Some(slot) = STASHED
+        .iter()
+        .find(|s| s.compare_exchange(0, sig as u32, SeqCst, SeqCst).is_ok())
+    else {
+        return false;
+    };
+    debug_assert!(slot.load(SeqCst) == sig as u32);
+    keep_info(sig, info);
+    true
+}
+
+/// The next delivery [`stash`] kept, taken (its siginfo is [`info_of`]'s).
+pub fn take_stashed() -> Option<c_int> {
+    STASHED.iter().find_map(|s| match s.swap(0, SeqCst) {
+        0 => None,
+        sig => Some(sig as c_int),
+    })
+}
+
 /// `sig` really arrived (`info` with it) and waits for its place.
 pub fn arrived(sig: c_int, info: *const siginfo_t) {
+    keep_info(sig, info);
+    PENDING[sig as usize].fetch_add(1, SeqCst);
+}
+
+/// Keeps `info` as the last siginfo that came with `sig` ([`info_of`]).
+fn keep_info(sig: c_int, info: *const siginfo_t) {
     let i = sig as usize;
     if !info.is_null() {
         // SAFETY: the kernel's siginfo for this delivery; the slot is only written here and
@@ -430,7 +462,6 @@ pub fn arrived(sig: c_int, info: *const siginfo_t) {
         unsafe { (*INFO.0.get())[i] = MaybeUninit::new(*info) };
         HAS_INFO[i].store(true, SeqCst);
     }
-    PENDING[i].fetch_add(1, SeqCst);
 }
 
 /// Whether a real arrival of `sig` is waiting (not taken).
