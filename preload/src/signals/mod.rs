@@ -14,8 +14,10 @@
 //!   recorded place (`preload/src/replay/signals.rs`).
 
 mod kids;
+mod notes;
 
 pub use kids::{add_kid, being_forked, forking, kid_index, kid_pid};
+pub use notes::{Note, next_note_before, note, note_closed, note_reaped, notes_pushed, take_lost};
 
 use ddbx_wire::history::value::Value;
 use libc::{c_int, siginfo_t};
@@ -114,16 +116,7 @@ pub fn disposition(sig: c_int) -> Option<Disposition> {
     })
 }
 
-// ---- Deliveries that happened, for the history ----
-
-const NOTES: usize = 256;
-/// A signal: `ended << 32 | sig << 1 | in_call` (`ended`: a child number); a non-blocking
-/// wait's outcome: `WAIT_NOTE | child`. 0: free.
-static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
-static WRITTEN: AtomicUsize = AtomicUsize::new(0);
-static READ: AtomicUsize = AtomicUsize::new(0);
-/// Deliveries not noted because the ring was full (the history misses them).
-static LOST: AtomicU32 = AtomicU32::new(0);
+// ---- Deliveries that happened, for the history (`notes.rs`) ----
 
 /// The number (as in `Fork`) of the child of this image whose end raised this SIGCHLD (0:
 /// another signal, another cause, or a child this image did not fork).
@@ -150,86 +143,6 @@ pub fn forked_child() {
         pending.store(0, SeqCst);
     }
     BUSY.store(false, SeqCst);
-}
-
-/// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `after`: in a
-/// hook, after its call (a place replay keeps exactly); `ended`: see [`ended_child`].
-pub fn note(sig: c_int, (in_call, after): (bool, bool), ended: u32) {
-    let after = if after { AFTER_CALL } else { 0 };
-    push_note(u64::from(ended) << 32 | after | (sig as u64) << 1 | u64::from(in_call));
-}
-
-fn push_note(v: u64) {
-    let at = WRITTEN.load(SeqCst);
-    if at.wrapping_sub(READ.load(SeqCst)) >= NOTES {
-        LOST.fetch_add(1, SeqCst);
-        return;
-    }
-    WRITTEN.store(at.wrapping_add(1), SeqCst);
-    NOTE[at % NOTES].store(v, SeqCst);
-}
-
-const WAIT_NOTE: u64 = 1 << 63;
-const CLOSE_NOTE: u64 = 1 << 62;
-const AFTER_CALL: u64 = 1 << 8;
-
-/// How many notes were pushed (a ring index: `crate::guard::call_returned`).
-pub fn notes_pushed() -> usize {
-    WRITTEN.load(SeqCst)
-}
-
-/// A non-blocking wait of the program returned child number `child` (0: none): noted in the
-/// same ring as the deliveries, so that the lines keep their order.
-pub fn note_reaped(child: u32) {
-    push_note(WAIT_NOTE | u64::from(child));
-}
-
-/// The program's handler, inside a hooked call, closed channel end `fd` (see
-/// `ddbx_wire::history::value::Value::Closed`): noted in the same ring, in order.
-pub fn note_closed(fd: c_int) {
-    push_note(CLOSE_NOTE | fd as u32 as u64);
-}
-
-/// What a note says.
-pub enum Note {
-    /// A channel end closed by a handler inside a hooked call.
-    Closed(c_int),
-    /// A delivery: signal, in a call, the child whose end raised it, and whether it came
-    /// inside a hook after its call ([`note`]).
-    Signal(c_int, bool, Option<u32>, bool),
-    /// A non-blocking wait's outcome.
-    Reaped(u32),
-}
-
-/// The next note, oldest first, if it was pushed before ring index `mark` (`usize::MAX`: any).
-pub fn next_note_before(mark: usize) -> Option<Note> {
-    let at = READ.load(SeqCst);
-    if at == WRITTEN.load(SeqCst) || at >= mark {
-        return None;
-    }
-    let v = NOTE[at % NOTES].swap(0, SeqCst);
-    READ.store(at.wrapping_add(1), SeqCst);
-    if v == 0 {
-        return None;
-    }
-    if v & WAIT_NOTE != 0 {
-        return Some(Note::Reaped(v as u32));
-    }
-    if v & CLOSE_NOTE != 0 {
-        return Some(Note::Closed(v as u32 as c_int));
-    }
-    let ended = (v >> 32) as u32;
-    Some(Note::Signal(
-        ((v >> 1) & 0x7f) as c_int,
-        v & 1 == 1,
-        (ended != 0).then_some(ended),
-        v & AFTER_CALL != 0,
-    ))
-}
-
-/// Deliveries the ring had no room for, since the last call.
-pub fn take_lost() -> u32 {
-    LOST.swap(0, SeqCst)
 }
 
 // ---- Replay: the recorded deliveries and the real arrivals ----
