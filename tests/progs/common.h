@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #endif
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -642,6 +643,36 @@ static UNUSED int cycle_bit(void)
 #else
 #error "needs a cycle counter"
 #endif
+}
+
+/* The parent of a sig_* program whose child counts something in a loop until a SIGTERM ends it:
+ * forks `child` on a socketpair (it gets its end), waits for its word, pauses 30 or 300 ms (from
+ * cycle_bit: not recorded, so a replay's signal may come much later than its record's), sends
+ * SIGTERM, reads the child's count into `line` (`len` bytes, without its newline) and reaps it. */
+static UNUSED void term_after_pause(void (*child)(int fd), char *line, size_t len)
+{
+    int sv[2];
+    char c;
+    pid_t pid;
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        die("socketpair");
+    pid = fork_or_die();
+    if (pid == 0) {
+        close_or_die(sv[0]);
+        child(sv[1]);
+        _exit(0);
+    }
+    close_or_die(sv[1]);
+    if (read_retry(sv[0], &c, 1) != 1)
+        die("ready");
+    if (usleep(cycle_bit() ? 300000 : 30000) < 0)
+        die("usleep");
+    if (kill(pid, SIGTERM) < 0)
+        die("kill");
+    read_line(sv[0], line, len);
+    chomp(line);
+    wait_ok(pid);
 }
 
 #endif

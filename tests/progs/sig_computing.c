@@ -48,28 +48,10 @@ static void child(int fd)
 
 int main(void)
 {
-    int sv[2];
-    char c, line[32];
-    pid_t pid;
+    char line[32];
 
     program_start();
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-        die("socketpair");
-    pid = fork_or_die();
-    if (pid == 0) {
-        close_or_die(sv[0]);
-        child(sv[1]);
-    }
-    close_or_die(sv[1]);
-    if (read_retry(sv[0], &c, 1) != 1)
-        die("ready");
-    if (usleep(cycle_bit() ? 300000 : 30000) < 0)
-        die("usleep");
-    if (kill(pid, SIGTERM) < 0)
-        die("kill");
-    read_line(sv[0], line, sizeof line);
-    chomp(line);
-    wait_ok(pid);
+    term_after_pause(child, line, sizeof line);
     printf("polls before the SIGTERM: %s\n", line);
     return 0;
 }

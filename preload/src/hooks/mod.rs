@@ -95,13 +95,9 @@ pub fn active_for_event() -> Option<&'static mut Ld> {
 /// (`replay::threads::onto_number`): the number the kernel gives depends on what the other
 /// threads did meanwhile, and the events after it name fds by number.
 pub fn made_fd(call: impl FnOnce() -> c_int) -> c_int {
-    if !crate::locks::threaded() {
-        return call();
-    }
-    let Some(ld) = active().filter(|ld| ld.threads_ordered()) else {
+    let Some((ld, t)) = ordered_thread() else {
         return call();
     };
-    let t = crate::locks::me();
     if ld.mode == ddbx_wire::proto::Mode::Replay {
         return crate::replay::threads::make_fd(ld, t, call);
     }
@@ -119,13 +115,9 @@ pub fn made_fd(call: impl FnOnce() -> c_int) -> c_int {
 /// number (a `~x` line, every close, failed or not) and replay makes it at the same place:
 /// the number it frees is the one the next fd made by any thread gets.
 pub fn freed_fd(fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
-    if !crate::locks::threaded() {
-        return call();
-    }
-    let Some(ld) = active().filter(|ld| ld.threads_ordered()) else {
+    let Some((ld, t)) = ordered_thread() else {
         return call();
     };
-    let t = crate::locks::me();
     if ld.mode == ddbx_wire::proto::Mode::Replay {
         return crate::replay::threads::free_fd(ld, t, call);
     }
@@ -134,6 +126,16 @@ pub fn freed_fd(fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
     ld.log_value(&ddbx_wire::history::value::Value::Freed { t, fd });
     crate::sys::set_errno(err);
     r
+}
+
+/// The LD and the calling thread's logical id, in a process whose threads are ordered (where
+/// the fds threads make and close outside events take their recorded places).
+fn ordered_thread() -> Option<(&'static mut Ld, u32)> {
+    if !crate::locks::threaded() {
+        return None;
+    }
+    let ld = active().filter(|ld| ld.threads_ordered())?;
+    Some((ld, crate::locks::me()))
 }
 
 /// The LD, when I/O on `fd` is recorded; `None`: pass through (after reporting, once per kind,
