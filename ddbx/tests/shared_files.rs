@@ -30,6 +30,11 @@ fn turns(rec: &std::path::Path) -> Vec<(String, usize)> {
     out
 }
 
+/// A turn's value line without the file it names (`~a0/3#580` → `~a0/3`).
+fn unnamed(line: &str) -> &str {
+    line.split_once('#').map_or(line, |(turn, _)| turn)
+}
+
 fn append_race(args: &[&str]) {
     let tmp = TempDir::new("shared-file");
     let log = tmp.join("log");
@@ -113,10 +118,10 @@ fn a_turn_that_never_comes_is_waited_for_then_reported() {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l == "~a0")))
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| unnamed(l) == "~a0")))
         .expect("a history with turn 0");
     let text = std::fs::read_to_string(&first).unwrap();
-    let edited: Vec<&str> = text.lines().filter(|l| *l != "~a0").collect();
+    let edited: Vec<&str> = text.lines().filter(|l| unnamed(l) != "~a0").collect();
     std::fs::write(&first, edited.join("\n") + "\n").unwrap();
     let replayed = DDBX.run(["replay", path_str(&rec)]).output();
     assert_eq!(replayed.code, 0, "{}", replayed.stderr);
@@ -153,17 +158,93 @@ fn a_loop_that_greps_a_servers_output_until_it_is_ready_looks_as_often_as_record
         .flatten()
     {
         let text = std::fs::read_to_string(entry.path()).unwrap();
-        reads += text.lines().filter(|l| *l == "~f0").count();
+        reads += text.lines().filter(|l| unnamed(l) == "~f0").count();
         // The script's own `echo` at the end (p1) takes a turn in ddbx's output, not the log.
         if entry.file_name() != "p1.ron"
             && let Some(line) = text.lines().find(|l| l.starts_with("~a0"))
         {
-            write = Some(line.to_string());
+            write = Some(unnamed(line).to_string());
         }
     }
     // The greps that found nothing, each after no write; the one that found `ready`, after it.
     assert_eq!(reads, looked, "{}", recorded.stdout);
     assert_eq!(write, Some(format!("~a0/{looked}")));
+}
+
+/// The events before each line of a history's text: value lines (`~…`) follow the event they
+/// come after.
+fn gaps(text: &str) -> Vec<(u64, &str)> {
+    let mut events = 0;
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with("Header")) {
+        if !line.starts_with('~') {
+            events += 1;
+        }
+        out.push((events, line));
+    }
+    out
+}
+
+/// `tests/real/ready_loop.sh` halted just after the script forked the grep that found `ready`:
+/// that grep has read the log (a read is no event: it belongs to the state after the grep's
+/// `Exec`), so the halted state must hold the write it saw, made by a shell that had first
+/// waited for its `sleep` child (a wait is no event either). The record names the file each
+/// turn counts in (`~f1#580`); `ddbx inf` makes a read need the writes it came after, and a
+/// turn the children reaped before it; the halting replay asks for them as the grep starts.
+/// (Before, the writer was held before its write and the grep read an empty log: a held-out
+/// IRC server's script, whose readiness loop greps a client's output, diverged when halted.)
+#[test]
+fn a_halt_after_a_grep_that_found_a_servers_line_holds_the_write_it_saw() {
+    let tmp = TempDir::new("shared-file-halt");
+    let rec = tmp.join("rec");
+    let script = ddbx_tests::workspace().join("tests/real/ready_loop.sh");
+    DDBX.record(&rec, &script, &[]).success();
+    let histories: Vec<(String, String)> = std::fs::read_dir(rec.join("history"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".ron")
+                .to_string();
+            (name, std::fs::read_to_string(e.path()).unwrap())
+        })
+        .collect();
+    // The grep that found `ready` read after one write; the fork in p1 that made it.
+    let (_, found) = histories
+        .iter()
+        .find(|(_, t)| t.lines().any(|l| unnamed(l) == "~f1"))
+        .expect("a grep that read after the write");
+    let index = found
+        .split("index: ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the grep's origin");
+    let p1 = &histories.iter().find(|(n, _)| n == "p1").unwrap().1;
+    let fork = format!("Fork(index: {index})");
+    let (at, _) = gaps(p1)
+        .into_iter()
+        .find(|(_, l)| *l == fork)
+        .expect("p1's fork of the grep");
+    let stop = format!("p1:{at}");
+    DDBX.halts_at_where_inf_says(&rec, &stop);
+    // The cut (the halted one, equal to inf's) holds the writer past its write.
+    let (writer, text) = histories
+        .iter()
+        .find(|(n, t)| n != "p1" && t.lines().any(|l| l.starts_with("~a0/")))
+        .expect("the write into the log");
+    let (gap, _) = gaps(text)
+        .into_iter()
+        .find(|(_, l)| l.starts_with("~a0/"))
+        .unwrap();
+    let inf = DDBX.json(["inf", path_str(&rec), "--stop-at", &stop, "--json"]);
+    let cut = ddbx_tests::cut_of(&inf["cut"]).unwrap();
+    assert!(
+        cut[writer] >= gap,
+        "{writer} at {} before its write after {gap}: {inf}",
+        cut[writer]
+    );
 }
 
 /// `tests/real/grep_log.sh`: four children append a line each to a log in a racy order, then
@@ -206,7 +287,7 @@ fn processes_taking_a_file_lock_take_it_in_the_recorded_order() {
             let text = std::fs::read_to_string(e.path()).unwrap();
             text.lines()
                 .filter(|l| l.starts_with("~l"))
-                .map(str::to_string)
+                .map(|l| unnamed(l).to_string())
                 .collect::<Vec<_>>()
         })
         .collect();

@@ -16,6 +16,7 @@
 use crate::ld::{HaltState, Ld};
 use ddbx_wire::counters::Counters;
 use ddbx_wire::history::Record;
+use ddbx_wire::history::value::Value as Logged;
 use ddbx_wire::pred::{self, Value, VarRef};
 use ddbx_wire::proto::{GdToLd, LdToGd};
 
@@ -117,6 +118,10 @@ pub fn gate(ld: &mut Ld) {
     );
     // A signal the record delivered before this event: what raised it (a child's end).
     let waits = waits || crate::signals::due(ld.events());
+    // Turns in a shared file after this event: the writes a read saw, the lock before a
+    // lock, children reaped before a turn (the GD knows which).
+    let next = ld.events() + 1;
+    let waits = waits || turns_after(ld, next);
     if waits {
         let msg = LdToGd::Need {
             actor: ld.actor,
@@ -124,6 +129,49 @@ pub fn gate(ld: &mut Ld) {
         };
         ld.send(&msg);
     }
+}
+
+/// At the image's first event (`Start`, or `Exec`), which has no gate: the program runs on
+/// from it to its next event, active or not, so the reads and locks of shared files it makes
+/// on the way need others' writes and locks now (a `grep` that reads a log as it starts). Said before the event is
+/// counted, so that the GD hears it before the actor is passive after it.
+pub fn at_start(ld: &mut Ld) {
+    if runs_freely(ld.halt.as_ref()) {
+        return;
+    }
+    let event = ld.events() + 1;
+    if turns_after(ld, event) {
+        let msg = LdToGd::Need {
+            actor: ld.actor,
+            event,
+        };
+        ld.send(&msg);
+    }
+}
+
+/// Whether the record logged, after event `event`, a turn in a shared file that names its
+/// file: in a halting replay the event may then need other actors' writes or locks of that
+/// file, or the ends of children reaped before the turn (the GD knows), so its gate tells
+/// the GD.
+fn turns_after(ld: &mut Ld, event: u64) -> bool {
+    let Some(replay) = ld.replay.as_mut() else {
+        return false;
+    };
+    let values = &replay.values;
+    values.list[values.cursor.min(values.list.len())..]
+        .iter()
+        .skip_while(|(after, _)| *after < event)
+        .take_while(|(after, _)| *after == event)
+        .any(|(_, v)| {
+            matches!(
+                v,
+                Some(
+                    Logged::Appended { file: Some(_), .. }
+                        | Logged::ReadAfter { file: Some(_), .. }
+                        | Logged::Locked { file: Some(_), .. }
+                )
+            )
+        })
 }
 
 /// Passive at the gate: says so (once), then handles the GD's next message.

@@ -23,6 +23,7 @@
 use super::Ld;
 use super::turns::{futex_wait, futex_wake, lock_shared, map_shared, unlock_shared};
 use crate::sys;
+use ddbx_wire::history::value::FileSlot;
 use ddbx_wire::{FILE_TURN_ENTRY, FILE_TURN_SLOTS, FILE_TURNS};
 use libc::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -61,6 +62,13 @@ struct Entry {
 
 const _: () = assert!(std::mem::size_of::<Entry>() <= FILE_TURN_ENTRY);
 const _: () = assert!(std::mem::offset_of!(Entry, writes) == ddbx_wire::FILE_TURN_OUT_OF_TURN);
+
+/// An entry's number in the table: what names its file in histories ([`FileSlot`]), the same
+/// in every process of the session.
+fn slot_of(entry: &Entry) -> u32 {
+    let base = TABLE.load(Ordering::Acquire);
+    ((entry as *const Entry as usize - base) / FILE_TURN_ENTRY) as u32
+}
 
 /// The table's address in this image (0: not mapped yet; 1: it cannot be).
 static TABLE: AtomicUsize = AtomicUsize::new(0);
@@ -150,12 +158,13 @@ impl Ld {
     /// Record: a write into the shared file `key`, made by `call` in turn. Returns what `call`
     /// returned and the write's turn (`None`: no table, no lock within [`PATIENCE`], or
     /// nothing written).
-    /// With the turn, the count of the reads of the file counted since the write before.
+    /// With the turn, the count of the reads of the file counted since the write before, and
+    /// the file's slot.
     pub fn append_in_turn(
         &self,
         key: u64,
         call: impl FnOnce() -> isize,
-    ) -> (isize, Option<(u64, u64)>) {
+    ) -> (isize, Option<(u64, u64, FileSlot)>) {
         let Some(entry) = self.file_entry(key) else {
             return (call(), None);
         };
@@ -167,7 +176,7 @@ impl Ld {
         let turn = (r > 0).then(|| {
             let reads = entry.reads.swap(0, Ordering::AcqRel);
             let turn = entry.writes.fetch_add(1, Ordering::AcqRel);
-            (u64::from(turn), u64::from(reads))
+            (u64::from(turn), u64::from(reads), Some(slot_of(entry)))
         });
         unlock_shared(&entry.lock, &entry.waiters);
         sys::set_errno(err);
@@ -179,13 +188,14 @@ impl Ld {
     /// the read is made between two of them; the count of the
     /// writes before it is returned when it is to be logged (`~f`): the first read of this
     /// image after each write, which the file's next write counts (`None`: no process wrote
-    /// the file in turn, or a read after the same writes as this image's last one).
+    /// the file in turn, or a read after the same writes as this image's last one), with the
+    /// file's slot.
     pub fn read_between_turns(
         &self,
         key: u64,
         empty: impl FnOnce() -> bool,
         call: impl FnOnce() -> isize,
-    ) -> (isize, Option<u64>) {
+    ) -> (isize, Option<(u64, FileSlot)>) {
         /// The file and count of this image's last logged read.
         static LAST: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
         let (r, entry) = match self.find_entry(key, false) {
@@ -225,7 +235,7 @@ impl Ld {
             LAST.0.store(key, Ordering::Relaxed);
             LAST.1.store(writes, Ordering::Relaxed);
             entry.reads.fetch_add(1, Ordering::AcqRel);
-            writes
+            (writes, Some(slot_of(entry)))
         });
         unlock_shared(&entry.lock, &entry.waiters);
         sys::set_errno(err);
@@ -337,18 +347,24 @@ impl Ld {
 
     /// Record: a lock on the regular file `key` (flock, fcntl's record locks, lockf), taken
     /// by `call` (0: taken). Returns what `call` returned and, when it took the lock, the
-    /// lock's turn among the session's locks on that file (`None`: not taken, or no table).
+    /// lock's turn among the session's locks on that file (`None`: not taken, or no table),
+    /// with the file's slot.
     /// Counted once the kernel granted it: a lock that excludes this one can only be taken
     /// after this process lets go of it, so after the count.
-    pub fn lock_in_turn(&self, key: u64, call: impl FnOnce() -> c_int) -> (c_int, Option<u64>) {
+    pub fn lock_in_turn(
+        &self,
+        key: u64,
+        call: impl FnOnce() -> c_int,
+    ) -> (c_int, Option<(u64, FileSlot)>) {
         let r = call();
         if r != 0 {
             return (r, None);
         }
         let err = sys::errno();
-        let turn = self
-            .file_entry(key)
-            .map(|entry| u64::from(entry.locks.fetch_add(1, Ordering::AcqRel)));
+        let turn = self.file_entry(key).map(|entry| {
+            let turn = u64::from(entry.locks.fetch_add(1, Ordering::AcqRel));
+            (turn, Some(slot_of(entry)))
+        });
         sys::set_errno(err);
         (r, turn)
     }

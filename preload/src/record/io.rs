@@ -185,9 +185,9 @@ pub fn file_read(
     call: impl FnOnce() -> isize,
 ) -> isize {
     let (r, writes) = ld.read_between_turns(key, empty, call);
-    if let Some(writes) = writes {
+    if let Some((writes, file)) = writes {
         let err = sys::errno();
-        ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });
+        ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes, file });
         sys::set_errno(err);
     }
     r
@@ -199,8 +199,8 @@ pub fn file_read(
 pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     let (r, turn) = ld.append_in_turn(key, call);
     let err = sys::errno();
-    if let Some((turn, reads)) = turn {
-        ld.log_value(&ddbx_wire::history::value::Value::Appended { turn, reads });
+    if let Some((turn, reads, file)) = turn {
+        ld.log_value(&ddbx_wire::history::value::Value::Appended { turn, reads, file });
         // Written now, not with the next event's line: a process killed before its next
         // event (a server ended by SIGTERM after its last log line) keeps its turns, and the
         // writers after it in replay do not wait for turns that never come.
@@ -219,12 +219,12 @@ pub fn lock(ld: &mut Ld, key: u64, call: impl FnOnce() -> c_int) -> c_int {
     let (r, turn) = ld.lock_in_turn(key, || crate::baton::put_down_for(call));
     let err = sys::errno();
     let turn = match turn {
-        Some(turn) => Some(Ok(turn)),
-        None if r != 0 && matches!(err, libc::EAGAIN | libc::EACCES) => Some(Err(err)),
+        Some((turn, file)) => Some((Ok(turn), file)),
+        None if r != 0 && matches!(err, libc::EAGAIN | libc::EACCES) => Some((Err(err), None)),
         None => None,
     };
-    if let Some(turn) = turn {
-        ld.log_value(&ddbx_wire::history::value::Value::Locked { turn });
+    if let Some((turn, file)) = turn {
+        ld.log_value(&ddbx_wire::history::value::Value::Locked { turn, file });
         ld.flush_values();
     }
     sys::set_errno(err);

@@ -8,6 +8,7 @@ use crate::ld::Ld;
 use crate::sys;
 use ddbx_wire::Record;
 use ddbx_wire::history::Call;
+use ddbx_wire::history::value::FileSlot;
 use libc::c_int;
 
 /// A receive of at most `len` bytes on `fd` into the program's buffers (`receiver`); `call(n)`
@@ -325,8 +326,9 @@ pub fn send(
 
 /// A read of the regular file `key`, made by `call`: when the record logged how many of the
 /// file's shared writes came before such a read in this gap, it waits for as many (a
-/// script's `grep` of the log that a server's workers write as they end). Not in a halting
-/// replay (the writers may be held at the halt).
+/// script's `grep` of the log that a server's workers write as they end). A halting replay
+/// waits only when the record named the file: the GD then made the writers run that far
+/// (the event before asked it to), where others may be held at the halt.
 pub fn file_read(
     ld: &mut Ld,
     key: u64,
@@ -345,33 +347,41 @@ pub fn file_read(
             return r;
         }
         let err = sys::errno();
-        if let Some(writes) = super::values::take_read_after(ld) {
+        if let Some((writes, file)) = super::values::take_read_after(ld) {
             ld.read_counted(key, writes);
-            ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });
+            ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes, file });
         }
         sys::set_errno(err);
         return r;
     }
-    let Some(writes) = super::values::take_read_after(ld) else {
+    let Some((writes, file)) = super::values::take_read_after(ld) else {
         return call();
     };
-    if ld.halt.is_none() {
+    if waits_for_turns(ld, file) {
         ld.wait_for_writes(key, writes);
     }
     let r = call();
     let err = sys::errno();
     ld.read_counted(key, writes);
-    ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes });
+    ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes, file });
     sys::set_errno(err);
     r
+}
+
+/// Whether a read or lock of the shared file `file` waits for the turns before it: always, but
+/// in a halting replay only when the record named the file (then the GD made the actors those
+/// turns belong to run to them; otherwise they may be held at the halt).
+fn waits_for_turns(ld: &Ld, file: FileSlot) -> bool {
+    ld.halt.is_none() || file.is_some()
 }
 
 /// A write into a regular file several processes may write (`fds::TURNS`, the file `key`),
 /// made by `call`: it waits for the turn the record logged for it in this gap, if any
 /// (`ld/appends.rs`). A halting replay does not wait (the write before it may belong to an
-/// actor held at the halt), nor does a write the record did not make.
+/// actor held at the halt: writes into one file race as sends to one receiver do, and a
+/// halt holds neither for the other), nor does a write the record did not make.
 pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
-    let Some((turn, reads)) = super::values::take_turn(ld) else {
+    let Some((turn, reads, file)) = super::values::take_turn(ld) else {
         return call();
     };
     if ld.halt.is_none() {
@@ -381,7 +391,7 @@ pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     let r = call();
     let err = sys::errno();
     ld.append_turn_done(key, turn);
-    ld.log_value(&ddbx_wire::history::value::Value::Appended { turn, reads });
+    ld.log_value(&ddbx_wire::history::value::Value::Appended { turn, reads, file });
     sys::set_errno(err);
     r
 }
@@ -390,17 +400,17 @@ pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
 /// kernel refused is refused again without asking (`call` is not made); one it granted is
 /// taken in its recorded turn, by `blocking` (the same lock, waiting for it: a non-blocking
 /// one granted in the record must not be refused now because its predecessor lets go of it
-/// later than in the record). A halting replay does not wait for the turn.
+/// later than in the record). A halting replay waits as [`waits_for_turns`] says.
 pub fn lock(
     ld: &mut Ld,
     key: u64,
     call: impl FnOnce() -> c_int,
     blocking: impl FnOnce() -> c_int,
 ) -> c_int {
-    let Some(turn) = super::values::take_lock(ld) else {
+    let Some((turn, file)) = super::values::take_lock(ld) else {
         return call();
     };
-    let value = ddbx_wire::history::value::Value::Locked { turn };
+    let value = ddbx_wire::history::value::Value::Locked { turn, file };
     let turn = match turn {
         Err(errno) => {
             ld.log_value(&value);
@@ -409,7 +419,7 @@ pub fn lock(
         }
         Ok(turn) => turn,
     };
-    let in_turn = ld.halt.is_none();
+    let in_turn = waits_for_turns(ld, file);
     let r = crate::baton::put_down_for(|| {
         if in_turn {
             ld.wait_for_lock_turn(key, turn);

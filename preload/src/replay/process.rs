@@ -20,6 +20,7 @@ pub fn start(ld: &mut Ld, first: &Record) {
     if !fits {
         cursor::diverge(ld, &first.to_line());
     }
+    halting::at_start(ld);
     cursor::advance(ld, first);
 }
 

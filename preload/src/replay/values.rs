@@ -19,7 +19,7 @@
 //!   many for getentropy); otherwise the real bytes are used.
 
 use crate::ld::{Ld, ReplayValues};
-use ddbx_wire::history::value::{Deltas, Value, ValueKey};
+use ddbx_wire::history::value::{Deltas, FileSlot, Value, ValueKey};
 
 /// Drops the values of the gaps before the current one.
 fn skip_to_gap(values: &mut ReplayValues, gap: u64) {
@@ -121,28 +121,28 @@ pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>>
 }
 
 /// The turn the record logged for the next write into a shared file in this gap, if any,
-/// with the count of the reads of the file before it.
-pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64)> {
+/// with the count of the reads of the file before it and the file's slot.
+pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64, FileSlot)> {
     match take(ld, |v| matches!(v, Value::Appended { .. }))? {
-        Value::Appended { turn, reads } => Some((turn, reads)),
+        Value::Appended { turn, reads, file } => Some((turn, reads, file)),
         _ => None,
     }
 }
 
 /// What the record logged for the next lock on a shared file in this gap, if anything: its
-/// turn, or the errno it was refused with.
-pub fn take_lock(ld: &mut Ld) -> Option<Result<u64, i32>> {
+/// turn, or the errno it was refused with; and the file's slot.
+pub fn take_lock(ld: &mut Ld) -> Option<(Result<u64, i32>, FileSlot)> {
     match take(ld, |v| matches!(v, Value::Locked { .. }))? {
-        Value::Locked { turn } => Some(turn),
+        Value::Locked { turn, file } => Some((turn, file)),
         _ => None,
     }
 }
 
 /// The count of a shared file's writes the record logged for the next read of such a file
-/// in this gap, if any.
-pub fn take_read_after(ld: &mut Ld) -> Option<u64> {
+/// in this gap, if any, with the file's slot.
+pub fn take_read_after(ld: &mut Ld) -> Option<(u64, FileSlot)> {
     match take(ld, |v| matches!(v, Value::ReadAfter { .. }))? {
-        Value::ReadAfter { writes } => Some(writes),
+        Value::ReadAfter { writes, file } => Some((writes, file)),
         _ => None,
     }
 }

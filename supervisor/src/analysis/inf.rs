@@ -6,7 +6,8 @@
 //! * A **cut** ([`Cut`]) maps each actor to how many of its events it has executed (0: not
 //!   created yet; an actor missing from the map counts as 0). It is the paper's global state
 //!   (Def. 2) "just after each actor's last executed event".
-//! * A cut is **consistent** iff every executed event's needs ([`Deps::needs`], plus program
+//! * A cut is **consistent** iff every executed event's needs ([`Deps::needs`], and
+//!   [`Deps::turn_needs`] for the turns in shared files that come after it, plus program
 //!   order, which a count respects by construction) are executed too — equivalently, no
 //!   executed event needs an unexecuted one. A connect and its accept need each other, so a
 //!   consistent cut has both or neither.
@@ -88,6 +89,7 @@ impl<'a> Closer<'a> {
                     .deps
                     .needs(a, self.applied[i])
                     .iter()
+                    .chain(self.deps.turn_needs(a, self.applied[i]))
                     .chain(created.as_ref())
                     .chain(&waited)
                 {
@@ -127,7 +129,7 @@ pub fn is_consistent(deps: &Deps, cut: &Cut) -> Result<(), Violation> {
     let at = |a: &ActorId| cut.get(a).copied().unwrap_or(0);
     for &a in deps.actors() {
         for k in 1..=at(&a).min(deps.event_count(a)) {
-            for &(b, j) in deps.needs(a, k) {
+            for &(b, j) in deps.needs(a, k).iter().chain(deps.turn_needs(a, k)) {
                 if at(&b) < j {
                     return Err(Violation {
                         event: (a, k),

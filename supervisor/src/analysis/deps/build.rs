@@ -103,11 +103,13 @@ impl Deps {
             diagnostics,
             forked_at: HashMap::new(),
             channels: channels.to_vec(),
+            turn_needs: HashMap::new(),
         };
         let origin_of = |a: ActorId| origins.get(&a).copied().unwrap_or(Origin::Root);
 
         deps.add_creation_needs(&by_actor, &origin_of);
         deps.add_signal_needs(histories, origins);
+        deps.add_turn_needs(histories, origins);
         let ends = deps.add_connection_needs(&by_actor, channels);
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }

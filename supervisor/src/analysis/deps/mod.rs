@@ -81,11 +81,16 @@
 //!     each new number to what the sender had bound the number it passed to (the *k*-th send
 //!     that passed fds on a channel direction pairs with the *k*-th receive that took fds).
 //!
+//!   * **shared files**: the turns that writes, reads and locks took in a file the processes
+//!     shared come after an event, not as one; what they need is kept apart
+//!     ([`Deps::turn_needs`], `turns.rs`).
+//!
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
 
 mod build;
 mod roles;
 mod stream;
+mod turns;
 
 use crate::analysis::channels::{Channel, match_channels};
 use crate::recording::Recording;
@@ -161,6 +166,8 @@ pub struct Deps {
     forked_at: HashMap<ActorId, Event>,
     /// The channels the needs were found with.
     channels: Vec<Channel>,
+    /// What the shared-file turns after an event need (`turns.rs`).
+    turn_needs: HashMap<Event, Vec<Event>>,
 }
 
 impl Deps {
@@ -194,15 +201,7 @@ impl Deps {
     /// last event.
     fn add_signal_needs(&mut self, histories: &[History], origins: &HashMap<ActorId, Origin>) {
         use ddbx_wire::history::value::Value;
-        let by_number: HashMap<(ActorId, u32), ActorId> = origins
-            .iter()
-            .filter_map(|(child, o)| match o {
-                Origin::Fork { parent, index } | Origin::Spawn { parent, index } => {
-                    Some(((*parent, *index), *child))
-                }
-                _ => None,
-            })
-            .collect();
+        let by_number = turns::children_by_number(origins);
         for h in histories {
             for (gap, v) in &h.values {
                 let Value::Signal {

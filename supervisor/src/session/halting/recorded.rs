@@ -66,10 +66,12 @@ impl RecordedFacts {
     }
 
     /// The events of other actors that `actor`'s `event` needs: what it receives, accepts or
-    /// connects to, and the exits of the children it waits for.
+    /// connects to, the exits of the children it waits for, and the turns in shared files
+    /// that the turns after it come after.
     pub(super) fn needs(&self, actor: ActorId, event: u64) -> Vec<Event> {
         let mut needs: Vec<Event> = self.deps.needs(actor, event).to_vec();
         needs.extend(self.deps.child_exits(actor, event));
+        needs.extend(self.deps.turn_needs(actor, event));
         needs
     }
 

@@ -106,6 +106,8 @@ pub enum Value {
         /// The reads of the file ([`Value::ReadAfter`]) made between the write before and
         /// this one: replay makes the write wait for them too, so that they do not see it.
         reads: u64,
+        /// The file ([`FileSlot`]); `None` in histories made before files were named.
+        file: FileSlot,
     },
     /// A read of a regular file whose writes take turns ([`Value::Appended`]): how many of
     /// those writes came before it. Replay makes the read wait for them, so that a script's
@@ -113,6 +115,8 @@ pub enum Value {
     ReadAfter {
         /// The count of the file's writes made before the read.
         writes: u64,
+        /// The file ([`FileSlot`]).
+        file: FileSlot,
     },
     /// In a process with threads: the events after this line are thread `t`'s (`t1` the main
     /// thread, then the threads in their recorded order of creation), until the next such
@@ -147,8 +151,17 @@ pub enum Value {
     Locked {
         /// The lock's turn (0: the file's first), or `Err(errno)`: refused.
         turn: Result<u64, i32>,
+        /// The file ([`FileSlot`]; `None` for a refused lock, which waits for nothing).
+        file: FileSlot,
     },
 }
+
+/// Which file a turn ([`Value::Appended`], [`Value::ReadAfter`], [`Value::Locked`]) counts in:
+/// its entry in the table of shared files the record's processes shared, the same number in
+/// every history of one recording (written `#5` after the value: `~a12/3#5`, `~f13#5`). A
+/// halting replay reads from it which process's write a read waited for. `None`: not said
+/// (a history made before files were named).
+pub type FileSlot = Option<u32>;
 
 /// Which call a value answers: replay gives a read the next recorded value of its own key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -216,10 +229,10 @@ impl Value {
             Value::Closed { fd } => i64::from(*fd),
             Value::Waiting { n } => *n,
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
-            Value::ReadAfter { writes } => i64::try_from(*writes).unwrap_or(i64::MAX),
+            Value::ReadAfter { writes, .. } => i64::try_from(*writes).unwrap_or(i64::MAX),
             Value::Thread { t } => i64::from(*t),
             Value::Opened { fd, .. } | Value::Freed { fd, .. } => i64::from(*fd),
-            Value::Locked { turn } => match turn {
+            Value::Locked { turn, .. } => match turn {
                 Ok(turn) => i64::try_from(*turn).unwrap_or(i64::MAX),
                 Err(errno) => -i64::from(*errno),
             },
@@ -242,9 +255,11 @@ impl Value {
             ValueKey::Appended => Value::Appended {
                 turn: u64::try_from(n).unwrap_or(0),
                 reads: 0,
+                file: None,
             },
             ValueKey::ReadAfter => Value::ReadAfter {
                 writes: u64::try_from(n).unwrap_or(0),
+                file: None,
             },
             ValueKey::Thread => Value::Thread {
                 t: u32::try_from(n).unwrap_or(1),
@@ -259,6 +274,7 @@ impl Value {
             },
             ValueKey::Locked => Value::Locked {
                 turn: u64::try_from(n).map_err(|_| i32::try_from(-n).unwrap_or(0)),
+                file: None,
             },
             ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
         }
@@ -340,21 +356,23 @@ impl Deltas {
         if let Value::Closed { fd } = value {
             return write!(out, "~h{fd}");
         }
-        if let Value::Appended { turn, reads } = value {
+        if let Value::Appended { turn, reads, file } = value {
             write!(out, "~a{turn}")?;
             if *reads > 0 {
                 write!(out, "/{reads}")?;
             }
-            return Ok(());
+            return write_file(out, *file);
         }
-        if let Value::ReadAfter { writes } = value {
-            return write!(out, "~f{writes}");
+        if let Value::ReadAfter { writes, file } = value {
+            write!(out, "~f{writes}")?;
+            return write_file(out, *file);
         }
-        if let Value::Locked { turn } = value {
-            return match turn {
-                Ok(turn) => write!(out, "~l{turn}"),
-                Err(errno) => write!(out, "~l-{errno}"),
-            };
+        if let Value::Locked { turn, file } = value {
+            match turn {
+                Ok(turn) => write!(out, "~l{turn}")?,
+                Err(errno) => write!(out, "~l-{errno}")?,
+            }
+            return write_file(out, *file);
         }
         if let Value::Thread { t } = value {
             return write!(out, "~t{t}");
@@ -505,17 +523,7 @@ impl Deltas {
                 let fd: i32 = rest[1..].parse().map_err(|_| bad())?;
                 return Ok(Value::Closed { fd });
             }
-            Some(b'a') => {
-                let (turn, reads) = rest[1..].split_once('/').unwrap_or((&rest[1..], "0"));
-                let turn: u64 = turn.parse().map_err(|_| bad())?;
-                let reads: u64 = reads.parse().map_err(|_| bad())?;
-                return Ok(Value::Appended { turn, reads });
-            }
-            Some(b'f') => {
-                let writes: u64 = rest[1..].parse().map_err(|_| bad())?;
-                return Ok(Value::ReadAfter { writes });
-            }
-            Some(b'l') => return lock_value(&rest[1..]).ok_or_else(bad),
+            Some(b'a' | b'f' | b'l') => return turn_value(rest).ok_or_else(bad),
             Some(b't' | b'n' | b'x') => return thread_value(rest).ok_or_else(bad)?,
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
@@ -573,7 +581,7 @@ pub(crate) fn unsigned_decimal(mut m: u64, buf: &mut [u8; 24]) -> &[u8] {
 #[path = "value_names.rs"]
 mod names;
 pub use names::key_name;
-use names::{lock_value, thread_value};
+use names::{thread_value, turn_value, write_file};
 
 #[cfg(test)]
 #[path = "value_tests.rs"]

@@ -1,7 +1,7 @@
 //! Names of value keys, for listings (`ddbx show`), and the parsers of the value lines that
 //! carry more than a number.
 
-use super::{Value, ValueKey};
+use super::{FileSlot, Value, ValueKey};
 
 /// A short name for a key, for listings: `monotonic`, `realtime`, `gettimeofday`, ….
 pub fn key_name(key: ValueKey) -> String {
@@ -60,11 +60,40 @@ pub(super) fn thread_value(rest: &str) -> Option<Result<Value, String>> {
     })
 }
 
-/// A lock's value line after its `~l`: `4` (its turn) or `-11` (refused with errno 11).
-pub(super) fn lock_value(rest: &str) -> Option<Value> {
-    let turn = match rest.strip_prefix('-') {
-        Some(errno) => Err(errno.parse::<i32>().ok()?),
-        None => Ok(rest.parse::<u64>().ok()?),
+/// A turn's value line without its `~`: `a12/3#5` (a write), `f13#5` (a read), `l4#5` or `l-11`
+/// (a lock); the file (`#5`) may be missing. `None`: not one of those shapes.
+pub(super) fn turn_value(rest: &str) -> Option<Value> {
+    let (number, file) = match rest.get(1..)?.split_once('#') {
+        Some((n, file)) => (n, Some(file.parse::<u32>().ok()?)),
+        None => (rest.get(1..)?, None),
     };
-    Some(Value::Locked { turn })
+    match rest.as_bytes().first()? {
+        b'a' => {
+            let (turn, reads) = number.split_once('/').unwrap_or((number, "0"));
+            Some(Value::Appended {
+                turn: turn.parse().ok()?,
+                reads: reads.parse().ok()?,
+                file,
+            })
+        }
+        b'f' => Some(Value::ReadAfter {
+            writes: number.parse().ok()?,
+            file,
+        }),
+        _ => {
+            let turn = match number.strip_prefix('-') {
+                Some(errno) => Err(errno.parse::<i32>().ok()?),
+                None => Ok(number.parse::<u64>().ok()?),
+            };
+            Some(Value::Locked { turn, file })
+        }
+    }
+}
+
+/// A turn's file, as its line ends (`#5`; nothing when not said).
+pub(super) fn write_file<W: std::fmt::Write>(out: &mut W, file: FileSlot) -> std::fmt::Result {
+    match file {
+        Some(file) => write!(out, "#{file}"),
+        None => Ok(()),
+    }
 }

@@ -1,0 +1,180 @@
+//! Needs through shared files: the turns that writes, reads and locks took in a file the
+//! record's processes shared (value lines `~a`, `~f`, `~l` that name their file, `#5`).
+//!
+//! They are not events: a turn comes in the gap after an actor's event *k*, which a process
+//! halted after *k* has made. So the needs are *k*'s, kept apart from the events' own needs
+//! ([`Deps::turn_needs`]): a consistent cut that executes *k* has what the turns after it
+//! saw, and a halting replay asks for it at *k*'s gate. Not in the happened-before order of
+//! events (clocks, races): event *k* itself does not follow them.
+//!
+//! A file is treated as the paper treats a channel: a write is a send, a read after *n*
+//! writes receives the first *n* and needs each of them (each writer's last one among them).
+//! Writes need nothing of each other, as two sends to one receiver do not: their order is a
+//! race, which a replay that does not halt keeps, and a halting replay does not hold a writer
+//! for. A lock needs the lock of the turn before it (its holder let go of it first).
+//!
+//! Each need is on the gap's event (the event before the value; an actor's first gap is its
+//! `Start`'s). A turn (a write too) that comes after a wait that reaped a recorded child in
+//! the same gap (`~w3`: a shell writes into a log once its child has ended) also needs that
+//! child's last event: the wait is no event either, and a halted process has made the turns
+//! after its last event.
+
+use super::{Deps, Event};
+use ddbx_wire::ActorId;
+use ddbx_wire::History;
+use ddbx_wire::history::Origin;
+use ddbx_wire::history::value::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// One file's turns, each at its actor's event.
+#[derive(Default)]
+struct FileTurns {
+    /// Write turn → its event.
+    writes: BTreeMap<u64, Event>,
+    /// Lock turn → its event.
+    locks: HashMap<u64, Event>,
+}
+
+/// What a turn needs of its file's other turns.
+enum Kind {
+    /// A write: nothing.
+    Write,
+    /// A read after this many writes: them.
+    Read(u64),
+    /// The lock of this turn: the one before.
+    Lock(u64),
+}
+
+/// A turn whose needs are still to find: where it is, what it is, the children reaped
+/// before it in its gap.
+struct Taker {
+    at: Event,
+    file: u32,
+    kind: Kind,
+    reaped: Vec<ActorId>,
+}
+
+impl Deps {
+    /// Adds the needs of every turn that names its file (see the module docs).
+    pub(super) fn add_turn_needs(
+        &mut self,
+        histories: &[History],
+        origins: &HashMap<ActorId, Origin>,
+    ) {
+        let children = children_by_number(origins);
+        let mut files: HashMap<u32, FileTurns> = HashMap::new();
+        let mut takers = Vec::new();
+        for h in histories {
+            // The children reaped so far in the current gap.
+            let mut reaped: (u64, Vec<ActorId>) = (0, Vec::new());
+            for (gap, v) in &h.values {
+                let at = (h.actor, (*gap).max(1));
+                if reaped.0 != *gap {
+                    reaped = (*gap, Vec::new());
+                }
+                let (file, kind) = match *v {
+                    Value::Reaped { child } => {
+                        reaped.1.extend(children.get(&(h.actor, child)));
+                        continue;
+                    }
+                    Value::Appended {
+                        turn,
+                        file: Some(f),
+                        ..
+                    } => {
+                        files.entry(f).or_default().writes.insert(turn, at);
+                        (f, Kind::Write)
+                    }
+                    Value::ReadAfter {
+                        writes,
+                        file: Some(f),
+                    } => (f, Kind::Read(writes)),
+                    Value::Locked {
+                        turn: Ok(turn),
+                        file: Some(f),
+                    } => {
+                        files.entry(f).or_default().locks.insert(turn, at);
+                        (f, Kind::Lock(turn))
+                    }
+                    _ => continue,
+                };
+                if matches!(kind, Kind::Write) && reaped.1.is_empty() {
+                    continue;
+                }
+                takers.push(Taker {
+                    at,
+                    file,
+                    kind,
+                    reaped: reaped.1.clone(),
+                });
+            }
+        }
+        for t in takers {
+            let file = files.get(&t.file);
+            let mut needs: Vec<Event> = match t.kind {
+                Kind::Write => Vec::new(),
+                Kind::Read(n) => last_writes(file, n),
+                Kind::Lock(turn) => turn
+                    .checked_sub(1)
+                    .and_then(|before| file?.locks.get(&before))
+                    .into_iter()
+                    .copied()
+                    .collect(),
+            };
+            for &child in &t.reaped {
+                let end = self.event_count(child);
+                if end > 0 {
+                    needs.push((child, end));
+                }
+            }
+            for to in needs {
+                self.add_turn_need(t.at, to);
+            }
+        }
+    }
+
+    /// Adds "the turns after `from` need `to`" unless both are the same actor's, or `from`
+    /// is beyond its history.
+    fn add_turn_need(&mut self, from: Event, to: Event) {
+        if from.0 == to.0 || from.1 > self.event_count(from.0) {
+            return;
+        }
+        let needs = self.turn_needs.entry(from).or_default();
+        if !needs.contains(&to) {
+            needs.push(to);
+        }
+    }
+
+    /// What the shared-file turns in the gap after event `event` of `actor` need (see the
+    /// module docs); empty for most events.
+    pub fn turn_needs(&self, actor: ActorId, event: u64) -> &[Event] {
+        self.turn_needs
+            .get(&(actor, event))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Each writer's last event among the first `n` writes into `file`.
+fn last_writes(file: Option<&FileTurns>, n: u64) -> Vec<Event> {
+    let mut last: BTreeMap<ActorId, u64> = BTreeMap::new();
+    for (_, &(actor, gap)) in file.into_iter().flat_map(|f| f.writes.range(..n)) {
+        let e = last.entry(actor).or_default();
+        *e = (*e).max(gap);
+    }
+    last.into_iter().collect()
+}
+
+/// (parent, child number as its `Fork`/`Spawn` names it) → the child.
+pub(super) fn children_by_number(
+    origins: &HashMap<ActorId, Origin>,
+) -> HashMap<(ActorId, u32), ActorId> {
+    origins
+        .iter()
+        .filter_map(|(child, o)| match o {
+            Origin::Fork { parent, index } | Origin::Spawn { parent, index } => {
+                Some(((*parent, *index), *child))
+            }
+            _ => None,
+        })
+        .collect()
+}
