@@ -4,7 +4,9 @@
 //! every actor; and when P never holds, the replay runs to the end.
 //!
 //! Seeds 1..=N (N = 50, or `DDBX_PROPTEST_CASES`), 4 random conjunctive predicates per
-//! recording. Some actors are forked through a relay that only forks (no socket event): it is
+//! recording. Odd seeds run `randprog SEED log`: the actors also share a log file that some
+//! write a line into after each round's sends and some read after its receives (`z`, the
+//! lines they saw: a read of a shared file, which needs the writes it saw, is no event). Some actors are forked through a relay that only forks (no socket event): it is
 //! held at its cut like the others. The cases run on several threads (`DDBX_PROPTEST_THREADS`, default 8: the replays
 //! mostly wait). Every case runs even when some fail; the failures are listed together at the
 //! end, each with what reproduces it and (for the first 8) the tail of a `DDBX_TRACE_HALT=1`
@@ -27,6 +29,8 @@ const PER_RECORDING: usize = 4;
 
 /// Relays (processes that only fork an actor and wait for it) in the recordings so far.
 static RELAYS: AtomicU64 = AtomicU64::new(0);
+/// Reads of the shared log (`z` probes) in the recordings so far.
+static LOG_READS: AtomicU64 = AtomicU64::new(0);
 
 /// One recording's histories, by actor number (`p3` → 3).
 fn load_histories(rec: &Path) -> BTreeMap<u32, Vec<Record>> {
@@ -57,12 +61,13 @@ fn probe_values(records: &[Record], name: &str) -> Vec<i64> {
 fn condition(actor: u32, records: &[Record], rng: &mut SplitMix) -> String {
     let xs = probe_values(records, "x");
     let ys = probe_values(records, "y");
+    let zs = probe_values(records, "z");
     let recvs = records
         .iter()
         .filter(|r| matches!(r, Record::Recv { .. }))
         .count();
     loop {
-        match rng.index(4) {
+        match rng.index(5) {
             0 if !xs.is_empty() => {
                 // Sometimes a value the actor never sets (randprog's values are 0..5).
                 let v = if rng.index(8) == 0 {
@@ -83,6 +88,10 @@ fn condition(actor: u32, records: &[Record], rng: &mut SplitMix) -> String {
             3 if !ys.is_empty() => {
                 let r = ys[rng.index(ys.len())];
                 return format!("p{actor}.y == {r}");
+            }
+            4 if !zs.is_empty() => {
+                let z = zs[rng.index(zs.len())];
+                return format!("p{actor}.z >= {z}");
             }
             _ => continue,
         }
@@ -273,12 +282,18 @@ fn run_case(seed: u64, index: usize, rec: &Path, pred: &str, recorded_stdout: &s
     }
 }
 
-/// Records `randprog SEED` and runs its predicates.
+/// Records `randprog SEED` (odd seeds: `randprog SEED log`) and runs its predicates.
 fn run_seed(seed: u64, program: &Path) -> Vec<Case> {
     let tmp = TempDir::new("halting-prop");
     let rec = tmp.join("rec");
+    let seed_arg = seed.to_string();
+    let args: &[&str] = if seed % 2 == 1 {
+        &[&seed_arg, "log"]
+    } else {
+        &[&seed_arg]
+    };
     let recorded = DDBX
-        .record(&rec, program, &[&seed.to_string()])
+        .record(&rec, program, args)
         .env("DDBX_JITTER", "2")
         .output();
     assert_eq!(
@@ -298,6 +313,12 @@ fn run_seed(seed: u64, program: &Path) -> Vec<Case> {
         hist.len()
     );
     RELAYS.fetch_add(relays as u64, Ordering::Relaxed);
+    let log_reads = hist
+        .values()
+        .flatten()
+        .filter(|r| matches!(r, Record::Probe { name, .. } if name == "z"))
+        .count();
+    LOG_READS.fetch_add(log_reads as u64, Ordering::Relaxed);
     let mut rng = SplitMix(seed.wrapping_mul(0x5851_f42d_4c95_7f2d) ^ 0x1405_7b7e_f767_814f);
     (0..PER_RECORDING)
         .map(|index| {
@@ -331,10 +352,11 @@ fn halting_replay_stops_where_inf_says_on_random_programs() {
     let failures: Vec<&String> = cases.iter().filter_map(|c| c.failure.as_ref()).collect();
     let max = times.iter().max().copied().unwrap_or_default();
     eprintln!(
-        "halting property: {} cases on {} recordings ({} relays, {} threads): {} held, {} agree with inf, {} disagree; mean halt time {mean:.2?} (max {max:.2?}); total {:.1?}",
+        "halting property: {} cases on {} recordings ({} relays, {} reads of a shared log, {} threads): {} held, {} agree with inf, {} disagree; mean halt time {mean:.2?} (max {max:.2?}); total {:.1?}",
         cases.len(),
         results.len(),
         RELAYS.load(Ordering::Relaxed),
+        LOG_READS.load(Ordering::Relaxed),
         seeds.threads,
         held,
         cases.len() - failures.len(),
@@ -364,5 +386,10 @@ fn halting_replay_stops_where_inf_says_on_random_programs() {
     assert!(
         seeds.count < 10 || RELAYS.load(Ordering::Relaxed) > 0,
         "no recording had a relay"
+    );
+    // Half the seeds share a log, which half their actors read after each round.
+    assert!(
+        seeds.count < 10 || LOG_READS.load(Ordering::Relaxed) > 0,
+        "no recording read the shared log"
     );
 }

@@ -43,6 +43,15 @@
  * closing them.  Peers see these ends as readiness and 0-byte reads (issue #10, classes 3
  * and 7).
  *
+ * `randprog SEED log`: the same program, and then (drawn last) a log that the actors share,
+ * a regular file opened with O_APPEND by the root before the forks and unlinked at once:
+ * after each round's sends some actors append a line to it (not an event: a write into a
+ * file that several processes write takes a turn), and after each round's receives some
+ * read all of it (through their own open of /proc/self/fd/N) and publish how many lines
+ * they saw as probe z, which depends on the race between the writers and the reader (a
+ * read of a shared file needs the writes it saw: a halted state that has the read has
+ * them).
+ *
  * At the end every actor exits 0; the root reaps the
  * children and prints one line per actor with the senders of its messages in
  * the order it received them, actors numbered 1..k (1: the root, i+1: the
@@ -84,6 +93,9 @@ static int relay[MAXA];       /* forked by a relay process that only forks it an
 static int rdhup[MAXA];       /* epoll: EPOLLRDHUP too while waiting for the ends */
 static int nb_connect[MAXA];  /* non-blocking connects */
 static int listen_wait[MAXA]; /* a readiness wait on the listening socket before each accept */
+static int log_writes[MAXA];  /* `log`: a line into the log after each round's sends */
+static int log_reads[MAXA];   /* `log`: z = the log's lines after each round's receives */
+static int logfd = -1;        /* the log, O_APPEND (`log` only) */
 
 /* What each actor received, in order (shared with the root, which prints it). */
 struct got {
@@ -129,8 +141,9 @@ static void gen_probe(int *kind, int *val, int after_recv)
 }
 
 /* actors > 0: that many actors, sparser extra channels (a load for benchmarks); else the
- * number of actors comes from SEED too (the property test's programs). */
-static void generate(unsigned long long seed, int actors)
+ * number of actors comes from SEED too (the property test's programs); with_log: who writes
+ * and who reads the shared log, drawn after everything else. */
+static void generate(unsigned long long seed, int actors, int with_log)
 {
     int a, b, r, i;
 
@@ -176,6 +189,58 @@ static void generate(unsigned long long seed, int actors)
     /* Drawn last, so that a seed's actors are what they were before relays were added. */
     for (a = 1; a < nact && actors == 0; a++)
         relay[a] = rng_below(3) == 0;
+    for (a = 0; a < nact && with_log; a++) {
+        log_writes[a] = rng_below(3) != 0;
+        log_reads[a] = rng_below(2);
+    }
+}
+
+/* `log`: the shared log, made before the forks and unlinked at once (nothing is left
+ * behind when a halted run is killed). */
+static void make_log(void)
+{
+    char path[] = "/tmp/randprog-log-XXXXXX";
+    int fd = mkstemp(path);
+
+    if (fd < 0)
+        die("mkstemp");
+    if ((logfd = open(path, O_WRONLY | O_APPEND)) < 0)
+        die("open");
+    if (unlink(path) < 0)
+        die("unlink");
+    /* fd stays open (as the file's read end for /proc/self/fd). */
+    if (dup2(fd, logfd + 1) < 0)
+        die("dup2");
+    close(fd);
+}
+
+static void append_to_log(int me, int r)
+{
+    char line[32];
+    int n = snprintf(line, sizeof line, "actor %d round %d\n", me + 1, r + 1);
+
+    if (write(logfd, line, (size_t)n) != n)
+        die("write");
+}
+
+/* The lines in the log now, read through an open file of this process's own. */
+static int lines_in_log(void)
+{
+    char path[64], buf[4096];
+    int fd, lines = 0, i;
+    ssize_t n;
+
+    snprintf(path, sizeof path, "/proc/self/fd/%d", logfd + 1);
+    if ((fd = open(path, O_RDONLY)) < 0)
+        die("open");
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        for (i = 0; i < n; i++)
+            lines += buf[i] == '\n';
+    }
+    if (n < 0)
+        die("read");
+    close(fd);
+    return lines;
 }
 
 static void probe(int kind, int val, int round, int sender)
@@ -393,6 +458,8 @@ static void actor(int me)
             }
         }
         probe(send_probe[me][r][i], send_val[me][r][i], r, -1);
+        if (logfd >= 0 && log_writes[me])
+            append_to_log(me, r);
         for (b = 0; b < nact; b++) {
             owed[b] = chan[me][b] ? cnt[r][b][me] : 0;
             total += owed[b];
@@ -411,6 +478,8 @@ static void actor(int me)
                 epoll_set(epfd, EPOLL_CTL_DEL, peer[b]);
             probe(recv_probe[me][r][i], recv_val[me][r][i], r, b);
         }
+        if (logfd >= 0 && log_reads[me])
+            ddbx_set("z", lines_in_log());
     }
     end_channels(me, epfd);
     if (epfd >= 0 && close(epfd) < 0)
@@ -422,21 +491,25 @@ int main(int argc, char **argv)
     pid_t pids[MAXA];
     char *end;
     unsigned long long seed;
-    int a, i, actors = 0;
+    int a, i, actors = 0, with_log = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2 && argc != 3)
-        fail("usage: randprog SEED [ACTORS]");
+        fail("usage: randprog SEED [ACTORS | log]");
     seed = strtoull(argv[1], &end, 10);
     if (*end != '\0' || end == argv[1])
-        fail("usage: randprog SEED (a number) [ACTORS]");
-    if (argc == 3) {
+        fail("usage: randprog SEED (a number) [ACTORS | log]");
+    if (argc == 3 && strcmp(argv[2], "log") == 0) {
+        with_log = 1;
+    } else if (argc == 3) {
         actors = (int)strtol(argv[2], &end, 10);
         if (*end != '\0' || actors < 2 || actors > MAXA)
             fail("usage: randprog SEED [ACTORS (2 to 64)]");
     }
     alarm(20);
-    generate(seed, actors);
+    generate(seed, actors, with_log);
+    if (with_log)
+        make_log();
     got = mmap(NULL, sizeof *got, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (got == MAP_FAILED)
         die("mmap");

@@ -78,7 +78,7 @@ fn random_read(
 
 /// A read of the regular file `key` (open at `fd`): it comes after as many of the session's
 /// writes into that file as in the record, when they take turns (`ld/appends.rs`).
-fn file_read(key: u64, fd: c_int, call: impl FnOnce() -> isize) -> isize {
+fn file_read(key: u64, fd: c_int, mut call: impl FnMut() -> isize) -> isize {
     let Some(ld) = super::active().filter(|ld| ld.trace.is_none() && ld.is_io_thread()) else {
         return call();
     };
@@ -88,7 +88,7 @@ fn file_read(key: u64, fd: c_int, call: impl FnOnce() -> isize) -> isize {
     let at_start = || unsafe { libc::syscall(libc::SYS_lseek, fd, 0, libc::SEEK_CUR) } == 0;
     let empty = || crate::sys::file_size(fd) == 0 && at_start();
     match ld.mode {
-        Mode::Record => record::io::file_read(ld, key, empty, call),
+        Mode::Record => record::io::file_read(ld, key, empty, &mut call),
         Mode::Replay => replay::io::file_read(ld, key, empty, call),
     }
 }

@@ -58,6 +58,9 @@ struct Entry {
     reads: AtomicU32,
     /// Locks taken on the file so far (the next lock's turn; `~l`).
     locks: AtomicU32,
+    /// Replay: the writes made so far, in whatever order (a halting replay lets some writes
+    /// go out of turn: `writes` is then the highest turn made, not their count).
+    made: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<Entry>() <= FILE_TURN_ENTRY);
@@ -187,17 +190,22 @@ impl Ld {
     /// into that file take turns (or it is still empty, and no process wrote it in turn yet),
     /// the read is made between two of them; the count of the
     /// writes before it is returned when it is to be logged (`~f`): the first read of this
-    /// image after each write, which the file's next write counts (`None`: no process wrote
-    /// the file in turn, or a read after the same writes as this image's last one), with the
-    /// file's slot.
+    /// image after each write and each event, which the file's next write counts (`None`: no
+    /// process wrote the file in turn, or a read after the same writes and in the same gap
+    /// as this image's last one: the reads of one run, a buffer at a time to the end), with
+    /// the file's slot.
     pub fn read_between_turns(
         &self,
         key: u64,
         empty: impl FnOnce() -> bool,
         call: impl FnOnce() -> isize,
     ) -> (isize, Option<(u64, FileSlot)>) {
-        /// The file and count of this image's last logged read.
-        static LAST: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
+        /// The file, count and gap of this image's last logged read.
+        static LAST: (AtomicU64, AtomicU64, AtomicU64) = (
+            AtomicU64::new(0),
+            AtomicU64::new(u64::MAX),
+            AtomicU64::new(0),
+        );
         let (r, entry) = match self.find_entry(key, false) {
             Some(entry) => {
                 if !lock_shared(&entry.lock, &entry.waiters, self.pid as u32, PATIENCE) {
@@ -230,10 +238,14 @@ impl Ld {
         };
         let err = sys::errno();
         let writes = u64::from(entry.writes.load(Ordering::Acquire));
-        let new = LAST.0.load(Ordering::Relaxed) != key || LAST.1.load(Ordering::Relaxed) != writes;
+        let gap = self.events();
+        let new = LAST.0.load(Ordering::Relaxed) != key
+            || LAST.1.load(Ordering::Relaxed) != writes
+            || LAST.2.load(Ordering::Relaxed) != gap;
         let logged = (r >= 0 && new).then(|| {
             LAST.0.store(key, Ordering::Relaxed);
             LAST.1.store(writes, Ordering::Relaxed);
+            LAST.2.store(gap, Ordering::Relaxed);
             entry.reads.fetch_add(1, Ordering::AcqRel);
             (writes, Some(slot_of(entry)))
         });
@@ -292,11 +304,14 @@ impl Ld {
     }
 
     /// Replay: waits until `count` writes into the file `key` are made (at most
-    /// [`READ_PATIENCE`] while their count does not move, then says so in `DDBX_LD_LOG`).
-    pub fn wait_for_writes(&self, key: u64, count: u64) {
-        let waited = self
-            .file_entry(key)
-            .and_then(|e| await_count(&e.writes, &e.waiters, count, READ_PATIENCE, || true));
+    /// [`READ_PATIENCE`] while their count does not move, then says so in `DDBX_LD_LOG`): the
+    /// turns before `count` (`made`: that many writes, in a halting replay, which lets the
+    /// writes after a file's horizon go in any order).
+    pub fn wait_for_writes(&self, key: u64, count: u64, made: bool) {
+        let waited = self.file_entry(key).and_then(|e| {
+            let word = if made { &e.made } else { &e.writes };
+            await_count(word, &e.waiters, count, READ_PATIENCE, || true)
+        });
         if let Some(seen) = waited {
             let msg = format!(
                 "ddbx-ld: pid {}: a read of a shared file still waits for {count} writes into it, {seen} made; reading now",
@@ -337,11 +352,13 @@ impl Ld {
         if entry.writes.fetch_max(next, Ordering::AcqRel) < next {
             entry.reads.store(0, Ordering::Release);
         }
+        entry.made.fetch_add(1, Ordering::AcqRel);
         if locked {
             unlock_shared(&entry.lock, &entry.waiters);
         }
         if entry.waiters.load(Ordering::Acquire) > 0 {
             futex_wake(&entry.writes);
+            futex_wake(&entry.made);
         }
     }
 

@@ -229,7 +229,7 @@ impl Ld {
                 passed,
             } => {
                 let files = self.take_passed(&passed);
-                self.halt = halting.map(|h| HaltState::new(h.sp, h.target, h.epoch));
+                self.halt = halting.map(HaltState::new);
                 self.actor = actor;
                 self.mode = mode;
                 let state_fd = files.state.unwrap_or_else(|| {
@@ -445,6 +445,7 @@ impl Ld {
             child_pids: plan.child_pids,
             threads,
             made,
+            unfinished_read: None,
             observe: plan
                 .observe
                 .into_iter()

@@ -202,6 +202,11 @@ pub struct ReplayState {
     pub threads: Vec<(usize, u32)>,
     /// In a process with threads: the fds each thread made outside events, as recorded.
     pub made: threads::Made,
+    /// A logged read of a shared file (its key, and the writes it came after) whose run is
+    /// not over: the reads after it until the end of the file, or the next event, came after
+    /// as many writes in the record (only the first was logged), so it counts for the next
+    /// write only then (`replay::io::end_read_run`).
+    pub unfinished_read: Option<(u64, u64)>,
 }
 
 /// This actor's part of a halting replay (`halting.rs` runs it).
@@ -218,18 +223,22 @@ pub struct HaltState {
     pub at_gate_sent: bool,
     /// `Retarget`s received (echoed in `Passive`).
     pub epoch: u64,
+    /// The shared files whose writes keep their order, with their horizon
+    /// (`HaltPlan::ordered_files`).
+    pub ordered_files: Vec<(u32, u64)>,
 }
 
 impl HaltState {
-    /// Halting with this simple predicate, initial target and epoch.
-    pub fn new(sp: Option<Expr>, target: u64, epoch: u64) -> HaltState {
+    /// Halting as `plan` says.
+    pub fn new(plan: ddbx_wire::proto::HaltPlan) -> HaltState {
         HaltState {
-            sp,
-            target,
+            sp: plan.sp,
+            target: plan.target,
             released: false,
             passive_sent: false,
             at_gate_sent: false,
-            epoch,
+            epoch: plan.epoch,
+            ordered_files: plan.ordered_files,
         }
     }
 

@@ -18,6 +18,7 @@ pub fn gate(ld: &mut Ld) {
     if ld.mode != Mode::Replay {
         return;
     }
+    super::reads::end_read_run(ld);
     super::threads::await_turn(ld);
     observe_memory(ld);
     halting::gate(ld);

@@ -332,37 +332,56 @@ pub fn send(
 pub fn file_read(
     ld: &mut Ld,
     key: u64,
-    empty: impl FnOnce() -> bool,
-    call: impl FnOnce() -> isize,
+    empty: impl Fn() -> bool,
+    mut call: impl FnMut() -> isize,
 ) -> isize {
     if !ld.is_turn_file(key) {
         // Not a file whose writes take turns (yet): the record logged a read of it only when
-        // the read found it empty, before its first write (`Ld::read_between_turns`), and
-        // nothing for the program's reads of other files in the same gaps. So the replay
-        // knows after the read whether the record logged it: a `/proc` file is empty before
-        // its read (its size is 0) and not after it (grep reads `/proc/self/maps`, which took
-        // the count of the server's log that it reads next, and that read waited 5 s).
-        let r = call();
+        // the read found it empty, before its first write (`Ld::read_between_turns`), or when
+        // it was one, and nothing for the program's reads of other files in the same gaps.
+        // So the replay knows after the read whether the record logged it: a `/proc` file is
+        // empty before its read (its size is 0) and not after it (grep reads
+        // `/proc/self/maps`, which took the count of the server's log that it reads next, and
+        // that read waited 5 s).
+        let mut r = call();
         if r != 0 || !empty() {
             return r;
         }
-        let err = sys::errno();
+        let mut err = sys::errno();
         if let Some((writes, file)) = super::values::take_read_after(ld) {
-            ld.read_counted(key, writes);
+            if writes > 0 && waits_for_turns(ld, file) {
+                // The record's read came after writes into this file; none is made yet in
+                // this replay (its writers are slower, or held until the GD, which this
+                // read's event asked, lets them run): wait for them, and read again from
+                // the start, where the empty read left the file.
+                ld.claim_turn_file(key);
+                ld.wait_for_writes(key, writes, ld.halt.is_some());
+                r = call();
+                err = sys::errno();
+            }
+            super::reads::read_made(ld, key, writes, r);
             ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes, file });
         }
         sys::set_errno(err);
         return r;
     }
     let Some((writes, file)) = super::values::take_read_after(ld) else {
-        return call();
+        let r = call();
+        if r == 0 && super::reads::unfinished_read_of(ld) == Some(key) {
+            // The end of the file: the run of reads that the logged one began is over.
+            let err = sys::errno();
+            super::reads::end_read_run(ld);
+            sys::set_errno(err);
+        }
+        return r;
     };
+    super::reads::end_read_run(ld);
     if waits_for_turns(ld, file) {
-        ld.wait_for_writes(key, writes);
+        ld.wait_for_writes(key, writes, ld.halt.is_some());
     }
     let r = call();
     let err = sys::errno();
-    ld.read_counted(key, writes);
+    super::reads::read_made(ld, key, writes, r);
     ld.log_value(&ddbx_wire::history::value::Value::ReadAfter { writes, file });
     sys::set_errno(err);
     r
@@ -375,18 +394,36 @@ fn waits_for_turns(ld: &Ld, file: FileSlot) -> bool {
     ld.halt.is_none() || file.is_some()
 }
 
+/// How many writes into the shared file `file` a write of turn `turn` waits for, and whether
+/// it waits for the reads before it too: its turn and yes, but in a halting replay only in a
+/// file whose writes keep their order (`HaltPlan::ordered_files`: a read saw only some of
+/// them), up to its horizon; a later write waits for the writes up to the horizon only, and
+/// writes into other files do not wait (the lines several processes print into an output
+/// race as sends to one receiver do, and a halt holds neither writer for the other).
+fn write_waits_for(ld: &Ld, file: FileSlot, turn: u64) -> Option<(u64, bool)> {
+    let Some(halt) = &ld.halt else {
+        return Some((turn, true));
+    };
+    let (_, horizon) = halt.ordered_files.iter().find(|(f, _)| Some(*f) == file)?;
+    Some(if turn <= *horizon {
+        (turn, true)
+    } else {
+        (horizon + 1, false)
+    })
+}
+
 /// A write into a regular file several processes may write (`fds::TURNS`, the file `key`),
 /// made by `call`: it waits for the turn the record logged for it in this gap, if any
-/// (`ld/appends.rs`). A halting replay does not wait (the write before it may belong to an
-/// actor held at the halt: writes into one file race as sends to one receiver do, and a
-/// halt holds neither for the other), nor does a write the record did not make.
+/// (`ld/appends.rs`), as [`write_waits_for`] says; a write the record did not make does not.
 pub fn append(ld: &mut Ld, key: u64, call: impl FnOnce() -> isize) -> isize {
     let Some((turn, reads, file)) = super::values::take_turn(ld) else {
         return call();
     };
-    if ld.halt.is_none() {
-        ld.wait_for_append_turn(key, turn);
-        ld.wait_for_reads(key, turn, reads);
+    if let Some((count, and_reads)) = write_waits_for(ld, file, turn) {
+        ld.wait_for_append_turn(key, count);
+        if and_reads {
+            ld.wait_for_reads(key, turn, reads);
+        }
     }
     let r = call();
     let err = sys::errno();
@@ -436,9 +473,9 @@ pub fn lock(
 /// Before a lock for writing is taken on the shared file `key`: waits for the turn of the next
 /// write the record made in this gap, if any (the write the lock guards).
 pub fn before_lock(ld: &mut Ld, key: u64) {
-    if ld.halt.is_none()
-        && let Some(turn) = super::values::next_turn(ld)
+    if let Some((turn, file)) = super::values::next_turn(ld)
+        && let Some((count, _)) = write_waits_for(ld, file, turn)
     {
-        ld.wait_for_append_turn(key, turn);
+        ld.wait_for_append_turn(key, count);
     }
 }

@@ -13,6 +13,7 @@ pub mod held;
 pub mod io;
 pub mod probe;
 pub mod process;
+pub mod reads;
 pub mod ready;
 pub mod signals;
 pub mod socket;

@@ -90,5 +90,6 @@ fn interrupted_before_exit(ld: &Ld, status: c_int) -> Option<Record> {
 /// Before the program blocks waiting for a child (not an event): whatever the actor's next
 /// event needs (its children's exits, for its own exit) must be under way.
 pub fn before_wait(ld: &mut Ld) {
+    super::reads::end_read_run(ld);
     halting::before_blocking(ld);
 }

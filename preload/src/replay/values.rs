@@ -148,10 +148,10 @@ pub fn take_read_after(ld: &mut Ld) -> Option<(u64, FileSlot)> {
 }
 
 /// The turn the record logged for the next write into a shared file in this gap, if any,
-/// left for that write.
-pub fn next_turn(ld: &mut Ld) -> Option<u64> {
+/// left for that write, with the file's slot.
+pub fn next_turn(ld: &mut Ld) -> Option<(u64, FileSlot)> {
     match peek(ld, |v| matches!(v, Value::Appended { .. }))? {
-        Value::Appended { turn, .. } => Some(*turn),
+        Value::Appended { turn, file, .. } => Some((*turn, *file)),
         _ => None,
     }
 }

@@ -339,6 +339,13 @@ pub struct HaltPlan {
     /// `Retarget`s so far (the predicate `sp` is that of the latest; echoed in `Passive`).
     #[serde(default)]
     pub epoch: u64,
+    /// The shared files (their slots, as the history's turns name them: `~a12#5`) that a
+    /// read saw only some writes of in the record, with the count of writes the last such
+    /// read saw (its *horizon*): in a halting replay, the writes into such a file up to that
+    /// turn keep their turns and the later ones wait for them (so that the reads see what
+    /// they saw); writes into other files do not wait (they race, like sends).
+    #[serde(default)]
+    pub ordered_files: Vec<(u32, u64)>,
 }
 
 /// Messages from the GD to an LD.

@@ -104,6 +104,7 @@ impl Deps {
             forked_at: HashMap::new(),
             channels: channels.to_vec(),
             turn_needs: HashMap::new(),
+            ordered_files: Vec::new(),
         };
         let origin_of = |a: ActorId| origins.get(&a).copied().unwrap_or(Origin::Root);
 

@@ -168,6 +168,8 @@ pub struct Deps {
     channels: Vec<Channel>,
     /// What the shared-file turns after an event need (`turns.rs`).
     turn_needs: HashMap<Event, Vec<Event>>,
+    /// The shared files a read saw only some writes of, with their horizon (`turns.rs`).
+    ordered_files: Vec<(u32, u64)>,
 }
 
 impl Deps {

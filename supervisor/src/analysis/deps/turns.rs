@@ -7,11 +7,18 @@
 //! saw, and a halting replay asks for it at *k*'s gate. Not in the happened-before order of
 //! events (clocks, races): event *k* itself does not follow them.
 //!
-//! A file is treated as the paper treats a channel: a write is a send, a read after *n*
-//! writes receives the first *n* and needs each of them (each writer's last one among them).
-//! Writes need nothing of each other, as two sends to one receiver do not: their order is a
-//! race, which a replay that does not halt keeps, and a halting replay does not hold a writer
-//! for. A lock needs the lock of the turn before it (its holder let go of it first).
+//! A file is treated as the paper treats a channel: a write is a send, and writes need
+//! nothing of each other, as two sends do not (their order is a race, which a replay keeps,
+//! but a halt does not hold a writer for: the lines several processes print into one output
+//! and read at the end must not make a halted run go further than its messages need). What a
+//! read sees is what was written before it: a read after *n* writes needs each of them (each
+//! writer's last one among them), and a write needs the reads made after at most its turn's
+//! writes (each reader's last one), which must not see it. Where a read saw only some of the
+//! file's writes (a *partial* read; the last such count is the file's *horizon* *h*,
+//! [`Deps::ordered_files`]), the writes up to turn *h* keep their order (the write of turn
+//! *t* ≤ *h* needs the one before it), and a later write needs the write of turn *h*, so that
+//! the count of writes a partial read waits for is the count of its writes.
+//! A lock needs the lock of the turn before it (its holder let go of it first).
 //!
 //! Each need is on the gap's event (the event before the value; an actor's first gap is its
 //! `Start`'s). A turn (a write too) that comes after a wait that reaped a recorded child in
@@ -31,14 +38,16 @@ use std::collections::{BTreeMap, HashMap};
 struct FileTurns {
     /// Write turn → its event.
     writes: BTreeMap<u64, Event>,
+    /// Write count → the reads made after that many writes.
+    reads: BTreeMap<u64, Vec<Event>>,
     /// Lock turn → its event.
     locks: HashMap<u64, Event>,
 }
 
 /// What a turn needs of its file's other turns.
 enum Kind {
-    /// A write: nothing.
-    Write,
+    /// The write of this turn: the reads after at most as many writes as its turn.
+    Write(u64),
     /// A read after this many writes: them.
     Read(u64),
     /// The lock of this turn: the one before.
@@ -83,12 +92,16 @@ impl Deps {
                         ..
                     } => {
                         files.entry(f).or_default().writes.insert(turn, at);
-                        (f, Kind::Write)
+                        (f, Kind::Write(turn))
                     }
                     Value::ReadAfter {
                         writes,
                         file: Some(f),
-                    } => (f, Kind::Read(writes)),
+                    } => {
+                        let reads = files.entry(f).or_default().reads.entry(writes);
+                        reads.or_default().push(at);
+                        (f, Kind::Read(writes))
+                    }
                     Value::Locked {
                         turn: Ok(turn),
                         file: Some(f),
@@ -98,9 +111,6 @@ impl Deps {
                     }
                     _ => continue,
                 };
-                if matches!(kind, Kind::Write) && reaped.1.is_empty() {
-                    continue;
-                }
                 takers.push(Taker {
                     at,
                     file,
@@ -109,10 +119,25 @@ impl Deps {
                 });
             }
         }
+        self.ordered_files = files
+            .iter()
+            .filter_map(|(slot, f)| Some((*slot, f.horizon()?)))
+            .collect();
+        self.ordered_files.sort_unstable();
         for t in takers {
             let file = files.get(&t.file);
             let mut needs: Vec<Event> = match t.kind {
-                Kind::Write => Vec::new(),
+                Kind::Write(turn) => {
+                    let mut needs = last_reads(file, turn);
+                    let horizon = file.and_then(FileTurns::horizon);
+                    let before = match horizon {
+                        Some(h) if turn <= h => turn.checked_sub(1),
+                        Some(h) => Some(h),
+                        None => None,
+                    };
+                    needs.extend(before.and_then(|b| file?.writes.get(&b)));
+                    needs
+                }
                 Kind::Read(n) => last_writes(file, n),
                 Kind::Lock(turn) => turn
                     .checked_sub(1)
@@ -145,6 +170,13 @@ impl Deps {
         }
     }
 
+    /// The shared files (slots) that a read saw only some writes of, with their horizon (the
+    /// last such read's count of writes): the writes up to that turn keep their order in a
+    /// halting replay, and the later ones come after them (see the module docs).
+    pub fn ordered_files(&self) -> &[(u32, u64)] {
+        &self.ordered_files
+    }
+
     /// What the shared-file turns in the gap after event `event` of `actor` need (see the
     /// module docs); empty for most events.
     pub fn turn_needs(&self, actor: ActorId, event: u64) -> &[Event] {
@@ -158,6 +190,28 @@ impl Deps {
 fn last_writes(file: Option<&FileTurns>, n: u64) -> Vec<Event> {
     let mut last: BTreeMap<ActorId, u64> = BTreeMap::new();
     for (_, &(actor, gap)) in file.into_iter().flat_map(|f| f.writes.range(..n)) {
+        let e = last.entry(actor).or_default();
+        *e = (*e).max(gap);
+    }
+    last.into_iter().collect()
+}
+
+impl FileTurns {
+    /// The count of writes the last partial read saw (one that did not see every write).
+    fn horizon(&self) -> Option<u64> {
+        let total = self.writes.keys().next_back().map_or(0, |t| t + 1);
+        self.reads.keys().rev().find(|n| **n < total).copied()
+    }
+}
+
+/// Each reader's last event among the reads of `file` made after at most `turn` writes.
+fn last_reads(file: Option<&FileTurns>, turn: u64) -> Vec<Event> {
+    let mut last: BTreeMap<ActorId, u64> = BTreeMap::new();
+    for &(actor, gap) in file
+        .into_iter()
+        .flat_map(|f| f.reads.range(..=turn))
+        .flat_map(|(_, r)| r)
+    {
         let e = last.entry(actor).or_default();
         *e = (*e).max(gap);
     }

@@ -221,11 +221,7 @@ impl Halting {
     pub(crate) fn welcomed(&mut self, actor: ActorId, pid: i32) -> HaltingWelcome {
         let sp = self.sp.get(&actor).cloned();
         let Some(a) = self.actors.get_mut(&actor) else {
-            let plan = HaltPlan {
-                sp,
-                target: 0,
-                epoch: self.epoch,
-            };
+            let plan = self.recorded.plan(sp, 0, self.epoch);
             return HaltingWelcome {
                 plan,
                 incarnation: 0,
@@ -242,9 +238,10 @@ impl Halting {
         let target = if self.released { u64::MAX } else { a.target };
         a.welcomed_target = target;
         let epoch = self.epoch;
+        let incarnation = a.incarnation;
         HaltingWelcome {
-            plan: HaltPlan { sp, target, epoch },
-            incarnation: a.incarnation,
+            plan: self.recorded.plan(sp, target, epoch),
+            incarnation,
         }
     }
 

@@ -9,6 +9,7 @@ use crate::recording::Recording;
 use ddbx_wire::history::{Origin, Record};
 use ddbx_wire::manifest::Reap;
 use ddbx_wire::pred::{Expr, Value, holds};
+use ddbx_wire::proto::HaltPlan;
 use ddbx_wire::{ActorId, History};
 use std::collections::{BTreeMap, HashMap};
 
@@ -73,6 +74,17 @@ impl RecordedFacts {
         needs.extend(self.deps.child_exits(actor, event));
         needs.extend(self.deps.turn_needs(actor, event));
         needs
+    }
+
+    /// What an LD must know to halt: its predicate `sp`, its `target` and the `epoch`, and the
+    /// shared files whose writes keep their order.
+    pub(super) fn plan(&self, sp: Option<Expr>, target: u64, epoch: u64) -> HaltPlan {
+        HaltPlan {
+            sp,
+            target,
+            epoch,
+            ordered_files: self.deps.ordered_files().to_vec(),
+        }
     }
 
     /// The parent event that creates `actor` (`None`: the root, or an unhooked process).
