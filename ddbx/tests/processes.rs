@@ -373,3 +373,23 @@ fn a_replay_shows_the_program_the_pids_of_its_record() {
     // kill before the send.)
     DDBX.halts_at_where_inf_says(&rec, "p1:4");
 }
+
+/// `tests/real/exec_chain.sh`: a child started through a chain of execs (`env`, then a shell
+/// that execs `env` again, as launchers and pyenv's shims do) is held after the last exec
+/// of the chain, its creation, where `ddbx inf` puts it too. (Before, `inf` counted only the
+/// first `Exec` as part of the creation and the halted cut had the child 3 events further:
+/// every `python3` that a held-out IRC script started went through pyenv's shims so.)
+#[test]
+fn a_child_started_through_a_chain_of_execs_is_held_after_the_chain() {
+    let tmp = TempDir::new("exec-chain");
+    let rec = tmp.join("rec");
+    let script = ddbx_tests::workspace().join("tests/real/exec_chain.sh");
+    let recorded = DDBX.record(&rec, &script, &[]).success();
+    assert_eq!(recorded.stdout, "chained\ndone: ok\n");
+    let execs = show(&rec, "p2").matches("Exec(").count();
+    assert_eq!(execs, 4, "{}", show(&rec, "p2"));
+    DDBX.halts_at_where_inf_says(&rec, "p1:2");
+    let inf = DDBX.json(["inf", path_str(&rec), "--stop-at", "p1:2", "--json"]);
+    // Start and the four execs.
+    assert_eq!(inf["cut"]["p2"], 5, "{inf}");
+}

@@ -142,7 +142,7 @@ pub struct DataRange {
 pub struct Creation {
     /// The child actor.
     pub child: ActorId,
-    /// 1 (its `Start`), or 2 when an `Exec` follows at once (see [`Deps::creation_events`]).
+    /// Its `Start` and the `Exec`s that follow at once (see [`Deps::creation_events`]).
     pub events: u64,
 }
 
@@ -252,8 +252,8 @@ impl Deps {
 
     /// The child that event `k` of `a` creates (a `Fork`/`Spawn` with a child in the
     /// recording), with the number of events that make up the child's creation: its `Start`,
-    /// and its `Exec` when that comes right after (a fork+exec: replay does not hold a process
-    /// between the two).
+    /// and the `Exec`s that come right after (a fork+exec: replay does not hold a process
+    /// between them).
     pub fn creates(&self, a: ActorId, k: u64) -> Option<Creation> {
         let (&child, _) = self.forked_at.iter().find(|(_, e)| **e == (a, k))?;
         Some(Creation {
@@ -282,11 +282,15 @@ impl Deps {
         out
     }
 
-    /// The number of events that make up `actor`'s creation: 1 (`Start`), or 2 when an `Exec`
-    /// follows at once.
+    /// The number of events that make up `actor`'s creation: its `Start`, and the `Exec`s that
+    /// follow at once (a fork+exec, and the execs a launcher chains: `env`, a shell wrapper,
+    /// pyenv's shims): replay holds a process at none of them, only before the next event.
     pub fn creation_events(&self, actor: ActorId) -> u64 {
-        let exec_next = self.kind(actor, 2) == Some("Exec");
-        if exec_next { 2 } else { 1 }.min(self.event_count(actor))
+        let mut k = 1;
+        while self.kind(actor, k + 1) == Some("Exec") {
+            k += 1;
+        }
+        k.min(self.event_count(actor))
     }
 
     /// Adds "`from` needs `to`" unless both are the same actor.
