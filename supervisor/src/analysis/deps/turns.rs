@@ -124,11 +124,40 @@ impl Deps {
             .filter_map(|(slot, f)| Some((*slot, f.horizon()?)))
             .collect();
         self.ordered_files.sort_unstable();
+        // What the reads and writes of each file need: each actor's last write below a read's
+        // count, its last read up to a write's turn (one sweep per file and kind).
+        let mut seen_writes: HashMap<(u32, u64), Vec<Event>> = HashMap::new();
+        let mut seen_reads: HashMap<(u32, u64), Vec<Event>> = HashMap::new();
+        for (slot, f) in &files {
+            let (mut write_limits, mut read_limits): (Vec<u64>, Vec<u64>) = (vec![], vec![]);
+            for t in takers.iter().filter(|t| t.file == *slot) {
+                match t.kind {
+                    Kind::Read(n) => write_limits.push(n),
+                    Kind::Write(turn) => read_limits.push(turn + 1),
+                    Kind::Lock(_) => {}
+                }
+            }
+            let writes: Vec<(u64, Event)> = f.writes.iter().map(|(k, e)| (*k, *e)).collect();
+            let reads: Vec<(u64, Event)> = f
+                .reads
+                .iter()
+                .flat_map(|(k, es)| es.iter().map(move |e| (*k, *e)))
+                .collect();
+            for (limit, lasts) in prefix_lasts(&writes, write_limits) {
+                seen_writes.insert((*slot, limit), lasts);
+            }
+            for (limit, lasts) in prefix_lasts(&reads, read_limits) {
+                seen_reads.insert((*slot, limit), lasts);
+            }
+        }
         for t in takers {
             let file = files.get(&t.file);
             let mut needs: Vec<Event> = match t.kind {
                 Kind::Write(turn) => {
-                    let mut needs = last_reads(file, turn);
+                    let mut needs = seen_reads
+                        .get(&(t.file, turn + 1))
+                        .cloned()
+                        .unwrap_or_default();
                     let horizon = file.and_then(FileTurns::horizon);
                     let before = match horizon {
                         Some(h) if turn <= h => turn.checked_sub(1),
@@ -138,7 +167,7 @@ impl Deps {
                     needs.extend(before.and_then(|b| file?.writes.get(&b)));
                     needs
                 }
-                Kind::Read(n) => last_writes(file, n),
+                Kind::Read(n) => seen_writes.get(&(t.file, n)).cloned().unwrap_or_default(),
                 Kind::Lock(turn) => turn
                     .checked_sub(1)
                     .and_then(|before| file?.locks.get(&before))
@@ -186,16 +215,6 @@ impl Deps {
     }
 }
 
-/// Each writer's last event among the first `n` writes into `file`.
-fn last_writes(file: Option<&FileTurns>, n: u64) -> Vec<Event> {
-    let mut last: BTreeMap<ActorId, u64> = BTreeMap::new();
-    for (_, &(actor, gap)) in file.into_iter().flat_map(|f| f.writes.range(..n)) {
-        let e = last.entry(actor).or_default();
-        *e = (*e).max(gap);
-    }
-    last.into_iter().collect()
-}
-
 impl FileTurns {
     /// The count of writes the last partial read saw (one that did not see every write).
     fn horizon(&self) -> Option<u64> {
@@ -204,18 +223,26 @@ impl FileTurns {
     }
 }
 
-/// Each reader's last event among the reads of `file` made after at most `turn` writes.
-fn last_reads(file: Option<&FileTurns>, turn: u64) -> Vec<Event> {
+/// For each of `limits`: each actor's last event among `items` (sorted by key) whose key is
+/// below it; one sweep.
+fn prefix_lasts(items: &[(u64, Event)], mut limits: Vec<u64>) -> Vec<(u64, Vec<Event>)> {
+    limits.sort_unstable();
+    limits.dedup();
     let mut last: BTreeMap<ActorId, u64> = BTreeMap::new();
-    for &(actor, gap) in file
-        .into_iter()
-        .flat_map(|f| f.reads.range(..=turn))
-        .flat_map(|(_, r)| r)
-    {
-        let e = last.entry(actor).or_default();
-        *e = (*e).max(gap);
+    let mut next = items.iter().peekable();
+    let mut out = Vec::with_capacity(limits.len());
+    for limit in limits {
+        while let Some(&&(key, (actor, gap))) = next.peek() {
+            if key >= limit {
+                break;
+            }
+            let e = last.entry(actor).or_default();
+            *e = (*e).max(gap);
+            next.next();
+        }
+        out.push((limit, last.iter().map(|(a, g)| (*a, *g)).collect()));
     }
-    last.into_iter().collect()
+    out
 }
 
 /// (parent, child number as its `Fork`/`Spawn` names it) → the child.
@@ -231,4 +258,58 @@ pub(super) fn children_by_number(
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Deps;
+    use crate::analysis::testing::{START, hist, p};
+
+    /// p1 and p2 append to one file (`#7`) and p3 reads it twice: after 1 write, then after
+    /// all 3 (a partial read, then a full one). The first read needs p1's first write; the
+    /// second, each writer's last; p2's write of turn 1 (the horizon) needs the partial read
+    /// (which must not see it) and the write before it, turn 0; p1's write of turn 2 (past
+    /// the horizon) needs the partial read too and the write at the horizon. Turns that name
+    /// no file need nothing.
+    #[test]
+    fn reads_need_the_writes_they_saw_and_writes_the_reads_before_them() {
+        let child = |n: u32| {
+            format!(
+                "Start(pid: {n}, ppid: 1, origin: Fork(parent: \"p1\", index: {}), argv: [\"a\"], host: \"h\")\n",
+                n - 1
+            )
+        };
+        let d = Deps::from_histories(&[
+            hist(
+                1,
+                &format!(
+                    "{START}Fork(index: 1)\n~a0#7\nFork(index: 2)\nProbe(name: \"x\", value: 1)\n~a2#7\n~a3\n"
+                ),
+            ),
+            hist(
+                2,
+                &format!("{}Probe(name: \"x\", value: 2)\n~a1/1#7\n", child(2)),
+            ),
+            hist(
+                3,
+                &format!("{}~f1#7\nProbe(name: \"x\", value: 3)\n~f3#7\n", child(3)),
+            ),
+        ]);
+        assert_eq!(d.ordered_files(), [(7, 1)]);
+        // Reads: the first after p1's turn 0 (its gap 2), the second after all.
+        assert_eq!(d.turn_needs(p(3), 1), [(p(1), 2)]);
+        let mut full = d.turn_needs(p(3), 2).to_vec();
+        full.sort();
+        assert_eq!(full, [(p(1), 4), (p(2), 2)]);
+        // p2's turn 1 (at the horizon): the partial read and turn 0.
+        let mut w1 = d.turn_needs(p(2), 2).to_vec();
+        w1.sort();
+        assert_eq!(w1, [(p(1), 2), (p(3), 1)]);
+        // p1's turn 2 (after the horizon): the partial read and the write at the horizon.
+        let mut w2 = d.turn_needs(p(1), 4).to_vec();
+        w2.sort();
+        assert_eq!(w2, [(p(2), 2), (p(3), 1)]);
+        // A turn without its file (`~a3`) and p1's first write need nothing of others.
+        assert!(d.turn_needs(p(1), 2).is_empty());
+    }
 }
