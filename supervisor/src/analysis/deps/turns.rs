@@ -70,86 +70,13 @@ impl Deps {
         histories: &[History],
         origins: &HashMap<ActorId, Origin>,
     ) {
-        let children = children_by_number(origins);
-        let mut files: HashMap<u32, FileTurns> = HashMap::new();
-        let mut takers = Vec::new();
-        for h in histories {
-            // The children reaped so far in the current gap.
-            let mut reaped: (u64, Vec<ActorId>) = (0, Vec::new());
-            for (gap, v) in &h.values {
-                let at = (h.actor, (*gap).max(1));
-                if reaped.0 != *gap {
-                    reaped = (*gap, Vec::new());
-                }
-                let (file, kind) = match *v {
-                    Value::Reaped { child } => {
-                        reaped.1.extend(children.get(&(h.actor, child)));
-                        continue;
-                    }
-                    Value::Appended {
-                        turn,
-                        file: Some(f),
-                        ..
-                    } => {
-                        files.entry(f).or_default().writes.insert(turn, at);
-                        (f, Kind::Write(turn))
-                    }
-                    Value::ReadAfter {
-                        writes,
-                        file: Some(f),
-                    } => {
-                        let reads = files.entry(f).or_default().reads.entry(writes);
-                        reads.or_default().push(at);
-                        (f, Kind::Read(writes))
-                    }
-                    Value::Locked {
-                        turn: Ok(turn),
-                        file: Some(f),
-                    } => {
-                        files.entry(f).or_default().locks.insert(turn, at);
-                        (f, Kind::Lock(turn))
-                    }
-                    _ => continue,
-                };
-                takers.push(Taker {
-                    at,
-                    file,
-                    kind,
-                    reaped: reaped.1.clone(),
-                });
-            }
-        }
+        let (files, takers) = collect(histories, origins);
         self.ordered_files = files
             .iter()
             .filter_map(|(slot, f)| Some((*slot, f.horizon()?)))
             .collect();
         self.ordered_files.sort_unstable();
-        // What the reads and writes of each file need: each actor's last write below a read's
-        // count, its last read up to a write's turn (one sweep per file and kind).
-        let mut seen_writes: HashMap<(u32, u64), Vec<Event>> = HashMap::new();
-        let mut seen_reads: HashMap<(u32, u64), Vec<Event>> = HashMap::new();
-        for (slot, f) in &files {
-            let (mut write_limits, mut read_limits): (Vec<u64>, Vec<u64>) = (vec![], vec![]);
-            for t in takers.iter().filter(|t| t.file == *slot) {
-                match t.kind {
-                    Kind::Read(n) => write_limits.push(n),
-                    Kind::Write(turn) => read_limits.push(turn + 1),
-                    Kind::Lock(_) => {}
-                }
-            }
-            let writes: Vec<(u64, Event)> = f.writes.iter().map(|(k, e)| (*k, *e)).collect();
-            let reads: Vec<(u64, Event)> = f
-                .reads
-                .iter()
-                .flat_map(|(k, es)| es.iter().map(move |e| (*k, *e)))
-                .collect();
-            for (limit, lasts) in prefix_lasts(&writes, write_limits) {
-                seen_writes.insert((*slot, limit), lasts);
-            }
-            for (limit, lasts) in prefix_lasts(&reads, read_limits) {
-                seen_reads.insert((*slot, limit), lasts);
-            }
-        }
+        let (seen_writes, seen_reads) = sweep(&files, &takers);
         for t in takers {
             let file = files.get(&t.file);
             let mut needs: Vec<Event> = match t.kind {
@@ -213,6 +140,107 @@ impl Deps {
             .get(&(actor, event))
             .map_or(&[], Vec::as_slice)
     }
+}
+
+/// Every turn that names its file, by file, and as takers of needs (with the children reaped
+/// before each in its gap).
+fn collect(
+    histories: &[History],
+    origins: &HashMap<ActorId, Origin>,
+) -> (HashMap<u32, FileTurns>, Vec<Taker>) {
+    let children = children_by_number(origins);
+    let mut files: HashMap<u32, FileTurns> = HashMap::new();
+    let mut takers = Vec::new();
+    for h in histories {
+        // The children reaped so far in the current gap.
+        let mut reaped: (u64, Vec<ActorId>) = (0, Vec::new());
+        for (gap, v) in &h.values {
+            let at = (h.actor, (*gap).max(1));
+            if reaped.0 != *gap {
+                reaped = (*gap, Vec::new());
+            }
+            let (file, kind) = match *v {
+                Value::Reaped { child } => {
+                    reaped.1.extend(children.get(&(h.actor, child)));
+                    continue;
+                }
+                Value::Appended {
+                    turn,
+                    file: Some(f),
+                    ..
+                } => {
+                    files.entry(f).or_default().writes.insert(turn, at);
+                    (f, Kind::Write(turn))
+                }
+                Value::ReadAfter {
+                    writes,
+                    file: Some(f),
+                } => {
+                    let reads = files.entry(f).or_default().reads.entry(writes);
+                    reads.or_default().push(at);
+                    (f, Kind::Read(writes))
+                }
+                Value::Locked {
+                    turn: Ok(turn),
+                    file: Some(f),
+                } => {
+                    files.entry(f).or_default().locks.insert(turn, at);
+                    (f, Kind::Lock(turn))
+                }
+                _ => continue,
+            };
+            takers.push(Taker {
+                at,
+                file,
+                kind,
+                reaped: reaped.1.clone(),
+            });
+        }
+    }
+    (files, takers)
+}
+
+/// (file, limit) → each actor's last event among some of the file's turns below the limit.
+type Seen = HashMap<(u32, u64), Vec<Event>>;
+
+/// Seen by each file's reads and writes: (file, limit) → each actor's last event among the
+/// writes below a read's count (limit: the count) and the reads up to a write's turn (limit:
+/// the turn + 1), for the limits `takers` ask for.
+#[allow(clippy::type_complexity)]
+fn sweep(
+    files: &HashMap<u32, FileTurns>,
+    takers: &[Taker],
+) -> (
+    HashMap<(u32, u64), Vec<Event>>,
+    HashMap<(u32, u64), Vec<Event>>,
+) {
+    // What the reads and writes of each file need: each actor's last write below a read's
+    // count, its last read up to a write's turn (one sweep per file and kind).
+    let mut seen_writes = Seen::new();
+    let mut seen_reads = Seen::new();
+    for (slot, f) in files {
+        let (mut write_limits, mut read_limits): (Vec<u64>, Vec<u64>) = (vec![], vec![]);
+        for t in takers.iter().filter(|t| t.file == *slot) {
+            match t.kind {
+                Kind::Read(n) => write_limits.push(n),
+                Kind::Write(turn) => read_limits.push(turn + 1),
+                Kind::Lock(_) => {}
+            }
+        }
+        let writes: Vec<(u64, Event)> = f.writes.iter().map(|(k, e)| (*k, *e)).collect();
+        let reads: Vec<(u64, Event)> = f
+            .reads
+            .iter()
+            .flat_map(|(k, es)| es.iter().map(move |e| (*k, *e)))
+            .collect();
+        for (limit, lasts) in prefix_lasts(&writes, write_limits) {
+            seen_writes.insert((*slot, limit), lasts);
+        }
+        for (limit, lasts) in prefix_lasts(&reads, read_limits) {
+            seen_reads.insert((*slot, limit), lasts);
+        }
+    }
+    (seen_writes, seen_reads)
 }
 
 impl FileTurns {
