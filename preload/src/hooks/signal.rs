@@ -305,7 +305,8 @@ pub unsafe extern "C" fn pause() -> c_int {
 }
 
 /// A wait for a signal, `wait()` the real call. Not a `hook!`: a delivery kept for the
-/// program's next call that runs at its entry ends the wait, as it would have ended it.
+/// program's next call that runs at its entry ends the wait, as it would have ended it. A
+/// halting replay first asks for what the next event needs, as before a wait for a child.
 fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
     let Some(_guard) = crate::guard::Guard::enter() else {
         return wait();
@@ -313,6 +314,14 @@ fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
     let made = crate::replay::signals::planned_made();
     let ran = crate::replay::signals::at_call();
     crate::fatal::before_blocking();
+    // A shell's `wait` (dash: SIGCHLD awaited in sigsuspend, then non-blocking waits): a
+    // halting replay must make what the next event needs (the children's ends) run.
+    if !ran
+        && let Some(ld) = super::active()
+        && ld.mode == ddbx_wire::proto::Mode::Replay
+    {
+        crate::replay::process::before_wait(ld);
+    }
     let r = if ran || crate::replay::signals::before_suspend() {
         sys::set_errno(libc::EINTR);
         -1
