@@ -645,12 +645,25 @@ static UNUSED int cycle_bit(void)
 #endif
 }
 
-/* The parent of a sig_* program whose child counts something in a loop until a SIGTERM ends it:
- * forks `child` on a socketpair (it gets its end), waits for its word, pauses 30 or 300 ms (from
- * cycle_bit: not recorded, so a replay's signal may come much later than its record's), sends
- * SIGTERM, reads the child's count into `line` (`len` bytes, without its newline) and reaps it. */
-static UNUSED void term_after_pause(void (*child)(int fd), char *line, size_t len)
+/* Set until the SIGTERM that term_after_pause sends reaches its child (the handler clears it). */
+static UNUSED volatile sig_atomic_t term_running = 1;
+
+static UNUSED void term_arrived(int sig)
 {
+    (void)sig;
+    term_running = 0;
+}
+
+/* A sig_* program whose child counts something in a loop until a SIGTERM ends it: forks a child
+ * on a socketpair, which installs a SIGTERM handler that clears term_running, says so, runs
+ * `loop` on its end of the pair (it returns its count), sends the count and ends; the root
+ * waits for the word, pauses 30 or 300 ms (from cycle_bit: not recorded, so a replay's signal
+ * may come much later than its record's), sends SIGTERM, reads the count, reaps the child and
+ * prints `WHAT before the SIGTERM: N`. */
+static UNUSED void term_after_pause(int (*loop)(int fd), const char *what)
+{
+    struct sigaction sa;
+    char line[32];
     int sv[2];
     char c;
     pid_t pid;
@@ -660,7 +673,14 @@ static UNUSED void term_after_pause(void (*child)(int fd), char *line, size_t le
     pid = fork_or_die();
     if (pid == 0) {
         close_or_die(sv[0]);
-        child(sv[1]);
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = term_arrived;
+        if (sigaction(SIGTERM, &sa, NULL) < 0)
+            die("sigaction");
+        write_all(sv[1], "r", 1);
+        snprintf(line, sizeof line, "%d\n", loop(sv[1]));
+        write_str(sv[1], line);
+        close_or_die(sv[1]);
         _exit(0);
     }
     close_or_die(sv[1]);
@@ -670,9 +690,10 @@ static UNUSED void term_after_pause(void (*child)(int fd), char *line, size_t le
         die("usleep");
     if (kill(pid, SIGTERM) < 0)
         die("kill");
-    read_line(sv[0], line, len);
+    read_line(sv[0], line, sizeof line);
     chomp(line);
     wait_ok(pid);
+    printf("%s before the SIGTERM: %s\n", what, line);
 }
 
 #endif
