@@ -11,7 +11,7 @@ use super::{ChannelId, Deps, Direction, Event};
 use crate::analysis::channels::Channel;
 use crate::analysis::parents_first;
 use ddbx_wire::history::value::Value;
-use ddbx_wire::history::{Call, Origin, Record};
+use ddbx_wire::history::{Addr, Call, Origin, Record};
 use ddbx_wire::{ActorId, Errno, Events, History};
 use passing::{Passing, Received};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -135,8 +135,11 @@ impl Deps {
             }
             received = found;
         };
-        for (ready, connector) in std::mem::take(&mut walk.listening_needs) {
-            deps.add_need(ready, connector);
+        let shared = shared_listeners(&by_actor);
+        for (ready, accept, connector) in std::mem::take(&mut walk.listening_needs) {
+            if !accepted_on(&by_actor, accept).is_some_and(|addr| shared.contains(addr)) {
+                deps.add_need(ready, connector);
+            }
         }
         let streams = std::mem::take(&mut walk.streams);
         for ((channel, dir), mut s) in streams {
@@ -256,8 +259,9 @@ struct BindingWalk<'a> {
     snapshots: HashMap<(ActorId, u32), HashMap<i32, End>>,
     /// What was found on each channel direction.
     streams: Streams,
-    /// The readiness of a listening socket: (the `Ready` event, what it needs).
-    listening_needs: Vec<(Event, Event)>,
+    /// The readiness of a listening socket: (the `Ready` event, the actor's next accept on it,
+    /// the connector's event that accept's connection needs).
+    listening_needs: Vec<(Event, Event, Event)>,
     /// For each channel end, where each of its holders let go of it (one event per holder and
     /// binding).
     releases: HashMap<End, Vec<Event>>,
@@ -495,7 +499,8 @@ impl<'a> BindingWalk<'a> {
                 && let Some(&(c, j)) = self.connector_of.get(&(a, m as u64 + 1))
                 && j > 1
             {
-                self.listening_needs.push((here, (c, j - 1)));
+                self.listening_needs
+                    .push((here, (a, m as u64 + 1), (c, j - 1)));
             }
         } else if let Some(end) = fds.get(&fd) {
             self.stream(end.channel, end.incoming()).readies.push(here);
@@ -514,6 +519,32 @@ fn handler_closes(h: &History) -> impl Iterator<Item = (u64, i32)> + '_ {
         Value::Closed { fd } => Some((*gap, *fd)),
         _ => None,
     })
+}
+
+/// The listening addresses that more than one actor accepts on (pre-fork workers sharing one
+/// listening socket): a ready set there may report a connection that another actor accepts, so
+/// it needs no connect of its own.
+fn shared_listeners<'h>(by_actor: &BTreeMap<ActorId, &'h History>) -> HashSet<&'h Addr> {
+    let mut first: HashMap<&Addr, ActorId> = HashMap::new();
+    let mut shared = HashSet::new();
+    for (&a, h) in by_actor {
+        for r in &h.records {
+            if let Record::Accept { local, .. } = r
+                && *first.entry(local).or_insert(a) != a
+            {
+                shared.insert(local);
+            }
+        }
+    }
+    shared
+}
+
+/// The listening address of accept event `accept` (an `Accept` record).
+fn accepted_on<'h>(by_actor: &BTreeMap<ActorId, &'h History>, (a, k): Event) -> Option<&'h Addr> {
+    match by_actor.get(&a)?.records.get(k as usize - 1)? {
+        Record::Accept { local, .. } => Some(local),
+        _ => None,
+    }
 }
 
 /// Binds `fd` to `end`, or unbinds it when the connect/accept made no channel.

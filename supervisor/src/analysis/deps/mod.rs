@@ -58,7 +58,9 @@
 //!   * **readiness**: for each fd of a `Ready` record with the `in` bit:
 //!     * if the fd is a **listening** socket at that point, the event needs the connector's
 //!       event *just before* the `Connect` matched to the actor's next `Accept` on that fd
-//!       (the connector has reached its connect). Not the `Connect` itself: the connect needs
+//!       (the connector has reached its connect) — unless another actor accepts on the same
+//!       listening address (pre-fork workers sharing a socket): then the connection that made
+//!       it readable may be one another actor took, and the ready set needs nothing. Not the `Connect` itself: the connect needs
 //!       that accept (mutual), which comes after the `Ready` in program order, so needing the
 //!       connect would make every "select, then accept" a cycle.
 //!       The fd's role is decided by the nearest later record of the actor that uses the fd
@@ -501,6 +503,54 @@ mod tests {
         assert_eq!(d.needs(p2, 4), [(p3, 4)]);
         assert_eq!(d.needs(p2, 5), [(p3, 5)]);
         assert!(d.diagnostics().is_empty(), "{:?}", d.diagnostics());
+    }
+
+    /// Workers p2 and p3 share p1's listening socket. p2's ready set reports it readable and
+    /// its accept then takes p5's connection: the readiness may have been p4's connection,
+    /// which p3 took, so it needs no connect (needing p5's made a cycle in a pre-fork nginx
+    /// whose p5 came later than what p2 sent). A listener of one actor keeps the need.
+    #[test]
+    fn a_ready_listener_shared_by_workers_needs_no_connect() {
+        let worker = |pid: u32, index: u32, remote: u32| {
+            format!(
+                "Start(pid: {pid}, ppid: 1, origin: Fork(parent: \"p1\", index: {index}), argv: [\"a\"], host: \"h\")\n\
+                 Ready(call: Poll, fds: [(fd: 3, ev: \"in\")])\n\
+                 Accept(fd: 3, new_fd: 5, local: \"127.0.0.1:80\", remote: \"127.0.0.1:{remote}\", peer_pid: None)\n\
+                 Exit(status: 0)\n"
+            )
+        };
+        let client = |port: u32| {
+            format!(
+                "{START}Connect(fd: 6, err: None, local: \"127.0.0.1:{port}\", remote: \"127.0.0.1:80\")\n\
+                 Exit(status: 0)\n"
+            )
+        };
+        let parent = format!("{START}Fork(index: 1)\nFork(index: 2)\nExit(status: 0)\n");
+        let shared = Deps::from_histories(&[
+            hist(1, &parent),
+            hist(2, &worker(2, 1, 5001)),
+            hist(3, &worker(3, 2, 5000)),
+            hist(4, &client(5000)),
+            hist(5, &client(5001)),
+        ]);
+        assert!(
+            shared.needs(ActorId(2), 2).is_empty(),
+            "{:?}",
+            shared.needs(ActorId(2), 2)
+        );
+        assert!(shared.needs(ActorId(3), 2).is_empty());
+        assert_eq!(
+            shared.needs(ActorId(2), 3),
+            [(ActorId(5), 2)],
+            "the accept keeps its connect"
+        );
+
+        let alone = Deps::from_histories(&[
+            hist(1, &parent),
+            hist(2, &worker(2, 1, 5001)),
+            hist(5, &client(5001)),
+        ]);
+        assert_eq!(alone.needs(ActorId(2), 2), [(ActorId(5), 1)]);
     }
 
     #[test]
