@@ -211,8 +211,9 @@ fn a_manifest_of_another_format_version_is_refused() {
     let rec = recording(&tmp);
     let manifest = rec.join("manifest.ron");
     let text = std::fs::read_to_string(&manifest).unwrap_or_default();
-    assert!(text.contains("format: 1,"), "{text}");
-    std::fs::write(&manifest, text.replacen("format: 1,", "format: 99,", 1))
+    let current = format!("format: {},", ddbx_wire::FORMAT_VERSION);
+    assert!(text.contains(&current), "{text}");
+    std::fs::write(&manifest, text.replacen(&current, "format: 99,", 1))
         .unwrap_or_else(|e| panic!("{e}"));
     let before = snapshot(&rec);
     let out = ddbx(&["replay", path_str(&rec)]);

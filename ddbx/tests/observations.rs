@@ -8,7 +8,9 @@
 //! server's answer to each line, `ddbx races` exited 102 ("dependency cycle … p1 event 25
 //! (Recv) needs p1 event 24 (Recv) …").
 
-use ddbx_tests::{Ddbx, Histories, TempDir, histories, native_outputs, path_str, progs};
+use ddbx_tests::{
+    Ddbx, Histories, TempDir, histories, history_text, native_outputs, path_str, progs,
+};
 use ddbx_wire::Record;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
@@ -94,7 +96,7 @@ fn a_recording_that_logged_peeks_as_receives_still_replays() {
         .env("DDBX_JITTER", "3")
         .success();
     let file = rec.join("history").join("p1.ron");
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = history_text(&file);
     assert!(text.contains("\nPeek("), "{text}");
     assert!(text.contains("\n~q="), "{text}");
     let old: String = text

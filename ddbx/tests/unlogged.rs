@@ -7,7 +7,7 @@
 //! (Not in `interrupt.rs`: a test there checks that the next ddbx removes a dead one's runtime
 //! directory, which any ddbx running beside it may do first.)
 
-use ddbx_tests::{Ddbx, TempDir, path_str, progs};
+use ddbx_tests::{Ddbx, TempDir, history_text, path_str, progs};
 use std::time::Duration;
 
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
@@ -77,7 +77,7 @@ fn a_connect_cut_from_a_killed_history_is_reconciled_with_its_peer() {
         .find("\nConnect(")
         .unwrap_or_else(|| panic!("no Connect in\n{text}"));
     std::fs::write(&child, &text[..connect + 1]).unwrap_or_else(|e| panic!("{e}"));
-    let parent = std::fs::read_to_string(rec.join("history/p1.ron")).unwrap_or_default();
+    let parent = history_text(&rec.join("history/p1.ron"));
     for i in 0..2 {
         let out = tmp.join(&format!("replay{i}"));
         let replay = DDBX
@@ -87,7 +87,7 @@ fn a_connect_cut_from_a_killed_history_is_reconciled_with_its_peer() {
         replay.assert_exit(0, &["replay reached the recorded end", "p2 was killed"]);
         assert_eq!(replay.stdout, recorded.stdout);
         // The parent received and sent what it did in the record.
-        let replayed = std::fs::read_to_string(out.join("history/p1.ron")).unwrap_or_default();
+        let replayed = history_text(&out.join("history/p1.ron"));
         let transfers = |h: &str| -> Vec<String> {
             h.lines()
                 .filter(|l| l.starts_with("Recv(") || l.starts_with("Send("))
@@ -142,8 +142,7 @@ fn a_server_killed_before_its_accept_was_logged_replays_as_recorded() {
     assert!(manifest.contains("Signaled(9)"), "{manifest}");
     // A client whose connect the server's kernel completed: it sent, then was reset.
     let connected = (2..=5)
-        .map(|i| std::fs::read_to_string(rec.join(format!("history/p{i}.ron"))))
-        .filter_map(Result::ok)
+        .map(|i| history_text(&rec.join(format!("history/p{i}.ron"))))
         .filter(|h| h.contains("\nConnect(fd: 3, err: None, ") && h.contains("\nSend("))
         .count();
     assert!(connected >= 1, "no client connected before the kill");

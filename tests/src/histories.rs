@@ -41,6 +41,25 @@ pub fn full_histories(dir: &Path) -> Histories {
     load(dir, ".ron.full", Record::without_run_details)
 }
 
+/// The history file at `path` as text with each short line (`r4 64`, written since history
+/// format 2) written out as the RON record it stands for (`Recv(fd: 4, n: 64)`), so that a
+/// test can look for a record's text; every other line as it is. "" if it cannot be read.
+pub fn history_text(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut out = String::with_capacity(text.len() * 3);
+    for piece in text.split_inclusive('\n') {
+        let line = piece.trim_end_matches('\n');
+        match ddbx_wire::history::fast::parse_line(line) {
+            Some(record) => out.push_str(&record.to_line()),
+            None => out.push_str(line),
+        }
+        if piece.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Asserts that two sets of histories are equal, naming the first difference.
 pub fn assert_same_histories(a: &Histories, b: &Histories, what: &str) {
     let actors_a: Vec<&String> = a.keys().collect();

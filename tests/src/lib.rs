@@ -24,8 +24,8 @@ mod seeds;
 
 pub use cli::Ddbx;
 pub use histories::{
-    Histories, LoggedReceives, assert_same_histories, full_histories, histories, logged_receives,
-    raw_histories,
+    Histories, LoggedReceives, assert_same_histories, full_histories, histories, history_text,
+    logged_receives, raw_histories,
 };
 pub use json::{cut_of, forked_child, parse_json};
 pub use progs::{figure1, figure1_rust, progs};

@@ -81,28 +81,33 @@ impl Serialize for Events {
     }
 }
 
-impl<'de> Deserialize<'de> for Events {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+impl Events {
+    /// The events written as [`Display`](fmt::Display) writes them (`in|hup`, `none`, unknown
+    /// bits in hex); `Err` names the part that is not an event name.
+    pub fn parse(s: &str) -> Result<Events, String> {
         if s == "none" {
             return Ok(Events(0));
         }
         let mut bits = 0;
         for part in s.split('|') {
-            let bit = match BITS.iter().find(|(_, name)| *name == part) {
+            bits |= match BITS.iter().find(|(_, name)| *name == part) {
                 Some((bit, _)) => *bit,
                 None => part
                     .strip_prefix("0x")
                     .and_then(|hex| u32::from_str_radix(hex, 16).ok())
                     .ok_or_else(|| {
-                        serde::de::Error::custom(format!(
-                            "expected event names such as `in|hup`, found `{part}`"
-                        ))
+                        format!("expected event names such as `in|hup`, found `{part}`")
                     })?,
             };
-            bits |= bit;
         }
         Ok(Events(bits))
+    }
+}
+
+impl<'de> Deserialize<'de> for Events {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Events::parse(&s).map_err(serde::de::Error::custom)
     }
 }
 

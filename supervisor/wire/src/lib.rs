@@ -39,8 +39,14 @@ pub use events::Events;
 pub use history::{History, HistoryError, Record};
 pub use ids::ActorId;
 
-/// Version of the history and manifest file formats. A file with another version is refused.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the history and manifest file formats that this ddbx writes. Format 2 writes the
+/// common records as short lines (`history::fast`); a file of a version outside
+/// [`OLDEST_FORMAT`]`..=FORMAT_VERSION` is refused (an older ddbx refuses format 2 by its
+/// header, before any short line).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest history and manifest format this ddbx reads (format 1: every record as RON).
+pub const OLDEST_FORMAT: u32 = 1;
 
 /// Version of the LD↔GD protocol, checked in the handshake.
 pub const PROTOCOL_VERSION: u32 = 1;

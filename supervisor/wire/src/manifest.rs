@@ -5,7 +5,7 @@
 //! killed still lists every actor it saw.
 
 use crate::history::Origin;
-use crate::{ActorId, FORMAT_VERSION};
+use crate::{ActorId, FORMAT_VERSION, OLDEST_FORMAT};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -215,13 +215,13 @@ impl Manifest {
             col: e.span.start.col,
             problem: format!("expected a ddbx manifest: {}", e.code),
         })?;
-        if manifest.format != FORMAT_VERSION {
+        if !(OLDEST_FORMAT..=FORMAT_VERSION).contains(&manifest.format) {
             return Err(ManifestError::Malformed {
                 path: path.to_path_buf(),
                 line: 1,
                 col: 1,
                 problem: format!(
-                    "manifest format {} is not supported by this ddbx (it reads format {FORMAT_VERSION})",
+                    "manifest format {} is not supported by this ddbx (it reads formats {OLDEST_FORMAT} to {FORMAT_VERSION})",
                     manifest.format
                 ),
             });

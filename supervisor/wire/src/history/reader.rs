@@ -11,7 +11,7 @@
 use super::intent::{CONNECT_PREFIX, ConnectIntent};
 use super::value::{Deltas, Value};
 use super::{Header, HeaderExtra, HistoryError, MAX_SKIP, Record, Skip, Trace, clip};
-use crate::FORMAT_VERSION;
+use crate::{FORMAT_VERSION, OLDEST_FORMAT};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -123,9 +123,9 @@ impl<R: BufRead> Reader<R> {
         };
         let header: Header = ron::from_str(header_text)
             .map_err(|e| reader.error(format!("malformed header: {e}")))?;
-        if header.format != FORMAT_VERSION {
+        if !(OLDEST_FORMAT..=FORMAT_VERSION).contains(&header.format) {
             return Err(reader.error(format!(
-                "history format {} is not supported by this ddbx (it reads format {FORMAT_VERSION})",
+                "history format {} is not supported by this ddbx (it reads formats {OLDEST_FORMAT} to {FORMAT_VERSION})",
                 header.format
             )));
         }
