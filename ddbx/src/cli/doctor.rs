@@ -2,8 +2,8 @@
 //! it.
 //!
 //! The checks, in order: `/proc` is readable (the GD tells an exec from a reused pid by
-//! `/proc/<pid>/stat`); the runtime directory can be made (`$TMPDIR` or `/tmp`: the GD's
-//! socket and state files); the cache directory holds the preload library; the preload loads
+//! `/proc/<pid>/stat`); the runtime directory can be made (`$TMPDIR`, else `/dev/shm`, else
+//! `/tmp`: the GD's socket and state files); the cache directory holds the preload library; the preload loads
 //! in a dynamically linked test program, recorded for real (`true` from `PATH`, one actor,
 //! its `Start` event); with `--uid N`, the preload library and the runtime directory are
 //! usable by a debuggee that runs as uid N (a server that drops privileges); with a
