@@ -12,6 +12,7 @@ use super::joins::Execs;
 use super::matcher::ConnectTable;
 use super::outcome::Divergence;
 use super::plans::RecordedEnd;
+use super::spares::Spares;
 use crate::actors::Registry;
 use ddbx_wire::ActorId;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
@@ -75,6 +76,8 @@ pub(crate) struct GdState {
     pub(super) manifest_dir: Option<PathBuf>,
     /// Where the LDs keep their state files.
     pub(super) state_dir: PathBuf,
+    /// Empty history files made ahead ([`Spares`]).
+    pub(super) spares: Spares,
     /// Who may join: the session's secret (every `Hello` carries it) and ddbx's pid (every
     /// peer descends from it).
     pub(super) access: Access,
@@ -121,6 +124,7 @@ impl GdState {
             changed: Condvar::new(),
             plans,
             ends,
+            spares: Spares::new(manifest_dir.as_ref().map(|d| d.join("history"))),
             manifest_dir,
             state_dir,
             access,

@@ -111,6 +111,8 @@ fn serve(gd: &GdState, stream: UnixStream) {
     let Some(actor) = greeting.actor else {
         return;
     };
+    // The next process's history, made now that this one is not waiting for it.
+    gd.spares.refill();
     // Only now may others' requests reach this LD: after its Welcome.
     {
         let mut tables = gd.lock();

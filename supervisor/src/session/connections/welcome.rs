@@ -124,7 +124,7 @@ fn welcome_reply(
         (Passed::State, Some(open_private(&state_file, false))),
         (
             Passed::History,
-            history_out.as_deref().map(|p| open_private(p, true)),
+            history_out.as_deref().map(|p| gd.spares.open(p)),
         ),
         (
             Passed::Replay,
