@@ -230,11 +230,15 @@ pub fn peer_pid(stream: &std::os::unix::net::UnixStream) -> Option<i32> {
         .map(|cred| cred.pid())
 }
 
+/// The parent of process `pid`, from `/proc/PID/stat` (`None` if it is gone).
+pub fn parent_of(pid: i32) -> Option<i32> {
+    stat_field(pid, 4).and_then(|f| f.parse::<i32>().ok())
+}
+
 /// Whether process `pid` descends from process `ancestor` (its parent chain in `/proc` reaches
 /// it). A parent that exits while the chain is read re-parents its children to the nearest
 /// subreaper (ddbx, for a session's processes): the child's parent is then read again.
 pub fn is_descendant(pid: i32, ancestor: i32) -> bool {
-    let parent_of = |p: i32| stat_field(p, 4).and_then(|f| f.parse::<i32>().ok());
     let mut child = pid;
     let Some(mut parent) = parent_of(child) else {
         return false;

@@ -185,7 +185,7 @@ fn session_peer(gd: &GdState, stream: &UnixStream) -> Option<(i32, u32)> {
     let peer = procs::peer_credentials(stream);
     if let Some((pid, uid)) = peer
         && pid > 0
-        && procs::is_descendant(pid, gd.access.ddbx_pid)
+        && (forked_by_an_actor(gd, pid) || procs::is_descendant(pid, gd.access.ddbx_pid))
     {
         return Some((pid, uid));
     }
@@ -198,6 +198,13 @@ fn session_peer(gd: &GdState, stream: &UnixStream) -> Option<(i32, u32)> {
         format!("ddbx: refused a connection from {who}: not a process of this session"),
     );
     None
+}
+
+/// Whether the parent of process `pid` is a live process of the session, which descends from
+/// ddbx: one `/proc` read, where walking the parent chain up to ddbx reads one per generation
+/// (the GD answers every new process only after this check).
+fn forked_by_an_actor(gd: &GdState, pid: i32) -> bool {
+    procs::parent_of(pid).is_some_and(|parent| gd.lock().registry.live_actor(parent).is_some())
 }
 
 /// Compares two secrets in time that does not depend on where they differ.
