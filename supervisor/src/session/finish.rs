@@ -33,6 +33,8 @@ pub(super) fn outcome(
     ended: Ended<'_>,
     mut transcript: Transcript,
 ) -> Result<Outcome> {
+    // Every connection thread is gone: no spare history is taken or made any more.
+    gd.spares.remove_all();
     let Ended {
         recording,
         manifest_dir,

@@ -250,7 +250,6 @@ pub fn run(config: SessionConfig) -> Result<Outcome> {
     // Every process is gone: let the handlers read what is left, then stop listening.
     gd.finish(&runtime.socket(), LINGER);
     threads.join();
-    gd.spares.remove_all();
     launched.restore_mask();
     if let Some(e) = reap_error {
         return Err(Error::io("waiting for the program's processes failed", e));
