@@ -51,12 +51,7 @@ impl Spares {
             }
             self.lock().push((spare_path, file));
         }
-        OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
+        open_private(path, true)
     }
 
     /// Makes spares until [`KEEP`] are ready (after a `Welcome`, off the new process's path).
@@ -88,6 +83,19 @@ impl Spares {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(PathBuf, File)>> {
         self.ready.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Opens (creating it 0600, not through a symbolic link) a file of an actor's: for reading and
+/// writing, or, with `append`, for appending.
+pub(crate) fn open_private(path: &Path, append: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(!append)
+        .write(!append)
+        .append(append)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// `rename(from, to)` unless `to` exists (renameat2's `RENAME_NOREPLACE`).

@@ -12,9 +12,9 @@ use ddbx_wire::ActorId;
 use ddbx_wire::history::Origin;
 use ddbx_wire::manifest::Manifest;
 use ddbx_wire::proto::{GdToLd, HaltPlan, Mode, Passed};
-use std::fs::{File, OpenOptions};
+
+use crate::session::spares::open_private;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::MutexGuard;
 
@@ -158,19 +158,6 @@ fn welcome_reply(
         passed,
     };
     (reply, fds)
-}
-
-/// Opens (creating it 0600, not through a symbolic link) a file of the actor's: for reading and
-/// writing, or, with `append`, for appending.
-fn open_private(path: &Path, append: bool) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(!append)
-        .write(!append)
-        .append(append)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
 }
 
 /// Refuses a process: the LD is told first; the session then stops (a replay diverged, or a
