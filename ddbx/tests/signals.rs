@@ -480,10 +480,10 @@ fn a_signal_handler_that_interrupted_malloc_gets_no_allocation_from_ddbx() {
 
 /// `sig_computing`: a SIGTERM whose handler clears a loop's flag lands in the child's
 /// computation between two polls, after a pause of the parent that record and replay choose
-/// independently (30 or 300 ms). A record where it came in computation (`~G15`) after a short
-/// pause replays 6 times with the same count: when the signal comes later than in the record,
-/// the replay waits for it at the end of the event before it, and the handler runs before the
-/// child's next call. (Before, 5 replays of 6 diverged, `expected Send(fd: 4, n: 2), found a
+/// independently (30 or 300 ms). A record where it came in computation (`~G15#0`: its handler
+/// ran at the child's next entry into a hook) after a short pause replays 6 times with the same
+/// count: when the signal comes later than in the record, the replay waits for it at that
+/// entry, and the handler runs before the child's next call. (Before, 5 replays of 6 diverged, `expected Send(fd: 4, n: 2), found a
 /// poll on fds [4]`: the child was in another poll when the signal came, as mosquitto was in
 /// another `epoll_wait` when a script's `kill` came late under load.)
 #[test]
@@ -511,7 +511,7 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
             assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
             let in_computation = deliveries(&rec, "p2")
                 .iter()
-                .any(|(_, line)| line == "~G15");
+                .any(|(_, line)| line.starts_with("~G15"));
             // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one
             // 50 to 75.
             (in_computation && polls(&out.stdout) < 20).then_some(out)
@@ -522,8 +522,9 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
 
 /// `sig_clock`: a SIGTERM whose handler clears a loop's flag lands in the child's computation,
 /// after the loop read its clock, checked the flag and read its clock again. A record where it
-/// came in computation after the two reads of its gap (`~c`, `~c`, `~G15`) replays 6 times with
-/// the same count: replay runs the handler after as many of the gap's clock reads. (Before,
+/// came in computation after the two reads of its gap (`~c`, `~c`, `~G15#2`: run at the poll's
+/// entry, the third of the gap) replays 6 times with the same count: replay runs the handler
+/// at the same entry, after as many of the gap's clock reads. (Before,
 /// every such replay diverged: the handler ran as the poll before returned, the next check saw
 /// the flag, and the child made a turn fewer, `expected Ready(call: Poll, fds: []), found a
 /// send`; Twisted's reactor stopped a turn early so.)
@@ -542,15 +543,18 @@ fn a_signal_that_came_between_clock_reads_runs_its_handler_after_as_many() {
     let after_two_reads = |rec: &Path| {
         let text = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        lines.iter().position(|l| *l == "~G15").is_some_and(|at| {
-            let gap = lines[..at]
-                .iter()
-                .rev()
-                .take_while(|l| l.starts_with('~'))
-                .filter(|l| l.starts_with("~c"))
-                .count();
-            gap == 2
-        })
+        lines
+            .iter()
+            .position(|l| l.starts_with("~G15"))
+            .is_some_and(|at| {
+                let gap = lines[..at]
+                    .iter()
+                    .rev()
+                    .take_while(|l| l.starts_with('~'))
+                    .filter(|l| l.starts_with("~c"))
+                    .count();
+                gap == 2
+            })
     };
     let recorded = (0..40)
         .find_map(|_| {
@@ -561,6 +565,71 @@ fn a_signal_that_came_between_clock_reads_runs_its_handler_after_as_many() {
         })
         .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM after the two clock reads"));
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
+}
+
+/// `sig_midgap`: a SIGTERM whose handler clears a loop's flag lands in the child's computation,
+/// which checks the flag halfway between two polls, with no hooked call before the check. Where
+/// in that computation the signal came decides the count, and nothing in the history can say
+/// where: so the record runs the handler of a signal that lands in computation at the
+/// program's next hooked call (its entry, counted from the event before: `~G15#0`), and replay
+/// runs it at the same entry. Four records, each replayed 4 times with the record's count and
+/// histories. (Before, a record whose signal landed after the check replayed a turn short,
+/// `expected Ready(call: Poll, fds: []), found a send`: replay ran the handler as the poll
+/// before returned, where the record's had not run yet; Twisted, Node and rsync ended a turn
+/// early so at shutdown.)
+#[test]
+fn a_signal_that_came_mid_computation_runs_its_handler_at_the_next_hooked_call() {
+    let program = progs().join("sig_midgap");
+    let outputs = ddbx_tests::native_outputs(&program, &[], 0, 2, 30);
+    assert!(
+        outputs.len() >= 2,
+        "30 native runs all printed {:?}",
+        outputs[0]
+    );
+    let tmp = TempDir::new("sig-midgap");
+    let mut deferred = 0;
+    for r in 0..4 {
+        let dir = tmp.join(&format!("run{r}"));
+        std::fs::create_dir(&dir).unwrap();
+        let rec = dir.join("rec");
+        let out = DDBX.record(&rec, &program, &[]).output();
+        assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
+        let lines = deliveries(&rec, "p2");
+        assert_eq!(lines.len(), 1, "one SIGTERM delivery: {lines:?}");
+        deferred += usize::from(lines[0].1.starts_with("~G15#"));
+        DDBX.assert_replays(&rec, &out, 4, &histories(&rec), &histories);
+    }
+    assert!(
+        deferred > 0,
+        "no record of 4 took the SIGTERM in computation (all came in a poll)"
+    );
+}
+
+/// `sig_spin`: the child spins on a flag that only its SIGTERM handler clears, with no call at
+/// all. The record cannot hold that handler back for the child's next hooked call (there is
+/// none before it runs): a watchdog runs it where the child is, after 200 ms at most, noted as
+/// a delivery in computation (`~G15`, no entry). The record ends, says so, and replays 3 times
+/// with the same output and histories.
+#[test]
+fn a_signal_awaited_by_a_computation_without_calls_still_runs_its_handler() {
+    let program = progs().join("sig_spin");
+    let tmp = TempDir::new("sig-spin");
+    let rec = tmp.join("rec");
+    let out = DDBX.record(&rec, &program, &[]).output();
+    assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
+    assert_eq!(out.stdout, "spins before the SIGTERM: 1\n");
+    let lines = deliveries(&rec, "p2");
+    assert_eq!(
+        lines.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>(),
+        ["~G15"],
+        "the watchdog's delivery, where the child was"
+    );
+    assert!(
+        out.stderr.contains("computation"),
+        "record should say a signal came in computation:\n{}",
+        out.stderr
+    );
+    DDBX.assert_replays(&rec, &out, 3, &histories(&rec), &histories);
 }
 
 /// `sig_reapboth`: a SIGCHLD handler and the main program's blocking `waitpid(-1)` both reap

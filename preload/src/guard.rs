@@ -24,6 +24,16 @@ pub struct Guard(());
 impl Guard {
     /// Enters the guard, or `None` when this thread is already inside one.
     pub fn enter() -> Option<Guard> {
+        if !INSIDE.try_with(|inside| inside.get()).unwrap_or(true) {
+            // The program enters a hook: a signal handler held back for this place runs
+            // first, outside the guard ([`on_each_entry`]).
+            let f = EACH_ENTRY.load(Ordering::Relaxed);
+            if f != 0 {
+                // SAFETY: set by [`on_each_entry`] to a plain `extern "C" fn()`.
+                let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+                f();
+            }
+        }
         INSIDE
             .try_with(|inside| {
                 if inside.get() {
@@ -106,6 +116,15 @@ pub fn at_next_entry(f: extern "C" fn()) {
     ENTRY_AWAITED.store(true, Ordering::SeqCst);
 }
 
+/// What runs at each entry of the program into a hook, before the guard is taken (0: nothing).
+static EACH_ENTRY: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f` at each entry of the program into a hook (a thread outside every hook entering
+/// one), before the guard is taken: `crate::hooks::signal::at_entry`.
+pub fn on_each_entry(f: extern "C" fn()) {
+    EACH_ENTRY.store(f as *const () as usize, Ordering::SeqCst);
+}
+
 /// Sets the function that [`defer`] runs.
 pub fn on_leave(f: extern "C" fn()) {
     ON_LEAVE.store(f as *const () as usize, Ordering::SeqCst);
@@ -175,6 +194,18 @@ pub fn outside<R>(f: impl FnOnce() -> R) -> R {
     let was = INSIDE
         .try_with(|inside| inside.replace(false))
         .unwrap_or(false);
+    let r = f();
+    let _ = INSIDE.try_with(|inside| inside.set(was));
+    r
+}
+
+/// Holds the guard for the time of `f` without entering a hook (replay waits for a signal at
+/// the program's entry into a hook, before the hook's own guard: the LD's calls then must not
+/// be hooked).
+pub fn held<R>(f: impl FnOnce() -> R) -> R {
+    let was = INSIDE
+        .try_with(|inside| inside.replace(true))
+        .unwrap_or(true);
     let r = f();
     let _ = INSIDE.try_with(|inside| inside.set(was));
     r

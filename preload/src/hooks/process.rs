@@ -29,6 +29,7 @@ pub fn start() {
         return;
     }
     super::pids::resolve_path_calls();
+    crate::guard::on_each_entry(super::signal::at_entry);
     let Some(Joined { mut ld, first }) = lifecycle::start() else {
         ld::stop();
         return;

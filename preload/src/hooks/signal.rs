@@ -219,6 +219,11 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
 /// atomics, raw system calls, no allocation, no lock.
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let saved = sys::errno();
+    if signals::is_watchdog(sig, info) {
+        signals::watchdog_fired();
+        sys::set_errno(saved);
+        return;
+    }
     if forwarded_to_main_thread(sig, info, ctx) {
         sys::set_errno(saved);
         return;
@@ -231,8 +236,18 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
                 let ended = signals::ended_child(sig, info);
                 let in_call = crate::guard::inside_before_event();
                 let releasing = super::nohang::releasing();
+                if !crate::guard::inside()
+                    && !releasing
+                    && actors_thread()
+                    && signals::defer(sig, info, ended, ctx, handler_address())
+                {
+                    // In the program's computation: its handler runs at the program's next
+                    // entry into a hook, a place replay finds again (`signals/deferred.rs`).
+                    sys::set_errno(saved);
+                    return;
+                }
                 let after = (crate::guard::inside() && !in_call) || releasing;
-                signals::note(sig, (in_call, after), ended);
+                signals::note(sig, (in_call, after), ended, None);
                 // Inside a hook after its event: the program takes it as the call returns,
                 // where replay runs it (`~G`, as the hook is left). It runs there in the record
                 // too, outside the guard, so that its calls are what replay sees: run here,
@@ -260,6 +275,41 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
         }
     }
     sys::set_errno(saved);
+}
+
+/// The LD's handler, as the kernel knows it (`sa_sigaction`).
+fn handler_address() -> usize {
+    on_signal as *const () as usize
+}
+
+/// Whether the program runs on the thread whose calls are the actor's events, in a process
+/// without threads (elsewhere entries into hooks come in no fixed order): where a signal that
+/// lands in computation is held back for the program's next entry into a hook
+/// (`preload/src/signals/deferred.rs`).
+fn actors_thread() -> bool {
+    !crate::locks::threaded() && crate::ld::running().is_some_and(|ld| ld.values_thread())
+}
+
+/// At each entry of the program into a hook, outside the guard (`crate::guard::on_each_entry`):
+/// counts the entry (on the actor's thread) and, while recording, runs the handlers held back
+/// for it, noted with its number; in replay, runs the deliveries the record made at it.
+pub extern "C" fn at_entry() {
+    let mode = signals::mode();
+    if mode == signals::PASS || !actors_thread() {
+        return;
+    }
+    let Some(events) = crate::ld::running().map(|ld| ld.events()) else {
+        return;
+    };
+    let n = signals::count_entry(events);
+    if mode == signals::RECORD {
+        if signals::any_held() {
+            signals::disarm_watchdog();
+            signals::run_held(Some(n));
+        }
+    } else {
+        crate::replay::signals::at_entry(events, n);
+    }
 }
 
 /// Record: runs the handlers of the deliveries kept while the hook that just returned was past

@@ -158,10 +158,8 @@ impl Ld {
             return;
         }
         while let Some(note) = crate::signals::next_note_before(mark) {
-            let (sig, in_call, ended, after_call) = match note {
-                crate::signals::Note::Signal(sig, in_call, ended, after) => {
-                    (sig, in_call, ended, after)
-                }
+            let d = match note {
+                crate::signals::Note::Signal(d) => d,
                 crate::signals::Note::Reaped(child) => {
                     self.log_value(&Value::Reaped { child });
                     continue;
@@ -172,16 +170,22 @@ impl Ld {
                 }
             };
             self.log_value(&Value::Signal {
-                sig,
-                in_call,
-                ended,
+                sig: d.sig,
+                in_call: d.in_call,
+                ended: d.ended,
+                entry: d.entry,
             });
-            if !in_call && !after_call && self.mode == ddbx_wire::proto::Mode::Record {
+            if !d.in_call
+                && !d.after_call
+                && d.entry.is_none()
+                && self.mode == ddbx_wire::proto::Mode::Record
+            {
                 self.passthrough(
                     crate::signals::PASSTHROUGH_IN_COMPUTATION,
-                    "signals that came during the program's computation (outside any hooked \
-                     call): replay runs their handler between the same two events, not at the \
-                     same instruction",
+                    "signals that came during the program's computation and could not wait \
+                     for its next hooked call (a system call ddbx does not hook, a thread, or \
+                     200 ms without a call): replay runs their handler between the same two \
+                     events, not at the same instruction",
                 );
             }
         }

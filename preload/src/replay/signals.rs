@@ -62,8 +62,17 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         if p.gap > events || (p.gap == events && signals::waits_taken() < p.waits_before) {
             break Due::Nothing;
         }
+        if let Some(entry) = p.entry
+            && !at_gate
+            && signals::entry_now() != Some(entry)
+        {
+            // The record ran it at the program's entry into a hook ([`at_entry`]), or at the
+            // next event's gate at the latest.
+            break Due::Nothing;
+        }
         if !at_gate
             && !p.in_call
+            && p.entry.is_none()
             && p.gap == events
             && signals::clocks_taken(events) < p.clocks_before
         {
@@ -114,7 +123,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             // pid, whichever end arrived last here.
             crate::pids::set_sender(&mut info, crate::pids::shown(kid));
         }
-        signals::note(p.sig, (p.in_call, false), p.kid);
+        signals::note(p.sig, (p.in_call, false), p.kid, p.entry);
         let Some(d) = signals::disposition(p.sig) else {
             // The program has let go of its handler since the signal arrived.
             continue;
@@ -365,6 +374,7 @@ fn await_computation_delivery(ld: &mut Ld) {
     };
     let blocked = sys::block_signals(0) & (1u64 << (p.sig - 1)) != 0;
     if p.in_call
+        || p.entry.is_some()
         || p.gap != ld.events()
         || signals::waits_taken() < p.waits_before
         || signals::clocks_taken(p.gap) != p.clocks_before
@@ -395,7 +405,7 @@ pub fn after_clock(ld: &mut Ld) {
     let Some(p) = signals::next_planned() else {
         return;
     };
-    if p.in_call || p.clocks_before == 0 || p.gap != ld.events() {
+    if p.in_call || p.entry.is_some() || p.clocks_before == 0 || p.gap != ld.events() {
         return;
     }
     await_computation_delivery(ld);
@@ -426,6 +436,7 @@ pub fn at_unblock(unblocked: u64) {
     let bit = 1u64 << (p.sig - 1);
     if !ld.values_thread()
         || p.in_call
+        || p.entry.is_some()
         || p.gap != ld.events()
         || signals::waits_taken() < p.waits_before
         || unblocked & bit == 0
@@ -447,6 +458,45 @@ pub fn at_unblock(unblocked: u64) {
         sys::set_signal_mask(old);
     }
     deliver_due(false, std::ptr::null_mut());
+}
+
+/// At the program's entry `n` into a hook since event `events` (outside the guard), where the
+/// record ran the handlers of deliveries that had landed in its computation: waits for each signal (at most [`AWAIT_MS`], answering the GD)
+/// and runs its handler here, as the record did. One that has not come by then runs at the
+/// next event's gate ([`at_gate`]).
+pub fn at_entry(events: u64, n: u32) {
+    let here = |p: &Planned| p.entry == Some(n) && p.gap == events;
+    loop {
+        let Some(p) = signals::next_planned().filter(here) else {
+            return;
+        };
+        if signals::waits_taken() < p.waits_before {
+            return;
+        }
+        guard::held(|| {
+            let Some(ld) = ld::running() else {
+                return;
+            };
+            if !ld.halt.as_ref().is_none_or(|h| h.runs_freely()) {
+                // A halting replay may hold the actor before this call: its gate, where the
+                // GD learns what the event needs, waits for the signal ([`at_gate`]).
+                return;
+            }
+            // Held while the LD talks to the GD; `wait_for` lets it in.
+            let old = sys::block_signals(1u64 << (p.sig - 1));
+            let mut waited_ms = 0;
+            while !has_come(&p) && waited_ms < AWAIT_MS && signals::next_planned() == Some(p) {
+                wait_for(ld, p.sig);
+                waited_ms += WAIT_MS;
+            }
+            sys::set_signal_mask(old);
+        });
+        let made = signals::planned_made();
+        let _ = crate::signals::as_entry(n, || deliver_due(false, std::ptr::null_mut()));
+        if signals::planned_made() == made {
+            return;
+        }
+    }
 }
 
 /// How long the end of an event awaits a delivery the record made in computation right after

@@ -13,9 +13,14 @@
 //!   of them have been delivered, and the signals that really arrived and wait for their
 //!   recorded place (`preload/src/replay/signals.rs`).
 
+mod deferred;
 mod kids;
 mod notes;
 
+pub use deferred::{
+    any_held, as_entry, count_entry, defer, disarm_watchdog, entry_now, is_watchdog, run_held,
+    watchdog_fired,
+};
 pub use kids::{add_kid, being_forked, forking, kid_index, kid_pid};
 pub use notes::{Note, next_note_before, note, note_closed, note_reaped, notes_pushed, take_lost};
 
@@ -143,6 +148,7 @@ pub fn forked_child() {
         pending.store(0, SeqCst);
     }
     BUSY.store(false, SeqCst);
+    deferred::forked_child();
 }
 
 // ---- Replay: the recorded deliveries and the real arrivals ----
@@ -156,6 +162,8 @@ static PLANNED_KID: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
 static PLANNED_WAITS: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
 /// How many clock reads of its gap come before each planned delivery in the history.
 static PLANNED_CLOCKS: [AtomicU32; PLAN] = [const { AtomicU32::new(0) }; PLAN];
+/// The entry into a hook each planned delivery runs at (`Planned::entry`; `u32::MAX`: none).
+static PLANNED_ENTRY: [AtomicU32; PLAN] = [const { AtomicU32::new(u32::MAX) }; PLAN];
 /// Replay: the gap of the clock reads counted in [`CLOCKS_TAKEN`], and how many of its
 /// recorded clock values the program has read.
 static CLOCKS_GAP: AtomicU64 = AtomicU64::new(0);
@@ -219,6 +227,10 @@ pub struct Planned {
     /// values are read (an event loop reads its clock several times a turn; run at the start
     /// of the gap, Twisted's SIGTERM stopped the reactor a turn earlier than the record's).
     pub clocks_before: u32,
+    /// A delivery the record made at the program's entry into a hook (it landed in the
+    /// program's computation): which entry since the event before. Replay runs it there, not
+    /// at the start of its gap.
+    pub entry: Option<u32>,
 }
 
 /// Replay: the program read one of the recorded clock values of gap `gap`.
@@ -252,6 +264,7 @@ pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
         PLANNED_KID[n].store(p.kid, SeqCst);
         PLANNED_WAITS[n].store(p.waits_before, SeqCst);
         PLANNED_CLOCKS[n].store(p.clocks_before, SeqCst);
+        PLANNED_ENTRY[n].store(p.entry.unwrap_or(u32::MAX), SeqCst);
         n += 1;
     }
     for p in &PENDING {
@@ -274,6 +287,7 @@ pub fn next_planned() -> Option<Planned> {
         kid: PLANNED_KID[i].load(SeqCst),
         waits_before: PLANNED_WAITS[i].load(SeqCst),
         clocks_before: PLANNED_CLOCKS[i].load(SeqCst),
+        entry: Some(PLANNED_ENTRY[i].load(SeqCst)).filter(|e| *e != u32::MAX),
     })
 }
 
@@ -438,6 +452,7 @@ pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
                 sig,
                 in_call,
                 ended,
+                entry,
             } if mine(*gap) => Some(Planned {
                 gap: *gap,
                 sig: *sig,
@@ -445,6 +460,7 @@ pub fn load_plan(values: &mut Vec<(u64, Value)>, ordered: bool, done: u64) {
                 kid: ended.unwrap_or(0),
                 waits_before: waits.min(PLAN as u32),
                 clocks_before: clocks.1,
+                entry: *entry,
             }),
             Value::Reaped { .. } if mine(*gap) => {
                 waits = waits.saturating_add(1);

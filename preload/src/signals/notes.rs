@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
 
 const NOTES: usize = 256;
-/// A signal: `ended << 32 | sig << 1 | in_call` (`ended`: a child number); a non-blocking
+/// A signal: `ended << 32 | entry << 10 | has_entry << 9 | after << 8 | sig << 1 | in_call`
+/// (`ended`: a child number; `entry`: see [`note`]); a non-blocking
 /// wait's outcome: `WAIT_NOTE | child`. 0: free.
 static NOTE: [AtomicU64; NOTES] = [const { AtomicU64::new(0) }; NOTES];
 static WRITTEN: AtomicUsize = AtomicUsize::new(0);
@@ -17,10 +18,13 @@ static READ: AtomicUsize = AtomicUsize::new(0);
 static LOST: AtomicU32 = AtomicU32::new(0);
 
 /// The program's handler for `sig` runs now; `in_call`: inside a hooked call; `after`: in a
-/// hook, after its call (a place replay keeps exactly); `ended`: see [`ended_child`].
-pub fn note(sig: c_int, (in_call, after): (bool, bool), ended: u32) {
+/// hook, after its call (a place replay keeps exactly); `ended`: see [`ended_child`];
+/// `entry`: it landed in computation and runs at the program's entry into a hook, this many
+/// entries after the event before (at most 2²² − 1).
+pub fn note(sig: c_int, (in_call, after): (bool, bool), ended: u32, entry: Option<u32>) {
     let after = if after { AFTER_CALL } else { 0 };
-    push_note(u64::from(ended) << 32 | after | (sig as u64) << 1 | u64::from(in_call));
+    let entry = entry.map_or(0, |n| u64::from(n.min(ENTRY_MAX)) << 10 | HAS_ENTRY);
+    push_note(u64::from(ended) << 32 | entry | after | (sig as u64) << 1 | u64::from(in_call));
 }
 
 fn push_note(v: u64) {
@@ -36,6 +40,8 @@ fn push_note(v: u64) {
 const WAIT_NOTE: u64 = 1 << 63;
 const CLOSE_NOTE: u64 = 1 << 62;
 const AFTER_CALL: u64 = 1 << 8;
+const HAS_ENTRY: u64 = 1 << 9;
+const ENTRY_MAX: u32 = (1 << 22) - 1;
 
 /// How many notes were pushed (a ring index: `crate::guard::call_returned`).
 pub fn notes_pushed() -> usize {
@@ -58,9 +64,8 @@ pub fn note_closed(fd: c_int) {
 pub enum Note {
     /// A channel end closed by a handler inside a hooked call.
     Closed(c_int),
-    /// A delivery: signal, in a call, the child whose end raised it, and whether it came
-    /// inside a hook after its call ([`note`]).
-    Signal(c_int, bool, Option<u32>, bool),
+    /// A delivery ([`note`]).
+    Signal(Delivery),
     /// A non-blocking wait's outcome.
     Reaped(u32),
 }
@@ -83,12 +88,27 @@ pub fn next_note_before(mark: usize) -> Option<Note> {
         return Some(Note::Closed(v as u32 as c_int));
     }
     let ended = (v >> 32) as u32;
-    Some(Note::Signal(
-        ((v >> 1) & 0x7f) as c_int,
-        v & 1 == 1,
-        (ended != 0).then_some(ended),
-        v & AFTER_CALL != 0,
-    ))
+    Some(Note::Signal(Delivery {
+        sig: ((v >> 1) & 0x7f) as c_int,
+        in_call: v & 1 == 1,
+        ended: (ended != 0).then_some(ended),
+        after_call: v & AFTER_CALL != 0,
+        entry: (v & HAS_ENTRY != 0).then_some(((v >> 10) as u32) & ENTRY_MAX),
+    }))
+}
+
+/// A delivery noted by [`note`].
+pub struct Delivery {
+    /// The signal.
+    pub sig: c_int,
+    /// Inside a hooked call, before its event.
+    pub in_call: bool,
+    /// A SIGCHLD's ended child.
+    pub ended: Option<u32>,
+    /// Inside a hook, after its call.
+    pub after_call: bool,
+    /// At the program's entry into a hook, this many after the event before.
+    pub entry: Option<u32>,
 }
 
 /// Deliveries the ring had no room for, since the last call.

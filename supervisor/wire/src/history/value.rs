@@ -76,6 +76,10 @@ pub enum Value {
         /// A SIGCHLD raised by the end of a child the image forked: its number (as in
         /// `Fork`), so that the analysis knows the delivery needs that child's last event.
         ended: Option<u32>,
+        /// A signal that landed in the program's computation, whose handler the record ran at
+        /// the program's next hooked call: which entry into a hook since the event before
+        /// (`~G15#2`: the third), where replay runs it too. None: it ran where it landed.
+        entry: Option<u32>,
     },
     /// A wait with `WNOHANG` returned this child of the image (its number, as in `Fork`), or
     /// nothing yet (0).
@@ -341,6 +345,7 @@ impl Deltas {
             sig,
             in_call,
             ended,
+            entry,
         } = value
         {
             let tag = if *in_call { 'g' } else { 'G' };
@@ -348,7 +353,7 @@ impl Deltas {
             if let Some(pid) = ended {
                 write!(out, "@{pid}")?;
             }
-            return Ok(());
+            return entry.map_or(Ok(()), |entry| write!(out, "#{entry}"));
         }
         if let Value::Reaped { child } = value {
             return write!(out, "~w{child}");
@@ -499,9 +504,13 @@ impl Deltas {
                 (ValueKey::Clock(clock), &rest[end..])
             }
             Some(tag @ (b'g' | b'G')) => {
-                let (sig, ended) = match rest[1..].split_once('@') {
-                    Some((sig, kid)) => (sig, Some(kid.parse::<u32>().map_err(|_| bad())?)),
+                let (body, entry) = match rest[1..].split_once('#') {
+                    Some((body, n)) => (body, Some(n.parse::<u32>().map_err(|_| bad())?)),
                     None => (&rest[1..], None),
+                };
+                let (sig, ended) = match body.split_once('@') {
+                    Some((sig, kid)) => (sig, Some(kid.parse::<u32>().map_err(|_| bad())?)),
+                    None => (body, None),
                 };
                 let sig: i32 = sig.parse().map_err(|_| bad())?;
                 if !(1..=64).contains(&sig) {
@@ -513,6 +522,7 @@ impl Deltas {
                     sig,
                     in_call: *tag == b'g',
                     ended,
+                    entry,
                 });
             }
             Some(b'w') => {

@@ -40,16 +40,19 @@ fn round_trip_with_deltas() {
             sig: 17,
             in_call: true,
             ended: None,
+            entry: None,
         },
         Value::Signal {
             sig: 10,
             in_call: false,
             ended: None,
+            entry: Some(0),
         },
         Value::Signal {
             sig: 17,
             in_call: false,
             ended: Some(3),
+            entry: Some(4_000_000),
         },
         Value::Reaped { child: 3 },
         Value::Reaped { child: 0 },
@@ -70,8 +73,8 @@ fn round_trip_with_deltas() {
     assert_eq!(lines[6], "~s+1");
     assert_eq!(lines[7], "~r3fa200ff");
     assert_eq!(lines[9], "~g17");
-    assert_eq!(lines[10], "~G10");
-    assert_eq!(lines[11], "~G17@3");
+    assert_eq!(lines[10], "~G10#0");
+    assert_eq!(lines[11], "~G17@3#4000000");
     assert_eq!(lines[12], "~w3");
     assert_eq!(lines[14], "~h6");
     assert_eq!(lines[15], "~q=17");

@@ -1,0 +1,270 @@
+//! Record: a signal that lands in the program's computation runs its handler at the program's
+//! next entry into a hook, not where it landed; replay runs it at the same entry.
+//!
+//! Where in a computation a signal lands is nothing a history can say: an event loop that
+//! checks its flag halfway between two calls went round once more in the record when the
+//! signal came after the check, and replay, which can only count calls, ran the handler at the
+//! start of that computation and left the loop a turn early (Twisted's reactor, Node's libuv,
+//! rsync's receiver at shutdown). So the record holds such a delivery back until the program
+//! next enters a hook, counts the entries since the event before, runs the handler there and
+//! notes it with that count (`~G15#2`); replay waits at the same entry for the signal and runs
+//! the handler there. The program sees its handler run a little later than the kernel would
+//! have run it, which a program cannot tell from a signal sent a little later.
+//!
+//! Not held back (run where it lands, noted as before, and replayed between the same two
+//! events): a signal that interrupts a system call the LD does not hook (the call's EINTR or
+//! restart is the kernel's), one that comes on another thread than the actor's or in a process
+//! with threads, and one held back for [`WATCHDOG_MS`] without a hook being entered (a
+//! computation that only ends when its handler has run: a watchdog timer raises
+//! [`WATCHDOG_SIG`] and the handler runs then). Atomics and raw system calls only: this runs in
+//! signal handlers.
+
+use super::{call_handler, disposition, info_of, keep_info, note};
+use libc::{c_int, siginfo_t};
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+
+/// The signal the watchdog raises: the last real-time signal, which the C library leaves to
+/// programs and few take. A program that handles it itself has no delivery held back.
+pub const WATCHDOG_SIG: c_int = 64;
+/// How long a delivery is held back at most (ms).
+const WATCHDOG_MS: i64 = 200;
+
+/// Deliveries held back, in the order they came: `ended << 8 | sig` (0: free).
+static HELD: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+/// How many of [`HELD`] are taken (a cheap test at every entry).
+static HELD_COUNT: AtomicU32 = AtomicU32::new(0);
+
+/// Entries into hooks by the actor's thread since event [`ENTRIES_GAP`].
+static ENTRIES: AtomicU32 = AtomicU32::new(0);
+static ENTRIES_GAP: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Replay: the entry being made now while a delivery planned at it runs, plus one (0: none).
+static ENTRY_NOW: AtomicU32 = AtomicU32::new(0);
+
+/// The watchdog's kernel timer and the process that made it (timers are not inherited).
+static TIMER: AtomicI32 = AtomicI32::new(-1);
+static TIMER_PID: AtomicI32 = AtomicI32::new(0);
+
+/// Record, from the LD's handler (`handler`: its address), on the actor's thread: holds back a
+/// delivery of `sig` that landed in the program's computation (`ctx`: the kernel's context of
+/// it) until the program's next entry into a hook. False: it runs now (see the module's note).
+pub fn defer(
+    sig: c_int,
+    info: *const siginfo_t,
+    ended: u32,
+    ctx: *mut libc::c_void,
+    handler: usize,
+) -> bool {
+    if ctx.is_null() || in_system_call(ctx) || !arm_watchdog(handler) {
+        return false;
+    }
+    let value = u64::from(ended) << 8 | sig as u64;
+    if !HELD
+        .iter()
+        .any(|h| h.compare_exchange(0, value, SeqCst, SeqCst).is_ok())
+    {
+        return false;
+    }
+    keep_info(sig, info);
+    HELD_COUNT.fetch_add(1, SeqCst);
+    true
+}
+
+/// Takes the oldest delivery held back: its signal and ended child.
+fn take_held() -> Option<(c_int, u32)> {
+    if HELD_COUNT.load(SeqCst) == 0 {
+        return None;
+    }
+    HELD.iter().find_map(|h| match h.swap(0, SeqCst) {
+        0 => None,
+        v => {
+            HELD_COUNT.fetch_sub(1, SeqCst);
+            Some(((v & 0xff) as c_int, (v >> 8) as u32))
+        }
+    })
+}
+
+/// Whether deliveries are held back now.
+pub fn any_held() -> bool {
+    HELD_COUNT.load(Relaxed) > 0
+}
+
+/// Whether the kernel's context `ctx` stopped the program at a system call instruction or just
+/// after one: the signal interrupted a call the LD does not hook (or came as it returned).
+#[cfg(target_arch = "x86_64")]
+fn in_system_call(ctx: *mut libc::c_void) -> bool {
+    // SAFETY: the kernel's ucontext of this delivery (non-null, checked by the caller).
+    let rip = unsafe { (*ctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RIP as usize] }
+        as usize;
+    let in_page = rip & 0xfff;
+    if !(2..0xfff).contains(&in_page) {
+        return true; // the bytes around it may be on another page: not looked at
+    }
+    // SAFETY: the program's code at its instruction pointer, and the two bytes before it, on
+    // the same (executable, so readable) page.
+    let (before, at) = unsafe {
+        let p = rip as *const u8;
+        ([*p.sub(2), *p.sub(1)], [*p, *p.add(1)])
+    };
+    before == [0x0f, 0x05] || at == [0x0f, 0x05]
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn in_system_call(_ctx: *mut libc::c_void) -> bool {
+    true
+}
+
+/// Counts one entry of the program into a hook, after `events` events: its number since the
+/// event before (from 0).
+pub fn count_entry(events: u64) -> u32 {
+    if ENTRIES_GAP.load(Relaxed) != events {
+        ENTRIES_GAP.store(events, Relaxed);
+        ENTRIES.store(0, Relaxed);
+    }
+    ENTRIES.fetch_add(1, Relaxed)
+}
+
+/// Record: runs the handlers held back, noted at entry `entry` (None: where they are now, the
+/// watchdog's), errno kept for the program.
+pub fn run_held(entry: Option<u32>) {
+    let saved = crate::sys::errno();
+    while let Some((sig, ended)) = take_held() {
+        let Some(d) = disposition(sig) else {
+            continue; // the program let go of its handler since (SIG_DFL, SIG_IGN)
+        };
+        note(sig, (false, false), ended, entry);
+        let mut info = info_of(sig);
+        call_handler(sig, d, &mut info, std::ptr::null_mut());
+    }
+    crate::sys::set_errno(saved);
+}
+
+/// Replay: runs `f` as entry `n`, at which a planned delivery runs ([`entry_now`]).
+pub fn as_entry<R>(n: u32, f: impl FnOnce() -> R) -> R {
+    ENTRY_NOW.store(n.saturating_add(1), SeqCst);
+    let r = f();
+    ENTRY_NOW.store(0, SeqCst);
+    r
+}
+
+/// Replay: the entry being made now while its planned deliveries run.
+pub fn entry_now() -> Option<u32> {
+    ENTRY_NOW.load(SeqCst).checked_sub(1)
+}
+
+/// A forked child has no delivery held back, no watchdog and no entries counted.
+pub fn forked_child() {
+    for h in &HELD {
+        h.store(0, SeqCst);
+    }
+    HELD_COUNT.store(0, SeqCst);
+    ENTRIES_GAP.store(u64::MAX, SeqCst);
+    TIMER.store(-1, SeqCst);
+    TIMER_PID.store(0, SeqCst);
+}
+
+/// Whether this arrival of `sig` is the watchdog's.
+pub fn is_watchdog(sig: c_int, info: *const siginfo_t) -> bool {
+    if sig != WATCHDOG_SIG || info.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel's siginfo of this delivery; a timer's puts its id after the code.
+    let (code, timer) = unsafe { ((*info).si_code, *info.cast::<u8>().add(16).cast::<c_int>()) };
+    code == libc::SI_TIMER && timer == TIMER.load(SeqCst) && TIMER_PID.load(SeqCst) != 0
+}
+
+/// The watchdog fired: the deliveries still held back run now, where the program is (no hook
+/// was entered for [`WATCHDOG_MS`]), noted as the LD notes one that lands there.
+pub fn watchdog_fired() {
+    run_held(None);
+}
+
+/// Arms the watchdog (making it first, in this process, with the LD's `handler` taking its
+/// signal); false if it cannot be had.
+fn arm_watchdog(handler: usize) -> bool {
+    if disposition(WATCHDOG_SIG).is_some() {
+        return false;
+    }
+    let pid = crate::sys::getpid();
+    if TIMER_PID.load(SeqCst) != pid && !make_watchdog(pid, handler) {
+        return false;
+    }
+    set_watchdog(WATCHDOG_MS)
+}
+
+/// Disarms the watchdog (the deliveries held back run now).
+pub fn disarm_watchdog() {
+    if TIMER_PID.load(Relaxed) == crate::sys::getpid() {
+        let _ = set_watchdog(0);
+    }
+}
+
+/// Makes the watchdog's timer, which raises [`WATCHDOG_SIG`] on this thread, with the LD's
+/// handler taking that signal (if the program has left it at its default action).
+fn make_watchdog(pid: c_int, ours: usize) -> bool {
+    // SAFETY: plain data; all zeroes is "no action", filled in below.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a query into our local.
+    if unsafe { crate::real::sigaction(WATCHDOG_SIG, std::ptr::null(), &mut old) } != 0 {
+        return false;
+    }
+    if old.sa_sigaction != ours {
+        if old.sa_sigaction != libc::SIG_DFL {
+            return false;
+        }
+        // SAFETY: as above.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = ours;
+        act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SAFETY: our local, a valid sigaction.
+        if unsafe { crate::real::sigaction(WATCHDOG_SIG, &act, std::ptr::null_mut()) } != 0 {
+            return false;
+        }
+    }
+    // SAFETY: plain data; zeroes, then the fields a thread-directed signal needs.
+    let mut ev: libc::sigevent = unsafe { std::mem::zeroed() };
+    ev.sigev_notify = libc::SIGEV_THREAD_ID;
+    ev.sigev_signo = WATCHDOG_SIG;
+    ev.sigev_notify_thread_id = crate::sys::gettid();
+    let mut id: c_int = -1;
+    // SAFETY: timer_create(2) with a valid sigevent and a place for the kernel's timer id.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_timer_create,
+            libc::CLOCK_MONOTONIC,
+            &mut ev as *mut libc::sigevent,
+            &mut id as *mut c_int,
+        )
+    };
+    if r != 0 {
+        return false;
+    }
+    TIMER.store(id, SeqCst);
+    TIMER_PID.store(pid, SeqCst);
+    true
+}
+
+/// Sets the watchdog to fire once in `ms` ms (0: disarms it).
+fn set_watchdog(ms: i64) -> bool {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: ms / 1000,
+            tv_nsec: (ms % 1000) * 1_000_000,
+        },
+    };
+    // SAFETY: timer_settime(2) on our timer with a valid itimerspec, no old value asked.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_timer_settime,
+            TIMER.load(SeqCst),
+            0,
+            &spec as *const libc::itimerspec,
+            std::ptr::null_mut::<libc::itimerspec>(),
+        )
+    };
+    r == 0
+}
