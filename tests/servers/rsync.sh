@@ -12,6 +12,9 @@ mkdir -p "$dir/data" "$dir/inbox" "$dir/up"
 chmod 755 "$dir" "$dir/data"
 chmod 777 "$dir/inbox"
 for f in a b c; do echo "file $f" >"$dir/data/$f"; done
+# The files rsync compares and sends have the same times in every run: they are the program's
+# input, like their contents (ddbx records what comes through sockets, not file metadata).
+touch -d '2026-01-01 00:00:00' "$dir/data"/*
 cat >"$dir/rsyncd.conf" <<CONF
 use chroot = no
 log file = $dir/rsyncd.log
@@ -33,6 +36,7 @@ clients=()
 for i in 1 2 3 4 5 6; do
     mkdir -p "$dir/c$i"
     echo "from $i" >"$dir/up/client$i"
+    touch -d '2026-01-01 00:00:00' "$dir/up/client$i"
     timeout 10 "$here/jitter" sh -c "rsync -a rsync://127.0.0.1:$port/data/ $dir/c$i/ &&
         rsync $dir/up/client$i rsync://127.0.0.1:$port/inbox/" &
     clients+=($!)
