@@ -330,7 +330,6 @@ fn postgres_bin() -> Option<PathBuf> {
 }
 
 #[test]
-#[ignore = "flaky: class 5 at shutdown, 1 clean-clone CI run of 1 on 2026-11-27 at noon (`p10 at event 12: expected Exit(status: 0), found Fork(index: 5)`: the arbiter respawned a worker where the record's exited); passed 6 test runs of 6 and 27 loop replays of 27 before"]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;
     // 12 curl clients, 6 at a time; which worker answered each.
@@ -349,7 +348,6 @@ fn uvicorn_asyncio_server_with_curl_clients() {
 }
 
 #[test]
-#[ignore = "class 5 in Python's computation: 1 test run in 5 with two CPU hogs diverged at shutdown (`p10 at event 91: expected Ready(call: Epoll, fds: []), found exit with status 0`: the replay ran the C-level SIGTERM handler at the start of the gap where the record's came later in it, after the reactor's loop had checked its flag); 9 runs of 9 passed otherwise"]
 fn twisted_web_server_with_curl_clients() {
     // Twisted's web server (`twistd web`, Python's epoll reactor; its SIGTERM handler wakes
     // the reactor through two self-pipes and Twisted kills itself with the signal once the
@@ -372,7 +370,6 @@ fn haproxy_balancing_two_busybox_httpd_backends() {
 }
 
 #[test]
-#[ignore = "flaky until shown otherwise: passed 4 test runs of 4 on 2026-11-27 at noon; before, class 5 (haproxy health-checks until the SIGTERM that `timeout` relays ends it: in 1 suite run of 2, a replay's haproxy was ended 12 events before its recorded end, with the record's output and exit status, `p16 has 193 events vs 181`)"]
 fn haproxy_health_checking_its_backends_on_a_timer() {
     // The same with `check inter 50ms`: haproxy's timers start health-check connections to
     // both backends between the clients' requests.
@@ -382,7 +379,7 @@ fn haproxy_health_checking_its_backends_on_a_timer() {
 }
 
 #[test]
-#[ignore = "class 5 at shutdown: `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4` (libuv's SIGTERM handler reads its lock pipe). 5 replays of 15 before handlers the record took inside a hook after its event ran at the hook's return (2026-12-02); 0 of 20 loop replays and 5 test runs of 5 with two CPU hogs after, but 1 failure in 2 runs of the whole corpus two tests at a time"]
+#[ignore = "class 5 at shutdown in a process with threads: `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4` (libuv's SIGTERM handler reads its lock pipe; 1 test run in 3 with two CPU hogs on 2026-12-02 evening). A signal that lands in computation is held for the next hooked call only in a process without threads, and node has libuv's"]
 fn node_http_server_with_curl_clients() {
     // Node.js (libuv's epoll loop; its helper threads run loops of their own on private
     // pipes, and do no socket I/O); 8 curl clients at once; the order of arrival.
@@ -409,7 +406,6 @@ fn dnsmasq_over_udp_and_tcp() {
 }
 
 #[test]
-#[ignore = "fails today: the files' mtimes, which the script's files get anew in replay, change what rsync sends (`a send of 76 bytes … the record sent 80`); with fixed mtimes, class 5 (the receiver checks the flag its SIGUSR2 handler sets before each poll: the replay delivers it at an earlier hooked call, `expected Ready(…), found exit with status 0`, 4/4), though its children's log lines now take turns (105 per record) as vsftpd's do"]
 fn rsync_daemon_with_concurrent_clients() {
     // rsync --daemon (a child per connection, privileges dropped to nobody), 6 clients that
     // download a module and upload a file; the order the daemon logged the uploads.

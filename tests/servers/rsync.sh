@@ -14,7 +14,7 @@ chmod 777 "$dir/inbox"
 for f in a b c; do echo "file $f" >"$dir/data/$f"; done
 # The files rsync compares and sends have the same times in every run: they are the program's
 # input, like their contents (ddbx records what comes through sockets, not file metadata).
-touch -d '2026-01-01 00:00:00' "$dir/data"/*
+touch -d '2026-01-01 00:00:00' "$dir/data"/* "$dir/data"
 cat >"$dir/rsyncd.conf" <<CONF
 use chroot = no
 log file = $dir/rsyncd.log

@@ -220,7 +220,7 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let saved = sys::errno();
     if signals::is_watchdog(sig, info) {
-        signals::watchdog_fired();
+        signals::watchdog_fired(ctx);
         sys::set_errno(saved);
         return;
     }
@@ -305,7 +305,7 @@ pub extern "C" fn at_entry() {
     if mode == signals::RECORD {
         if signals::any_held() {
             signals::disarm_watchdog();
-            signals::run_held(Some(n));
+            signals::run_held(Some(n), sys::block_signals(0));
         }
     } else {
         crate::replay::signals::at_entry(events, n);

@@ -64,10 +64,11 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         }
         if let Some(entry) = p.entry
             && !at_gate
-            && signals::entry_now() != Some(entry)
+            && signals::entry_now().is_none_or(|now| now < entry)
         {
-            // The record ran it at the program's entry into a hook ([`at_entry`]), or at the
-            // next event's gate at the latest.
+            // The record ran it at the program's entry into a hook ([`at_entry`]) (or a later
+            // one, if the replay's entries were fewer before it), or at the next event's gate
+            // at the latest.
             break Due::Nothing;
         }
         if !at_gate
@@ -465,7 +466,9 @@ pub fn at_unblock(unblocked: u64) {
 /// and runs its handler here, as the record did. One that has not come by then runs at the
 /// next event's gate ([`at_gate`]).
 pub fn at_entry(events: u64, n: u32) {
-    let here = |p: &Planned| p.entry == Some(n) && p.gap == events;
+    // At its entry, or past it (a replay that made fewer entries before it: late rather than
+    // never, for a program that computes until the handler has run).
+    let here = |p: &Planned| p.entry.is_some_and(|e| e <= n) && p.gap == events;
     loop {
         let Some(p) = signals::next_planned().filter(here) else {
             return;

@@ -13,7 +13,7 @@
 //!
 //! Not held back (run where it lands, noted as before, and replayed between the same two
 //! events): a signal that interrupts a system call the LD does not hook (the call's EINTR or
-//! restart is the kernel's), one that comes on another thread than the actor's or in a process
+//! restart is the kernel's, and a loop that retries on EINTR must see the handler's flag), one that comes on another thread than the actor's or in a process
 //! with threads, and one held back for [`WATCHDOG_MS`] without a hook being entered (a
 //! computation that only ends when its handler has run: a watchdog timer raises
 //! [`WATCHDOG_SIG`] and the handler runs then). Atomics and raw system calls only: this runs in
@@ -70,17 +70,23 @@ pub fn defer(
     true
 }
 
-/// Takes the oldest delivery held back: its signal and ended child.
-fn take_held() -> Option<(c_int, u32)> {
+/// Takes the oldest delivery held back whose signal `blocked` (the program's mask, signals 1
+/// to 64) lets through: its signal and ended child.
+fn take_held(blocked: u64) -> Option<(c_int, u32)> {
     if HELD_COUNT.load(SeqCst) == 0 {
         return None;
     }
-    HELD.iter().find_map(|h| match h.swap(0, SeqCst) {
-        0 => None,
-        v => {
-            HELD_COUNT.fetch_sub(1, SeqCst);
-            Some(((v & 0xff) as c_int, (v >> 8) as u32))
+    HELD.iter().find_map(|h| {
+        let v = h.load(SeqCst);
+        let sig = (v & 0xff) as c_int;
+        if v == 0
+            || blocked & 1 << (sig - 1) != 0
+            || h.compare_exchange(v, 0, SeqCst, SeqCst).is_err()
+        {
+            return None;
         }
+        HELD_COUNT.fetch_sub(1, SeqCst);
+        Some((sig, (v >> 8) as u32))
     })
 }
 
@@ -89,13 +95,17 @@ pub fn any_held() -> bool {
     HELD_COUNT.load(Relaxed) > 0
 }
 
-/// Whether the kernel's context `ctx` stopped the program at a system call instruction or just
-/// after one: the signal interrupted a call the LD does not hook (or came as it returned).
+/// Whether the signal interrupted a system call the LD does not hook, by the kernel's context
+/// `ctx`: the program stands at a `syscall` instruction (the kernel moved it back there to
+/// restart the call after the handler, SA_RESTART), or just after one that returned EINTR.
+/// (One that just returned otherwise, a `stat` or a `write` to a file, was not interrupted:
+/// the signal came in the computation after it.)
 #[cfg(target_arch = "x86_64")]
 fn in_system_call(ctx: *mut libc::c_void) -> bool {
     // SAFETY: the kernel's ucontext of this delivery (non-null, checked by the caller).
-    let rip = unsafe { (*ctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RIP as usize] }
-        as usize;
+    let regs = unsafe { &(*ctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+    let rip = regs[libc::REG_RIP as usize] as usize;
+    let rax = regs[libc::REG_RAX as usize];
     let in_page = rip & 0xfff;
     if !(2..0xfff).contains(&in_page) {
         return true; // the bytes around it may be on another page: not looked at
@@ -106,7 +116,8 @@ fn in_system_call(ctx: *mut libc::c_void) -> bool {
         let p = rip as *const u8;
         ([*p.sub(2), *p.sub(1)], [*p, *p.add(1)])
     };
-    before == [0x0f, 0x05] || at == [0x0f, 0x05]
+    const SYSCALL: [u8; 2] = [0x0f, 0x05];
+    at == SYSCALL || (before == SYSCALL && rax == -i64::from(libc::EINTR))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -125,16 +136,25 @@ pub fn count_entry(events: u64) -> u32 {
 }
 
 /// Record: runs the handlers held back, noted at entry `entry` (None: where they are now, the
-/// watchdog's), errno kept for the program.
-pub fn run_held(entry: Option<u32>) {
+/// watchdog's), errno kept for the program; `blocked`: the program's signal mask there. As
+/// the kernel would: not one whose signal the program blocks (it runs its own handler of that
+/// signal, or masked it), and none inside a handler the LD runs (replay runs no delivery
+/// inside another); those stay held, for a later entry or the watchdog.
+pub fn run_held(entry: Option<u32>, blocked: u64) {
+    if super::in_program_handler() {
+        return;
+    }
     let saved = crate::sys::errno();
-    while let Some((sig, ended)) = take_held() {
+    while let Some((sig, ended)) = take_held(blocked) {
         let Some(d) = disposition(sig) else {
             continue; // the program let go of its handler since (SIG_DFL, SIG_IGN)
         };
         note(sig, (false, false), ended, entry);
         let mut info = info_of(sig);
         call_handler(sig, d, &mut info, std::ptr::null_mut());
+    }
+    if any_held() {
+        let _ = set_watchdog(WATCHDOG_MS);
     }
     crate::sys::set_errno(saved);
 }
@@ -175,8 +195,16 @@ pub fn is_watchdog(sig: c_int, info: *const siginfo_t) -> bool {
 
 /// The watchdog fired: the deliveries still held back run now, where the program is (no hook
 /// was entered for [`WATCHDOG_MS`]), noted as the LD notes one that lands there.
-pub fn watchdog_fired() {
-    run_held(None);
+pub fn watchdog_fired(ctx: *mut libc::c_void) {
+    if crate::guard::inside() || ctx.is_null() {
+        // In a hook (whose entry found the signal blocked): its return or the next entry.
+        let _ = set_watchdog(WATCHDOG_MS);
+        return;
+    }
+    // SAFETY: the kernel's ucontext of this delivery: the program's mask where it was.
+    let blocked =
+        unsafe { *std::ptr::addr_of!((*ctx.cast::<libc::ucontext_t>()).uc_sigmask).cast::<u64>() };
+    run_held(None, blocked);
 }
 
 /// Arms the watchdog (making it first, in this process, with the LD's `handler` taking its
