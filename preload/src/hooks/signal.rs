@@ -220,7 +220,7 @@ pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let saved = sys::errno();
     if signals::is_watchdog(sig, info) {
-        signals::watchdog_fired(ctx);
+        signals::watchdog_fired(ctx, crate::guard::inside());
         sys::set_errno(saved);
         return;
     }

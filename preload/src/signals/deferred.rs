@@ -193,10 +193,11 @@ pub fn is_watchdog(sig: c_int, info: *const siginfo_t) -> bool {
     code == libc::SI_TIMER && timer == TIMER.load(SeqCst) && TIMER_PID.load(SeqCst) != 0
 }
 
-/// The watchdog fired: the deliveries still held back run now, where the program is (no hook
-/// was entered for [`WATCHDOG_MS`]), noted as the LD notes one that lands there.
-pub fn watchdog_fired(ctx: *mut libc::c_void) {
-    if crate::guard::inside() || ctx.is_null() {
+/// The watchdog fired (`ctx`: the kernel's context; `in_hook`: the program is inside a hook):
+/// the deliveries still held back run now, where the program is (no hook was entered for
+/// [`WATCHDOG_MS`]), noted as the LD notes one that lands there.
+pub fn watchdog_fired(ctx: *mut libc::c_void, in_hook: bool) {
+    if in_hook || ctx.is_null() {
         // In a hook (whose entry found the signal blocked): its return or the next entry.
         let _ = set_watchdog(WATCHDOG_MS);
         return;
