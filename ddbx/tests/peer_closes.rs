@@ -119,6 +119,28 @@ fn a_parent_and_its_children_on_socketpairs_halt_where_inf_says() {
     DDBX.replays_under_optimal_tracing(&program, &[]);
 }
 
+/// `epipe_halt`: the parent's sends to a child that reads one byte and closes go through
+/// until one fails with EPIPE; how many went through differs natively. A halting replay after
+/// each of the parent's events stops at `ddbx inf`'s cut: after the failed send, the child has
+/// made its close. (Before, the halting gate did not ask for what a failed send needs, the
+/// child stayed before its close and the cut was inconsistent: vsftpd's session parent, whose
+/// write to a client that had quit failed, halted at its exit while that curl client was held
+/// three events short of `ddbx inf`'s cut.)
+#[test]
+fn a_send_that_found_the_peer_closed_halts_with_that_close_made() {
+    let program = progs().join("epipe_halt");
+    let (tmp, _) = DDBX.race(&program, &[], 0);
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    let failed = h["p1"]
+        .iter()
+        .position(|r| matches!(r, Record::Fail { err, .. } if *err == ddbx_wire::Errno::EPIPE))
+        .unwrap_or_else(|| panic!("no EPIPE in the parent's history: {:?}", h["p1"]));
+    for k in failed..=h["p1"].len() {
+        DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
+    }
+}
+
 /// `reset_unsent`: a client closes its connection with bytes unread (a reset), while some of
 /// what it sent may still be held back by Nagle's algorithm, waiting for an ACK the server's
 /// kernel delays: those bytes are lost. Natively the server gets all 34 bytes or 4 (the client

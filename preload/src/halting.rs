@@ -15,8 +15,8 @@
 
 use crate::ld::{HaltState, Ld};
 use ddbx_wire::counters::Counters;
-use ddbx_wire::history::Record;
 use ddbx_wire::history::value::Value as Logged;
+use ddbx_wire::history::{Call, Record};
 use ddbx_wire::pred::{self, Value, VarRef};
 use ddbx_wire::proto::{GdToLd, LdToGd};
 
@@ -115,6 +115,14 @@ pub fn gate(ld: &mut Ld) {
     ) || matches!(
         ld.next_record(),
         Some(Record::Connect { err: Some(e), .. }) if *e == ddbx_wire::Errno::EINPROGRESS
+    ) || matches!(
+        // A send or receive that found the peer's end closed needs that close (the analysis's
+        // `resets`): replayed from the history, it would not wait for it, and a halt left
+        // vsftpd's session at its exit while its curl client, whose close the session's
+        // EPIPE saw, stayed three events short of `ddbx inf`'s cut.
+        ld.next_record(),
+        Some(Record::Fail { call: Call::Send | Call::Recv, err, .. })
+            if *err == ddbx_wire::Errno::EPIPE || *err == ddbx_wire::Errno::ECONNRESET
     );
     // A signal the record delivered before this event: what raised it (a child's end).
     let waits = waits || crate::signals::due(ld.events());

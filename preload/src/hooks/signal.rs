@@ -165,6 +165,9 @@ pub unsafe extern "C" fn sigaction(
             r
         }
     };
+    if r == 0 && !act.is_null() && signals::any_held() {
+        signals::disposition_changed(sig);
+    }
     if r == 0 && !old.is_null() {
         // SAFETY: the program's `old`, just filled by the kernel.
         let old = unsafe { &mut *old };

@@ -90,6 +90,25 @@ fn take_held(blocked: u64) -> Option<(c_int, u32)> {
     })
 }
 
+/// Record: the program changed its disposition of `sig` while a delivery of it was held back
+/// (a worker that resets SIGTERM to its default action): the delivery is raised again, to
+/// come under the new disposition as a signal sent a little later would (kept for the old
+/// handler, it was dropped at the next entry, and the replay's worker never died).
+pub fn disposition_changed(sig: c_int) {
+    let mut raised = false;
+    for h in &HELD {
+        let v = h.load(SeqCst);
+        if v != 0 && (v & 0xff) as c_int == sig && h.compare_exchange(v, 0, SeqCst, SeqCst).is_ok()
+        {
+            HELD_COUNT.fetch_sub(1, SeqCst);
+            if !raised {
+                crate::sys::tgkill(crate::sys::getpid(), crate::sys::gettid(), sig);
+                raised = true;
+            }
+        }
+    }
+}
+
 /// Whether deliveries are held back now.
 pub fn any_held() -> bool {
     HELD_COUNT.load(Relaxed) > 0
