@@ -20,6 +20,11 @@ const DEFAULT_FATAL: [c_int; 7] = [
 /// Replay: the default-fatal signals the LD keeps blocked (bit `sig - 1`).
 static HELD: AtomicU64 = AtomicU64::new(0);
 
+/// Set once a replay's history is loaded ([`hold_default_fatal`]): [`hold`] holds from then
+/// on, whether or not the replay orders the program's handlers (a replay of an optimal trace
+/// does not, and a script's `kill` still must not end a process before its history's end).
+static REPLAYING: AtomicBool = AtomicBool::new(false);
+
 /// Replay, once the history is loaded (`events_left`: it has events to replay): the signals
 /// of [`DEFAULT_FATAL`] the program leaves to their default action are kept blocked while the
 /// history has events left, so that one that comes early (the replay of its sender ran ahead)
@@ -35,6 +40,7 @@ static HELD: AtomicU64 = AtomicU64::new(0);
 /// this history ends (a `sleep` killed by the script's `kill` as it exec'd had nothing left
 /// to replay, and waited for ever with the signal pending).
 pub fn hold_default_fatal(events_left: bool) {
+    REPLAYING.store(true, SeqCst);
     let inherited = crate::sys::block_signals(0);
     for sig in DEFAULT_FATAL {
         // SAFETY: plain data, filled by the query.
@@ -57,7 +63,7 @@ pub fn hold_default_fatal(events_left: bool) {
 /// Blocks `sig` if replay holds it (the program just left it to its default action, and the
 /// history has events left).
 pub fn hold(sig: c_int) {
-    if crate::signals::mode() == crate::signals::REPLAY && DEFAULT_FATAL.contains(&sig) {
+    if REPLAYING.load(SeqCst) && DEFAULT_FATAL.contains(&sig) {
         let bit = 1u64 << (sig - 1);
         HELD.fetch_or(bit, SeqCst);
         crate::sys::block_signals(bit);

@@ -456,9 +456,10 @@ impl Ld {
                 })
                 .collect(),
         });
-        if ordered {
-            crate::fatal::hold_default_fatal(self.next_record().is_some());
-        }
+        // Every replay, ordered or not: a kill that the sender's replay makes early waits
+        // for the end of this history (under optimal tracing, a script's `kill` ended its
+        // server's `sh` before it exec'd the `sleep` the record's had).
+        crate::fatal::hold_default_fatal(self.next_record().is_some());
         self.start_pids();
     }
 
