@@ -315,6 +315,41 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
     );
 }
 
+/// `sig_merged FILE`: the parent sends its child SIGTERM, waits as long as FILE says, then
+/// sends the child's group SIGTERM (GNU `timeout`'s two kills). Natively, with no wait, the
+/// kernel keeps one of the two in some runs ("took 1"). Recorded with a wait, the child's
+/// handler ran twice, each time in a sleep; replayed with none, the two arrive as one, and the
+/// LD must count the parent's kills to run the handler the second time (before, the second
+/// delivery waited for an arrival that never came, unless the count was in by the first
+/// arrival: the group kill is counted after a look at `/proc`, and the child slept its 300
+/// sleeps and printed "took 1"; gunicorn's arbiter waited out its graceful timeout the same
+/// way).
+#[test]
+fn two_kills_that_arrive_as_one_in_replay_still_run_the_handler_twice() {
+    let tmp = TempDir::new("sig_merged");
+    let file = tmp.join("gap");
+    std::fs::write(&file, "0").unwrap();
+    let program = progs().join("sig_merged");
+    let merged = (0..200).any(|_| {
+        let out = std::process::Command::new(&program)
+            .arg(path_str(&file))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("took 1 terms")
+    });
+    assert!(
+        merged,
+        "200 native runs, and the kernel never kept one kill of two"
+    );
+    record_then_replay_slower(
+        &tmp,
+        &["sig_merged"],
+        &file,
+        ("200000", "0"),
+        "child took 2 terms\nchild exited 0\n",
+    );
+}
+
 /// `sig_in_sleep FILE spin`: as above, but the server computes (a loop, no call) before its
 /// select. Recorded with no computation, the signal comes in the select; replayed with a long
 /// one, it arrives while the server computes, and the handler must wait for the select: run

@@ -111,6 +111,13 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             break Due::Nothing;
         }
         if !came(&p) && p.sig != force && !signals::later_arrived(events) {
+            // Each later hooked call looks again ([`at_call`]; one made in computation runs
+            // as the program leaves that hook): a kill that merged into an earlier arrival
+            // counts only once its sender has counted it (a group kill, after a look at
+            // `/proc`), and nothing else would look again while the program sleeps in a loop
+            // that waits for the handler (gunicorn's arbiter waited out its graceful timeout;
+            // `tests/progs/sig_merged.c`).
+            KEPT.store(true, SeqCst);
             break Due::Waiting(p);
         }
         signals::planned_done();
