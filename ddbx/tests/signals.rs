@@ -326,13 +326,31 @@ fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_waits_for_that_call() {
 /// way).
 #[test]
 fn two_kills_that_arrive_as_one_in_replay_still_run_the_handler_twice() {
+    merged_kills(&["sig_merged"], "child took 2 terms\nchild exited 0\n");
+}
+
+/// `sig_merged FILE die`: the handler also leaves SIGTERM to its default action, and the second
+/// kill ends the child (natively, when the kernel kept one kill of two, the child lives on and
+/// prints "took 1"). Replayed with the two kills arriving as one, the child, past its history's
+/// end, dies of the merged one (before, it waited there for a kill that had come already, and
+/// its parent waited for it: the replay hung, as gunicorn's did, its arbiter waiting for a
+/// worker).
+#[test]
+fn a_kill_that_arrives_as_one_with_a_handled_one_still_ends_the_process() {
+    merged_kills(&["sig_merged", "die"], "child killed by signal 15\n");
+}
+
+/// Runs `program FILE args…` natively with FILE saying 0 until the kernel keeps one kill of
+/// two (at most 200 runs), then records it with 200000 (`want`) and replays it twice with 0.
+fn merged_kills(program: &[&str], want: &str) {
     let tmp = TempDir::new("sig_merged");
     let file = tmp.join("gap");
     std::fs::write(&file, "0").unwrap();
-    let program = progs().join("sig_merged");
+    let binary = progs().join(program[0]);
     let merged = (0..200).any(|_| {
-        let out = std::process::Command::new(&program)
+        let out = std::process::Command::new(&binary)
             .arg(path_str(&file))
+            .args(&program[1..])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).contains("took 1 terms")
@@ -341,13 +359,7 @@ fn two_kills_that_arrive_as_one_in_replay_still_run_the_handler_twice() {
         merged,
         "200 native runs, and the kernel never kept one kill of two"
     );
-    record_then_replay_slower(
-        &tmp,
-        &["sig_merged"],
-        &file,
-        ("200000", "0"),
-        "child took 2 terms\nchild exited 0\n",
-    );
+    record_then_replay_slower(&tmp, program, &file, ("200000", "0"), want);
 }
 
 /// `sig_in_sleep FILE spin`: as above, but the server computes (a loop, no call) before its

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// The asynchronous signals whose default action ends the process and that another process
 /// (a script's `kill`, `timeout`, a terminal) typically sends.
-const DEFAULT_FATAL: [c_int; 7] = [
+pub const DEFAULT_FATAL: [c_int; 7] = [
     libc::SIGHUP,
     libc::SIGINT,
     libc::SIGQUIT,
@@ -119,6 +119,11 @@ pub fn at_end() {
     unsafe { crate::real::sigaction(libc::SIGCONT, &wake, std::ptr::null_mut()) };
 }
 
+/// Whether the history's last event has happened ([`at_end`]).
+pub fn past_the_end() -> bool {
+    AT_END.load(SeqCst)
+}
+
 /// SIGCONT at the end of the history: the GD ends the replay (see [`at_end`]).
 extern "C" fn woken(_sig: c_int) {
     let saved = crate::sys::errno();
@@ -132,14 +137,6 @@ extern "C" fn woken(_sig: c_int) {
 pub fn before_blocking() {
     if AT_END.load(SeqCst) && HELD.load(SeqCst) != 0 {
         release_held();
-    }
-}
-
-/// [`before_blocking`] for a sleep, whose hook the LD's own sleeps go through too (those
-/// are not the program's calls).
-pub fn before_sleep() {
-    if !crate::guard::inside() {
-        before_blocking();
     }
 }
 

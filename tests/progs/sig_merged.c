@@ -1,7 +1,7 @@
 /*
  * sig_merged: two kills of one signal that the record delivered apart arrive as one in replay.
  *
- *   sig_merged [FILE]
+ *   sig_merged [FILE [die]]
  *
  * The parent makes a socketpair and forks a child, which makes its own process group. The
  * child installs a SIGTERM handler that counts, sends "ready", then sleeps in 10 ms usleeps
@@ -16,16 +16,28 @@
  * 200000 and replayed with 0 (ddbx replays the arguments, not the contents of files: as a
  * sender that runs ahead under other timing) must still run the handler twice, where the
  * record ran it: the LD counts the kills the session's processes made.
+ *
+ * With `die`, the handler also leaves SIGTERM to its default action (a gunicorn worker): the
+ * second kill ends the child ("child killed by signal 15"; natively with 0, in the runs where
+ * the kernel kept one, the child sleeps its 300 sleeps and prints "child took 1 terms"). A
+ * replay with 0 must end the child by the kill that merged, where its history ends.
  */
 #include "common.h"
 #include <signal.h>
 
 static volatile sig_atomic_t terms;
+static int to_default;
 
 static void on_term(int sig)
 {
-    (void)sig;
+    struct sigaction dfl;
+
     terms++;
+    if (to_default) {
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+    }
 }
 
 static int child_main(int fd)
@@ -52,6 +64,7 @@ int main(int argc, char **argv)
 {
     static const long sleeps[] = {SYS_nanosleep, SYS_clock_nanosleep, -1};
     long gap = number_in(argc > 1 ? argv[1] : NULL);
+    to_default = argc > 2 && !strcmp(argv[2], "die");
     int sv[2];
     char buf[5];
     pid_t child;

@@ -284,7 +284,7 @@ pub(super) fn before_wait(options: c_int) {
     if options & libc::WNOHANG != 0 {
         return;
     }
-    crate::fatal::before_blocking();
+    crate::replay::cursor::before_blocking(false);
     if let Some(ld) = active()
         && ld.mode == Mode::Replay
     {

@@ -366,7 +366,7 @@ fn suspend(wait: impl FnOnce() -> c_int) -> c_int {
     };
     let made = crate::replay::signals::planned_made();
     let ran = crate::replay::signals::at_call();
-    crate::fatal::before_blocking();
+    crate::replay::cursor::before_blocking(false);
     // A shell's `wait` (dash: SIGCHLD awaited in sigsuspend, then non-blocking waits): a
     // halting replay must make what the next event needs (the children's ends) run.
     if !ran

@@ -3,7 +3,8 @@
 //! happen around them:
 //!
 //! * Past the end of a killed process's history, a sleep is the call where the record's
-//!   process was killed: the signal held until then acts (`crate::fatal::before_sleep`).
+//!   process was killed: the signal held until then acts
+//!   (`crate::replay::cursor::before_blocking`).
 //! * In replay, a signal that arrives during a sleep but that the record took inside a later
 //!   call is kept for that call (`preload/src/replay/signals.rs`). The kernel still ended the
 //!   sleep when the LD's handler ran; the program never learns of it: the sleep goes on for
@@ -63,7 +64,7 @@ fn zero() -> timespec {
 
 /// A relative sleep of `left` by the real nanosleep; the error number (0: slept to its end).
 fn nap(left: &mut timespec) -> c_int {
-    crate::fatal::before_sleep();
+    crate::replay::cursor::before_blocking(true);
     asleep(left, |left| {
         let mut rest = zero();
         // SAFETY: our own timespecs.

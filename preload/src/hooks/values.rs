@@ -153,7 +153,7 @@ pub unsafe extern "C" fn clock_nanosleep(
     req: *const timespec,
     rem: *mut timespec,
 ) -> c_int {
-    crate::fatal::before_sleep();
+    crate::replay::cursor::before_blocking(true);
     let mut moved = timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -16,7 +16,7 @@ use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd, sigset_t, size_t, timespe
 /// The LD, when a readiness call that watches a channel end must be recorded or replayed.
 fn ld_for_wait(watches_streams: bool) -> Option<&'static mut Ld> {
     if !watches_streams {
-        crate::fatal::before_blocking();
+        crate::replay::cursor::before_blocking(false);
         return None;
     }
     let ld = super::active()?;

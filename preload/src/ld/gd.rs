@@ -184,6 +184,16 @@ impl Ld {
         sys::exit_group(status)
     }
 
+    /// [`Ld::wait_for_the_end`], calling `check` every 50 ms while nothing comes.
+    pub fn wait_for_the_end_checking(&mut self, status: c_int, mut check: impl FnMut()) -> ! {
+        loop {
+            check();
+            if (self.gd_message_buffered() || self.poll_gd(50) > 0) && self.read_line().is_none() {
+                sys::exit_group(status)
+            }
+        }
+    }
+
     /// The GD disappeared during a replay: this process cannot be replayed further.
     pub fn gd_gone(&mut self) -> ! {
         sys::write_all(

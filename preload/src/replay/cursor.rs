@@ -131,13 +131,51 @@ pub fn diverge(ld: &mut Ld, found: &str) -> ! {
 
 /// The record ended here, after `events` events: tells the GD this actor is at its end and
 /// waits for the session to end.
+///
+/// The kill it waits for may have come already, merged into an earlier arrival of its signal
+/// that the program's handler took (`crate::ld::sent`): a gunicorn worker took `timeout`'s
+/// SIGTERM in its handler, reset it to its default action and died of the arbiter's, which in
+/// replay arrived as one with the first; it waited here, its arbiter waited for it, and the
+/// replay took the arbiter's 30 s graceful timeout. Such a kill ends the process here.
 fn wait_here_for_the_end(ld: &mut Ld, events: u64) -> ! {
     let msg = LdToGd::AtEnd {
         actor: ld.actor,
         events,
     };
     ld.send(&msg);
-    ld.wait_for_the_end(ddbx_wire::exit::DIVERGED)
+    ld.wait_for_the_end_checking(ddbx_wire::exit::DIVERGED, die_of_a_merged_kill)
+}
+
+/// The program is about to block in a call that is not an event (`sleep`: a sleep, which the
+/// LD's own sleeps go through too): past the history's end, the call where the record's
+/// process was killed. The signals held until then act (`crate::fatal::before_blocking`), and
+/// so does a kill that merged into an earlier arrival ([`die_of_a_merged_kill`]).
+pub fn before_blocking(sleep: bool) {
+    if sleep && crate::guard::inside() {
+        return;
+    }
+    crate::fatal::before_blocking();
+    if crate::fatal::past_the_end() {
+        die_of_a_merged_kill();
+    }
+}
+
+/// Past the history's end: dies of a default-fatal signal left to its default action that the
+/// session's processes sent more often than it arrived.
+fn die_of_a_merged_kill() {
+    for sig in crate::fatal::DEFAULT_FATAL {
+        // SAFETY: plain data, filled by the query.
+        let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a query into our local.
+        let default = unsafe { crate::real::sigaction(sig, std::ptr::null(), &mut cur) } == 0
+            && cur.sa_sigaction == libc::SIG_DFL;
+        if default && crate::ld::sent::merged(sig) {
+            crate::fatal::release_held();
+            let old = sys::block_signals(0);
+            sys::set_signal_mask(old & !(1u64 << (sig - 1)));
+            sys::kill_self(sig);
+        }
+    }
 }
 
 /// [`follow`] only returns records its predicate accepted; this is for the compiler.
