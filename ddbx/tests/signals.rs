@@ -340,6 +340,19 @@ fn a_kill_that_arrives_as_one_with_a_handled_one_still_ends_the_process() {
     merged_kills(&["sig_merged", "die"], "child killed by signal 15\n");
 }
 
+/// `sig_merged FILE late`: the child leaves SIGTERM to its default action itself after its
+/// handler first ran (as Python does when it finalizes), and the record's second kill, 200 ms
+/// later, ends it. Replayed with the kills a microsecond apart, the second comes while the
+/// handler is still there and is kept; the child, past its history's end, must still die of
+/// it, not wait there for a kill that came already (gunicorn's workers, signalled by their
+/// arbiter and by `timeout`: one waited at its `exit` in a replay, 2 SIGTERMs sent, 1
+/// delivery planned). This program passed before the end's check counted the kills sent
+/// against the record's deliveries; it keeps the shape tested.
+#[test]
+fn a_kill_that_came_before_the_program_reset_its_handler_still_ends_the_process() {
+    merged_kills(&["sig_merged", "late"], "child killed by signal 15\n");
+}
+
 /// Runs `program FILE args…` natively with FILE saying 0 until the kernel keeps one kill of
 /// two (at most 200 runs), then records it with 200000 (`want`) and replays it twice with 0.
 fn merged_kills(program: &[&str], want: &str) {

@@ -1,7 +1,7 @@
 /*
  * sig_merged: two kills of one signal that the record delivered apart arrive as one in replay.
  *
- *   sig_merged [FILE [die]]
+ *   sig_merged [FILE [die|late]]
  *
  * The parent makes a socketpair and forks a child, which makes its own process group. The
  * child installs a SIGTERM handler that counts, sends "ready", then sleeps in 10 ms usleeps
@@ -21,12 +21,21 @@
  * second kill ends the child ("child killed by signal 15"; natively with 0, in the runs where
  * the kernel kept one, the child sleeps its 300 sleeps and prints "child took 1 terms"). A
  * replay with 0 must end the child by the kill that merged, where its history ends.
+ *
+ * With `late`, the child leaves SIGTERM to its default action itself, in its loop after the
+ * handler first ran (Python does so as it finalizes: a gunicorn worker that its arbiter and
+ * `timeout` both signal). Recorded with 200000, the second kill ends it after the reset. With 0
+ * the second kill comes while the handler is still there, natively and in replay alike: the
+ * handler runs for it (or the kernel merges it), and the child is not killed. A replay must
+ * end the child by that kill all the same, where its history ends, and not wait there for a
+ * kill that already came.
  */
 #include "common.h"
 #include <signal.h>
 
 static volatile sig_atomic_t terms;
 static int to_default;
+static int late;
 
 static void on_term(int sig)
 {
@@ -54,8 +63,15 @@ static int child_main(int fd)
         fail("sigaction");
     if (write(fd, "ready", 5) != 5)
         fail("write");
-    for (slept = 0; terms < 2 && slept < 300; slept++)
+    for (slept = 0; terms < 2 && slept < 300; slept++) {
+        if (late && terms == 1) {
+            late = 0;
+            sa.sa_handler = SIG_DFL;
+            if (sigaction(SIGTERM, &sa, NULL) < 0)
+                fail("sigaction");
+        }
         usleep(10000);
+    }
     printf("child took %d terms\n", (int)terms);
     return 0;
 }
@@ -65,6 +81,7 @@ int main(int argc, char **argv)
     static const long sleeps[] = {SYS_nanosleep, SYS_clock_nanosleep, -1};
     long gap = number_in(argc > 1 ? argv[1] : NULL);
     to_default = argc > 2 && !strcmp(argv[2], "die");
+    late = argc > 2 && !strcmp(argv[2], "late");
     int sv[2];
     char buf[5];
     pid_t child;

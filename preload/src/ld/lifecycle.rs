@@ -432,6 +432,7 @@ impl Ld {
             records: history.records,
             accepts: plan.accepts,
             killed_by: plan.killed_by,
+            ended_by_signal: plan.ended_by_signal,
             kept: Vec::new(),
             outside_peers: Vec::new(),
             pending_peers: Vec::new(),

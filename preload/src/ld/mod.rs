@@ -168,6 +168,8 @@ pub struct ReplayState {
     pub accepts: Vec<AcceptPlan>,
     /// The record ended with this signal after the last record.
     pub killed_by: Option<i32>,
+    /// The signal the record died of after its last record, whoever sent it.
+    pub ended_by_signal: Option<i32>,
     /// Connections accepted early, kept for the accept they belong to.
     pub kept: Vec<KeptConnection>,
     /// Connections to outside peers, played by the LD.

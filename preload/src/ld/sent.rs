@@ -125,6 +125,17 @@ pub fn merged(sig: c_int) -> bool {
     sent > seen && !sys::is_pending(sig)
 }
 
+/// How many `sig` the session's processes sent this process since its image started.
+pub fn since_start(sig: c_int) -> u32 {
+    if !(1..32).contains(&sig) {
+        return 0;
+    }
+    let i = sig as usize - 1;
+    entry(sys::getpid()).map_or(0, |me| {
+        me.sent[i].load(SeqCst).wrapping_sub(BASE[i].load(SeqCst))
+    })
+}
+
 /// A delivery takes a signal [`merged`] said came.
 pub fn take_merged(sig: c_int) {
     if (1..32).contains(&sig) {

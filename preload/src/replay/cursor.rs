@@ -143,7 +143,8 @@ fn wait_here_for_the_end(ld: &mut Ld, events: u64) -> ! {
         events,
     };
     ld.send(&msg);
-    ld.wait_for_the_end_checking(ddbx_wire::exit::DIVERGED, die_of_a_merged_kill)
+    let ended_by = ld.replay.as_ref().and_then(|r| r.ended_by_signal);
+    ld.wait_for_the_end_checking(ddbx_wire::exit::DIVERGED, || die_of_a_merged_kill(ended_by))
 }
 
 /// The program is about to block in a call that is not an event (`sleep`: a sleep, which the
@@ -156,20 +157,35 @@ pub fn before_blocking(sleep: bool) {
     }
     crate::fatal::before_blocking();
     if crate::fatal::past_the_end() {
-        die_of_a_merged_kill();
+        let ended_by = crate::ld::running()
+            .and_then(|ld| ld.replay.as_ref())
+            .and_then(|r| r.ended_by_signal);
+        die_of_a_merged_kill(ended_by);
     }
 }
 
 /// Past the history's end: dies of a default-fatal signal left to its default action that the
-/// session's processes sent more often than it arrived.
-fn die_of_a_merged_kill() {
+/// session's processes sent more often than it arrived, that arrived and was kept, or, when the
+/// record died of it (`ended_by`), that they sent more often than the record's handler ran.
+/// In replay a kill may come while the program still has its handler, which runs for it, and
+/// the program then gives the signal back to its default action: the record's kill came after
+/// that and ended the process (gunicorn's workers, each sent SIGTERM by `timeout` and by the
+/// arbiter).
+fn die_of_a_merged_kill(ended_by: Option<i32>) {
     for sig in crate::fatal::DEFAULT_FATAL {
         // SAFETY: plain data, filled by the query.
         let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: a query into our local.
         let default = unsafe { crate::real::sigaction(sig, std::ptr::null(), &mut cur) } == 0
             && cur.sa_sigaction == libc::SIG_DFL;
-        if default && crate::ld::sent::merged(sig) {
+        if !default {
+            continue;
+        }
+        let all_made = ended_by == Some(sig)
+            && crate::ld::sent::since_start(sig) as usize > crate::signals::planned_of(sig);
+        // Or one that came early, while the program still had its handler, and that no
+        // delivery of the record took (the LD keeps it).
+        if all_made || crate::ld::sent::merged(sig) || crate::signals::take_arrival(sig) {
             crate::fatal::release_held();
             let old = sys::block_signals(0);
             sys::set_signal_mask(old & !(1u64 << (sig - 1)));

@@ -273,6 +273,14 @@ pub fn set_plan(deliveries: impl Iterator<Item = Planned>) {
     PLAN_LEN.store(n, SeqCst);
 }
 
+/// How many deliveries of `sig` the plan has (made or not).
+pub fn planned_of(sig: c_int) -> usize {
+    PLANNED[..PLAN_LEN.load(SeqCst)]
+        .iter()
+        .filter(|v| ((v.load(SeqCst) >> 1) & 0x7f) as c_int == sig)
+        .count()
+}
+
 /// The next recorded delivery not made yet.
 pub fn next_planned() -> Option<Planned> {
     let i = PLAN_NEXT.load(SeqCst);

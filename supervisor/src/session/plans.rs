@@ -194,6 +194,7 @@ fn plan_for(
             .into_owned(),
         accepts: accepts_of(channels, info.id),
         killed_by: killed_by(recording, info),
+        ended_by_signal: ended_by_signal(recording, info),
         external_connects: external_connects(recording, channels, info.id),
         observe: observe
             .iter()
@@ -254,6 +255,18 @@ fn killed_by(recording: &Recording, info: &ActorInfo) -> Option<i32> {
         // A record torn in the middle: the process died while writing it.
         _ if torn && !ended_by_exit => Some(libc::SIGKILL),
         None if ddbx_died && !ended_by_exit => Some(libc::SIGKILL),
+        _ => None,
+    }
+}
+
+/// The signal that ended the recorded actor after its last record, whoever sent it.
+fn ended_by_signal(recording: &Recording, info: &ActorInfo) -> Option<i32> {
+    let ended_by_exit = matches!(
+        recording.sketch(info.id).and_then(|h| h.last.as_ref()),
+        Some(Record::Exit { .. })
+    );
+    match info.exit {
+        Some(ExitStatus::Signaled(sig)) if !ended_by_exit => Some(sig),
         _ => None,
     }
 }

@@ -288,6 +288,11 @@ pub struct ReplayPlan {
     pub accepts: Vec<AcceptPlan>,
     /// How the record ended, when it did not end with an `Exit` record (killed).
     pub killed_by: Option<i32>,
+    /// The signal the recorded process died of after its last record, whoever sent it (a
+    /// recorded process too: then [`ReplayPlan::killed_by`] is `None`, and replay waits for
+    /// that kill).
+    #[serde(default)]
+    pub ended_by_signal: Option<i32>,
     /// This actor's connect events whose peer was outside the session (replay plays it).
     #[serde(default)]
     pub external_connects: Vec<u64>,
