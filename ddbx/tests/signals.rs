@@ -340,6 +340,38 @@ fn a_kill_that_arrives_as_one_with_a_handled_one_still_ends_the_process() {
     merged_kills(&["sig_merged", "die"], "child killed by signal 15\n");
 }
 
+/// `sig_sleep_call FILE`: the record took the child's SIGTERM in `sigsuspend`, a hooked call;
+/// the replay, with FILE saying 1, waits for it in a loop of usleeps. The handler must run in
+/// one of those sleeps (before, each sleep kept the delivery for a hooked call that never
+/// came, and the loop ran out: gunicorn's arbiter, its second SIGTERM taken in a hooked call
+/// in the record, slept out its 30 s graceful timeout, the SIGCHLDs of its workers behind it).
+#[test]
+fn a_signal_taken_in_a_call_that_arrives_in_a_sleep_loop_runs_its_handler_there() {
+    natively_then_slower(
+        "sig_sleep_call",
+        &["sig_sleep_call"],
+        ("0", "1"),
+        "child took the term\nchild exited 0\n",
+        "child took the term\nchild exited 0\n",
+    );
+}
+
+/// `sig_clock_loop FILE`: recorded with the child exiting after 200 ms, the parent's SIGCHLD
+/// came after about 200 of its clock reads; replayed with the child exiting at once, it
+/// arrives after a few, when nothing is due, and the loop reads on. The handler must run once
+/// the loop has read as many clocks (before, it waited for the next event, after the loop ran
+/// out: gunicorn's arbiter read the time until its 30 s graceful timeout).
+#[test]
+fn a_signal_that_arrived_before_the_records_clock_reads_runs_once_they_are_made() {
+    natively_then_slower(
+        "sig_clock_loop",
+        &["sig_clock_loop"],
+        ("200000", "0"),
+        "handler ran\n",
+        "handler ran\n",
+    );
+}
+
 /// `sig_merged FILE late`: the child leaves SIGTERM to its default action itself after its
 /// handler first ran (as Python does when it finalizes), and the record's second kill, 200 ms
 /// later, ends it. Replayed with the kills a microsecond apart, the second comes while the

@@ -11,6 +11,7 @@ pub mod cursor;
 pub mod external;
 pub mod held;
 pub mod io;
+pub mod kept;
 pub mod probe;
 pub mod process;
 pub mod reads;

@@ -23,6 +23,7 @@
 //! replayed as they were recorded; one the record ran inside a hooked call runs inside the
 //! guard, its calls unrecorded, as they were.
 
+use super::kept;
 use crate::guard;
 use crate::halting;
 use crate::ld::{self, Ld};
@@ -30,8 +31,6 @@ use crate::signals::{self, Planned};
 use crate::sys;
 use ddbx_wire::history::Record;
 use libc::{c_int, timespec};
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 /// What [`deliver_due`] stopped at.
 enum Due {
@@ -88,9 +87,10 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             break Due::Nothing;
         }
         let past_this_event = p.gap == events && guard::inside() && guard::past_event();
+        let in_sleep = kept::in_sleep();
         if !at_gate
             && p.in_call
-            && (!guard::inside() || past_this_event)
+            && ((!guard::inside() && !in_sleep) || past_this_event)
             && ld::running().is_some_and(|ld| ld.values_thread())
         {
             // Or it arrived as the hook of the event before that call returns (after the
@@ -107,7 +107,7 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             // notes "in a call" came after the program had entered it (a delivery after the
             // call's event, as the program leaves the hook, is noted in computation:
             // `crate::guard::inside_before_event`).
-            KEPT.store(true, SeqCst);
+            kept::keep();
             break Due::Nothing;
         }
         if !came(&p) && p.sig != force && !signals::later_arrived(events) {
@@ -117,38 +117,47 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             // `/proc`), and nothing else would look again while the program sleeps in a loop
             // that waits for the handler (gunicorn's arbiter waited out its graceful timeout;
             // `tests/progs/sig_merged.c`).
-            KEPT.store(true, SeqCst);
+            kept::keep();
             break Due::Waiting(p);
         }
         signals::planned_done();
-        // The sender as the program sees it (`preload/src/pids.rs`).
-        let mut info = crate::pids::shown_siginfo(p.sig, signals::info_of(p.sig));
-        if p.sig == libc::SIGCHLD
-            && info.si_code > 0
-            && let Some(kid) = signals::kid_pid(p.kid).filter(|_| p.kid > 0)
-        {
-            // The record's delivery was of this child's end: its handler reads that child's
-            // pid, whichever end arrived last here.
-            crate::pids::set_sender(&mut info, crate::pids::shown(kid));
-        }
-        signals::note(p.sig, (p.in_call, false), p.kid, p.entry);
-        let Some(d) = signals::disposition(p.sig) else {
-            // The program has let go of its handler since the signal arrived.
-            continue;
-        };
-        let info: *mut libc::siginfo_t = &mut info;
-        let run = || signals::call_handler(p.sig, d, info, ctx);
-        match (at_gate, p.in_call) {
-            (true, false) => guard::outside(run),
-            (false, true) => {
-                let _inside = guard::Guard::enter();
-                run()
-            }
-            _ => run(),
-        }
+        run_delivery(&p, at_gate, in_sleep, ctx);
     };
     signals::leave_delivery();
     due
+}
+
+/// Runs the program's handler for delivery `p`, made now: at an event's gate outside the
+/// guard (the record ran it in computation), inside it for one the record took in a call.
+fn run_delivery(p: &Planned, at_gate: bool, in_sleep: bool, ctx: *mut libc::c_void) {
+    // The sender as the program sees it (`preload/src/pids.rs`).
+    let mut info = crate::pids::shown_siginfo(p.sig, signals::info_of(p.sig));
+    if p.sig == libc::SIGCHLD
+        && info.si_code > 0
+        && let Some(kid) = signals::kid_pid(p.kid).filter(|_| p.kid > 0)
+    {
+        // The record's delivery was of this child's end: its handler reads that child's
+        // pid, whichever end arrived last here.
+        crate::pids::set_sender(&mut info, crate::pids::shown(kid));
+    }
+    signals::note(p.sig, (p.in_call, false), p.kid, p.entry);
+    let Some(d) = signals::disposition(p.sig) else {
+        // The program has let go of its handler since the signal arrived.
+        return;
+    };
+    let info: *mut libc::siginfo_t = &mut info;
+    let run = || signals::call_handler(p.sig, d, info, ctx);
+    match (at_gate, p.in_call) {
+        (true, false) => guard::outside(run),
+        // In a sleep, the guard held as by the call the record took it in, without
+        // entering a hook (no entry of the program's to count).
+        (false, true) if in_sleep => guard::held(run),
+        (false, true) => {
+            let _inside = guard::Guard::enter();
+            run()
+        }
+        _ => run(),
+    }
 }
 
 /// Whether the signal of delivery `p` has come (an arrival is taken for it).
@@ -187,37 +196,10 @@ fn has_come(p: &Planned) -> bool {
     }
 }
 
-/// An arrival kept for the program's next hooked call (see [`deliver_due_forcing`]).
-static KEPT: AtomicBool = AtomicBool::new(false);
-
-/// Hooked calls that return at once and are no event: not where the record took a signal
-/// "in a call" (it takes them in calls that block), so an arrival kept for the program's
-/// next call waits for a later one (`sig_forkreap term`'s parent, whose SIGCHLD the record
-/// took in its next `ppoll`, ran the handler in the `kill` before it; the handler waited for
-/// the child that kill was to end, 1 replay in 3 under load).
-const INSTANT: [&str; 16] = [
-    "close_range",
-    "dup",
-    "dup2",
-    "dup3",
-    "epoll_create",
-    "epoll_create1",
-    "fileno",
-    "fileno_unlocked",
-    "fopen",
-    "fopen64",
-    "kill",
-    "listen",
-    "pipe",
-    "pipe2",
-    "socket",
-    "socketpair",
-];
-
-/// [`at_call`] at the entry of the hook of `name` (nothing for an [`INSTANT`] one).
+/// [`at_call`] at the entry of the hook of `name` (nothing for one `super::kept` calls instant).
 #[inline]
 pub fn at_call_of(name: &str) -> bool {
-    KEPT.load(Relaxed) && !INSTANT.contains(&name) && at_call()
+    kept::for_call(name) && at_call()
 }
 
 /// At the entry of a hooked call, inside the guard: an arrival kept for it is delivered, as
@@ -225,7 +207,7 @@ pub fn at_call_of(name: &str) -> bool {
 /// signal, `pause`, is then over).
 #[inline]
 pub fn at_call() -> bool {
-    if KEPT.load(Relaxed) && KEPT.swap(false, SeqCst) {
+    if kept::take() {
         let ran = signals::handlers_run();
         deliver_due(false, std::ptr::null_mut());
         return signals::handlers_run() != ran;
@@ -406,6 +388,13 @@ fn await_computation_delivery(ld: &mut Ld) {
 /// After the program read a recorded clock value: a delivery the record made in computation
 /// right after as many of this gap's clock reads is awaited now (as at the end of an event,
 /// [`await_computation_delivery`]) and runs as the clock's hook returns ([`left_hook`]).
+///
+/// Its signal may have arrived earlier, when nothing was due (a SIGCHLD whose child ended
+/// sooner than in the record), and the handler then runs as this hook returns too, here or at
+/// a later read if this one was too early for it (the waits of an earlier handler not taken
+/// yet). Left to the next event's gate, it never ran in a loop that reads the time until its
+/// handler has run: gunicorn's arbiter read it until its 30 s graceful timeout, its workers'
+/// SIGCHLDs kept (`tests/progs/sig_clock_loop.c`).
 pub fn after_clock(ld: &mut Ld) {
     if signals::mode() != signals::REPLAY {
         return;
@@ -416,8 +405,17 @@ pub fn after_clock(ld: &mut Ld) {
     if p.in_call || p.entry.is_some() || p.clocks_before == 0 || p.gap != ld.events() {
         return;
     }
-    await_computation_delivery(ld);
+    let taken = signals::clocks_taken(p.gap);
+    if taken < p.clocks_before {
+        return;
+    }
+    if taken == p.clocks_before {
+        await_computation_delivery(ld);
+    }
     guard::on_leave(left_hook);
+    if has_come(&p) && signals::waits_taken() >= p.waits_before {
+        guard::defer();
+    }
 }
 
 /// After the program's mask call unblocked the signals `unblocked` (`sigprocmask`,
@@ -572,16 +570,20 @@ fn wait_for(ld: &mut Ld, sig: libc::c_int) {
 /// number, 0 when it slept to its end, with what is left of a relative sleep in `left`.
 /// In replay, an interruption that ran no handler of the program is slept through.
 pub fn asleep(left: &mut timespec, mut call: impl FnMut(&mut timespec) -> c_int) -> c_int {
-    if crate::signals::mode() != crate::signals::REPLAY {
+    if signals::mode() != signals::REPLAY {
         return call(left);
     }
-    // A delivery kept during an earlier sleep runs now: a loop that sleeps until its
-    // handler has run would otherwise sleep for ever.
-    let _ = at_call();
+    // A delivery kept during an earlier sleep runs now, as in a call (the record took it in
+    // one): a loop that sleeps until its handler has run would otherwise sleep for ever.
+    // Outside the guard it was kept again at each sleep (gunicorn's arbiter slept out its
+    // 30 s graceful timeout, the SIGCHLDs of its workers behind its second SIGTERM).
+    if !guard::inside() {
+        let _ = kept::sleeping(at_call);
+    }
     loop {
-        let ran = crate::signals::handlers_run();
+        let ran = signals::handlers_run();
         let err = call(left);
-        if err != libc::EINTR || crate::signals::handlers_run() != ran {
+        if err != libc::EINTR || signals::handlers_run() != ran {
             return err;
         }
     }
