@@ -266,7 +266,7 @@ fn redis_server_with_concurrent_redis_cli_clients() {
 }
 
 #[test]
-#[ignore = "flaky at shutdown: on 2026-12-02, after the merged SIGTERMs were counted, 6 test runs of 6 and 72 loop replays of 72 passed under two CPU hogs, but one series of 8 replays of one recording diverged (`expected Close(fd: 4), found an epoll_wait`: the main loop ran once more after the handler), not reproduced in 16 more replays of it"]
+#[ignore = "flaky at shutdown: on 2026-12-02, after the merged SIGTERMs were counted, 6 test runs of 6 and 72 loop replays of 72 passed under two CPU hogs, but one series of 8 replays of one recording diverged (`expected Close(fd: 4), found an epoll_wait`: the main loop ran once more after the handler), not reproduced in 16 more replays of it; on 2026-12-07, 1 test run of 5 under load diverged at startup instead (`an epoll_wait on epoll fd 3 in which fd 23 is not registered`: the listener's registration, its fd numbered among fds that worker threads make)"]
 fn memcached_thread_pool_with_concurrent_clients() {
     // A thread-pool server: one thread accepts and hands each connection to one of 4 worker
     // threads (each an epoll loop), plus background threads; 8 bash clients append to one
@@ -330,7 +330,7 @@ fn postgres_bin() -> Option<PathBuf> {
 }
 
 #[test]
-#[ignore = "flaky at shutdown: 2 replay hangs in about 20 test runs and loop records under two CPU hogs on 2026-12-02 evening: the arbiter's last gap has two SIGTERM deliveries (`timeout` relays one, then signals the group), the second taken in a call; when the two arrive as one in replay, that delivery waits for a signal that never comes, the SIGCHLD deliveries after it never run, and the arbiter sleeps in its reaping loop until its graceful timeout"]
+#[ignore = "flaky at shutdown: on 2026-12-07, 2 test runs of 16 under a CPU hog diverged at a worker's last select (`expected Recv(fd: 7, n: 1)`, found another select: its two SIGTERM deliveries, one in a call, one in computation, around the wake-up pipe). The 30 s stalls are gone since (the arbiter's SIGCHLDs ran in its sleep loop, its workers died of the kill that merged): 48 replays of 8 recordings took 1-2 s each, where 1 in 10 took 31 s before"]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;
     // 12 curl clients, 6 at a time; which worker answered each.
@@ -380,7 +380,7 @@ fn haproxy_health_checking_its_backends_on_a_timer() {
 }
 
 #[test]
-#[ignore = "class 5 at shutdown in a process with threads: `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4` (libuv's SIGTERM handler reads its lock pipe; 1 test run in 3 with two CPU hogs on 2026-12-02 evening). A signal that lands in computation is held for the next hooked call only in a process without threads, and node has libuv's"]
+#[ignore = "class 5 at shutdown in a process with threads: `expected Ready(call: Epoll, fds: []), found a receive of up to 1 bytes on fd 4` (libuv's SIGTERM handler reads its lock pipe; 1 test run in 3 with two CPU hogs on 2026-12-02 evening). A signal that lands in computation is held for the next hooked call only in a process without threads, and node has libuv's. Holding it in a process whose threads are ordered too did not help (2 test runs of 6 on 2026-12-07): the record noted that SIGTERM in computation with no entry (`~G15`), the handler having run where it landed"]
 fn node_http_server_with_curl_clients() {
     // Node.js (libuv's epoll loop; its helper threads run loops of their own on private
     // pipes, and do no socket I/O); 8 curl clients at once; the order of arrival.
