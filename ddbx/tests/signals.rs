@@ -372,6 +372,23 @@ fn a_signal_that_arrived_before_the_records_clock_reads_runs_once_they_are_made(
     );
 }
 
+/// `sig_errno FILE`: recorded with the writer's byte before the killer's SIGUSR1, replayed
+/// with the byte 500 ms later, so that the signal interrupts ddbx's wait for the recorded ready
+/// set. The select succeeded in the record, and must leave errno as the program set it: the
+/// program makes its select again while errno says EINTR, as CPython does (before, the
+/// replay's errno said EINTR and the second select ended the replay: gunicorn's workers
+/// diverged at their last wait, 1 test run in 8).
+#[test]
+fn a_signal_during_ddbxs_own_wait_leaves_errno_alone_in_a_call_that_succeeded() {
+    natively_then_slower(
+        "sig_errno",
+        &["sig_errno"],
+        ("0", "500000"),
+        "select made again 1 times, handler ran\nwriter exited 0\nkiller exited 0\n",
+        "select made again 0 times, handler ran\nwriter exited 0\nkiller exited 0\n",
+    );
+}
+
 /// `sig_merged FILE late`: the child leaves SIGTERM to its default action itself after its
 /// handler first ran (as Python does when it finalizes), and the record's second kill, 200 ms
 /// later, ends it. Replayed with the kills a microsecond apart, the second comes while the

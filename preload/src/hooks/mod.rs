@@ -37,16 +37,67 @@ macro_rules! hook {
         /// that are valid for it (what its manual page asks of a caller).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
-            let Some(_guard) = crate::guard::Guard::enter() else {
-                // SAFETY: the caller's arguments, valid for the real function as for this one.
-                return unsafe { crate::real::$name($($arg),*) };
+            let errno = crate::sys::errno();
+            let r: $ret = {
+                let Some(_guard) = crate::guard::Guard::enter() else {
+                    // SAFETY: the caller's arguments, valid for the real function as for this
+                    // one.
+                    return unsafe { crate::real::$name($($arg),*) };
+                };
+                let _ = crate::replay::signals::at_call_of(stringify!($name));
+                #[allow(clippy::redundant_closure_call)]
+                (|| $body)()
             };
-            let _ = crate::replay::signals::at_call_of(stringify!($name));
-            $body
+            // After the guard is left: what runs as the hook returns is the LD's work too.
+            crate::hooks::keep_errno(errno, &r);
+            r
         }
     };
 }
 pub(crate) use hook;
+
+/// What a hook returned, as the program reads it: whether the call failed (its errno then
+/// says why).
+pub trait Outcome {
+    /// The call failed.
+    fn failed(&self) -> bool;
+}
+
+impl Outcome for c_int {
+    fn failed(&self) -> bool {
+        *self == -1
+    }
+}
+
+impl Outcome for isize {
+    fn failed(&self) -> bool {
+        *self == -1
+    }
+}
+
+impl Outcome for usize {
+    /// `signal(2)`'s `SIG_ERR`.
+    fn failed(&self) -> bool {
+        *self == libc::SIG_ERR
+    }
+}
+
+impl<T> Outcome for *mut T {
+    fn failed(&self) -> bool {
+        self.is_null()
+    }
+}
+
+/// A call that succeeded leaves the program's errno as it found it, as libc's do: the LD's
+/// own work inside the hook (a wait of its own that a signal interrupted) must not show
+/// through. Python's `select` reads errno after a successful call and, finding EINTR, made
+/// the call again with the sets the first call had narrowed (a gunicorn worker's replay
+/// diverged: `expected Recv(fd: 7, n: 1), found a select on fds [7]`).
+pub fn keep_errno(errno: c_int, r: &impl Outcome) {
+    if !r.failed() {
+        crate::sys::set_errno(errno);
+    }
+}
 
 /// Bits for [`crate::ld::Ld::passthrough`]: one report per kind.
 pub mod passthrough {
