@@ -330,7 +330,6 @@ fn postgres_bin() -> Option<PathBuf> {
 }
 
 #[test]
-#[ignore = "flaky at shutdown: on 2026-12-07, 2 test runs of 16 under a CPU hog diverged at a worker's last select (`expected Recv(fd: 7, n: 1)`, found another select: its two SIGTERM deliveries, one in a call, one in computation, around the wake-up pipe). The 30 s stalls are gone since (the arbiter's SIGCHLDs ran in its sleep loop, its workers died of the kill that merged): 48 replays of 8 recordings took 1-2 s each, where 1 in 10 took 31 s before"]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;
     // 12 curl clients, 6 at a time; which worker answered each.
