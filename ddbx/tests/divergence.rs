@@ -43,6 +43,34 @@ fn a_changed_program_is_reported_as_a_divergence() {
     );
 }
 
+/// A program that makes one readiness wait more where its record exits (`extra_wait FILE`,
+/// recorded with 0, replayed with 1): the replay waits there for a signal that could have
+/// ended the record's process in that wait, then ends it. That is a divergence at the exit,
+/// said so (before, it was reported as a SIGKILL "from outside the session").
+#[test]
+fn a_call_where_the_record_exits_is_reported_as_a_divergence_at_the_exit() {
+    let tmp = TempDir::new("extra_wait");
+    let file = tmp.join("extra");
+    std::fs::write(&file, "0").unwrap();
+    let rec = tmp.join("rec");
+    let bin = progs().join("extra_wait");
+    DDBX.record(&rec, &bin, &[path_str(&file)]).success();
+    std::fs::write(&file, "1").unwrap();
+    let out = DDBX.run(["replay", path_str(&rec)]).output();
+    assert_eq!(
+        out.code, DIVERGED,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let msg = &out.stderr;
+    assert!(
+        msg.contains("expected its exit, found a call its record did not make"),
+        "{msg}"
+    );
+    assert!(!msg.contains("from outside the session"), "{msg}");
+    assert!(regex_like_actor_event(msg), "{msg}");
+}
+
 /// Whether `msg` contains "p<N> at event <M>".
 fn regex_like_actor_event(msg: &str) -> bool {
     msg.split_whitespace()

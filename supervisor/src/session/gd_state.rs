@@ -194,6 +194,24 @@ impl GdState {
         if end.signalled_by.contains(&sig) || done >= end.events {
             return None;
         }
+        if sig == libc::SIGKILL && done + 1 == end.events && self.lock().at_end.contains(&actor) {
+            // The replay's own end: the process was waiting past its last event, in a call
+            // its record did not make (its record exited there), for a signal that never came.
+            let found = "another call where its record exits".to_string();
+            let message = format!(
+                "ddbx: replay diverged: {actor} at event {}: expected its exit, found a call \
+                 its record did not make after event {done}; no signal came to end it there, \
+                 and the replay ended it",
+                end.events
+            );
+            return Some(Divergence {
+                actor: Some(actor),
+                event: Some(end.events),
+                expected: "its exit".to_string(),
+                found,
+                message,
+            });
+        }
         let name =
             nix::sys::signal::Signal::try_from(sig).map_or("a real-time signal", |s| s.as_str());
         let found = format!("killed by signal {sig} ({name}), which the record does not have");
