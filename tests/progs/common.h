@@ -613,6 +613,19 @@ static UNUSED void terminate_and_say(pid_t child, const char *who)
     reap_and_say(child, who);
 }
 
+/* Installs `handler` for `sig` with sigaction(2), an empty mask and `flags` (SA_RESTART...). */
+static UNUSED void handle(int sig, void (*handler)(int), int flags)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = flags;
+    if (sigaction(sig, &sa, NULL) < 0)
+        fail("sigaction");
+}
+
 /* The number in file `path` (0 if none, or no such file): what a test changes between a record
  * and its replays, which do not replay the contents of files. */
 static UNUSED long number_in(const char *path)

@@ -28,18 +28,12 @@ static void on_chld(int sig)
 int main(int argc, char **argv)
 {
     long gap = number_in(argc > 1 ? argv[1] : NULL);
-    struct sigaction sa;
     struct timespec ts;
     pid_t child;
     int turns, status;
 
     program_start();
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_chld;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGCHLD, &sa, NULL) < 0)
-        fail("sigaction");
+    handle(SIGCHLD, on_chld, SA_RESTART);
     child = fork();
     if (child < 0)
         fail("fork");

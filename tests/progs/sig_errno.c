@@ -31,17 +31,12 @@ static void on_usr1(int sig)
 int main(int argc, char **argv)
 {
     long gap = number_in(argc > 1 ? argv[1] : NULL);
-    struct sigaction sa;
     int sv[2], again = -1, n, turns;
     pid_t writer, killer;
     fd_set r;
 
     program_start();
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGUSR1, &sa, NULL) < 0)
-        fail("sigaction");
+    handle(SIGUSR1, on_usr1, 0);
     writer = fork_on_pair(sv);
     if (writer == 0) {
         if (gap > 0)

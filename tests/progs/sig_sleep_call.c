@@ -26,15 +26,10 @@ static void on_term(int sig)
 
 static int child_main(int fd, long sleeping)
 {
-    struct sigaction sa;
     sigset_t term, empty;
     int slept;
 
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_term;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGTERM, &sa, NULL) < 0)
-        fail("sigaction");
+    handle(SIGTERM, on_term, 0);
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
     sigemptyset(&empty);
