@@ -389,6 +389,22 @@ fn a_signal_during_ddbxs_own_wait_leaves_errno_alone_in_a_call_that_succeeded() 
     );
 }
 
+/// `sig_clock_errno FILE`: recorded with the SIGUSR1 after about 50 clock reads, replayed with
+/// it 400 ms later: the 50th read waits for it, and the signal interrupts that wait. The read
+/// succeeded and must leave errno as the program set it (before, errno said EINTR after it:
+/// hooks that are not `hook!`s restored nothing).
+#[test]
+fn a_clock_read_that_waited_for_a_signal_leaves_errno_alone() {
+    let line = "handler ran, errno EINTR after 0 clock reads that succeeded\nchild exited 0\n";
+    natively_then_slower(
+        "sig_clock_errno",
+        &["sig_clock_errno"],
+        ("50000", "400000"),
+        line,
+        line,
+    );
+}
+
 /// `sig_merged FILE late`: the child leaves SIGTERM to its default action itself after its
 /// handler first ran (as Python does when it finalizes), and the record's second kill, 200 ms
 /// later, ends it. Replayed with the kills a microsecond apart, the second comes while the

@@ -71,9 +71,11 @@ pub unsafe extern "C" fn sigprocmask(
     set: *const sigset_t,
     old: *mut sigset_t,
 ) -> c_int {
-    // SAFETY: the program's arguments, `set` its own or our copy of it.
-    set_mask(how, set, old, |h, s, o| unsafe {
-        real::sigprocmask(h, s, o)
+    super::keeping_errno(|| {
+        // SAFETY: the program's arguments, `set` its own or our copy of it.
+        set_mask(how, set, old, |h, s, o| unsafe {
+            real::sigprocmask(h, s, o)
+        })
     })
 }
 
@@ -87,8 +89,10 @@ pub unsafe extern "C" fn pthread_sigmask(
     set: *const sigset_t,
     old: *mut sigset_t,
 ) -> c_int {
-    // SAFETY: the program's arguments, `set` its own or our copy of it.
-    set_mask(how, set, old, |h, s, o| unsafe {
-        real::pthread_sigmask(h, s, o)
+    super::keeping_errno(|| {
+        // SAFETY: the program's arguments, `set` its own or our copy of it.
+        set_mask(how, set, old, |h, s, o| unsafe {
+            real::pthread_sigmask(h, s, o)
+        })
     })
 }

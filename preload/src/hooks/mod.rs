@@ -88,6 +88,29 @@ impl<T> Outcome for *mut T {
     }
 }
 
+impl Outcome for i64 {
+    /// `time(2)`'s -1.
+    fn failed(&self) -> bool {
+        *self == -1
+    }
+}
+
+impl Outcome for u32 {
+    /// `sleep(3)`, which cannot fail.
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+/// Runs the body of a hook that is not a [`hook!`] as one: errno kept on success
+/// ([`keep_errno`]).
+pub fn keeping_errno<R: Outcome>(f: impl FnOnce() -> R) -> R {
+    let errno = crate::sys::errno();
+    let r = f();
+    keep_errno(errno, &r);
+    r
+}
+
 /// A call that succeeded leaves the program's errno as it found it, as libc's do: the LD's
 /// own work inside the hook (a wait of its own that a signal interrupted) must not show
 /// through. Python's `select` reads errno after a successful call and, finding EINTR, made

@@ -170,30 +170,32 @@ fn programs(inside: bool) -> bool {
 /// Called by the program in place of libc's, with arguments valid for it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t {
-    let guard = Guard::enter();
-    if !programs(guard.is_none()) {
-        // SAFETY: the caller's arguments.
-        return unsafe { real::waitpid(pid, status, options) };
-    }
-    if guard.is_some() {
-        crate::replay::signals::at_call();
-        before_wait(options);
-    }
-    let mut own = 0;
-    let status = status_word(status, &mut own);
-    let pid = pids::real_target(pid);
-    // A blocking wait puts the baton down (`baton.rs`): another thread may have to act first.
-    let r = recorded_wait(pid, options, |p, o| {
-        // SAFETY: `status` is the program's int (waitpid's contract) or ours.
-        crate::baton::put_down_for(|| unsafe { real::waitpid(p, status, o) })
-    });
-    if guard.is_none() {
+    super::keeping_errno(|| {
+        let guard = Guard::enter();
+        if !programs(guard.is_none()) {
+            // SAFETY: the caller's arguments.
+            return unsafe { real::waitpid(pid, status, options) };
+        }
+        if guard.is_some() {
+            crate::replay::signals::at_call();
+            before_wait(options);
+        }
+        let mut own = 0;
+        let status = status_word(status, &mut own);
+        let pid = pids::real_target(pid);
+        // A blocking wait puts the baton down (`baton.rs`): another thread may have to act first.
+        let r = recorded_wait(pid, options, |p, o| {
+            // SAFETY: `status` is the program's int (waitpid's contract) or ours.
+            crate::baton::put_down_for(|| unsafe { real::waitpid(p, status, o) })
+        });
+        if guard.is_none() {
+            // SAFETY: `status` is the word the wait just filled.
+            unsafe { defer_reap(r, status, options) };
+            return shown(r);
+        }
         // SAFETY: `status` is the word the wait just filled.
-        unsafe { defer_reap(r, status, options) };
-        return shown(r);
-    }
-    // SAFETY: `status` is the word the wait just filled.
-    shown(unsafe { waited(r, status, options) })
+        shown(unsafe { waited(r, status, options) })
+    })
 }
 
 /// wait4(2).
@@ -207,29 +209,31 @@ pub unsafe extern "C" fn wait4(
     options: c_int,
     usage: *mut libc::rusage,
 ) -> pid_t {
-    let guard = Guard::enter();
-    if !programs(guard.is_none()) {
-        // SAFETY: the caller's arguments.
-        return unsafe { real::wait4(pid, status, options, usage) };
-    }
-    if guard.is_some() {
-        crate::replay::signals::at_call();
-        before_wait(options);
-    }
-    let mut own = 0;
-    let status = status_word(status, &mut own);
-    let pid = pids::real_target(pid);
-    let r = recorded_wait(pid, options, |p, o| {
-        // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
-        crate::baton::put_down_for(|| unsafe { real::wait4(p, status, o, usage) })
-    });
-    if guard.is_none() {
+    super::keeping_errno(|| {
+        let guard = Guard::enter();
+        if !programs(guard.is_none()) {
+            // SAFETY: the caller's arguments.
+            return unsafe { real::wait4(pid, status, options, usage) };
+        }
+        if guard.is_some() {
+            crate::replay::signals::at_call();
+            before_wait(options);
+        }
+        let mut own = 0;
+        let status = status_word(status, &mut own);
+        let pid = pids::real_target(pid);
+        let r = recorded_wait(pid, options, |p, o| {
+            // SAFETY: `status` is the program's int or ours; `usage` is null or the program's.
+            crate::baton::put_down_for(|| unsafe { real::wait4(p, status, o, usage) })
+        });
+        if guard.is_none() {
+            // SAFETY: `status` is the word the wait just filled.
+            unsafe { defer_reap(r, status, options) };
+            return shown(r);
+        }
         // SAFETY: `status` is the word the wait just filled.
-        unsafe { defer_reap(r, status, options) };
-        return shown(r);
-    }
-    // SAFETY: `status` is the word the wait just filled.
-    shown(unsafe { waited(r, status, options) })
+        shown(unsafe { waited(r, status, options) })
+    })
 }
 
 /// A wait's result (a child's pid when > 0) as the program sees it.
@@ -243,8 +247,10 @@ fn shown(r: pid_t) -> pid_t {
 /// Called by the program in place of libc's, with arguments valid for it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn wait(status: *mut c_int) -> pid_t {
-    // SAFETY: the caller's arguments.
-    unsafe { waitpid(-1, status, 0) }
+    super::keeping_errno(|| {
+        // SAFETY: the caller's arguments.
+        unsafe { waitpid(-1, status, 0) }
+    })
 }
 
 /// A wait the program's signal handler made inside one of our hooks (a SIGCHLD handler that
@@ -274,8 +280,10 @@ pub unsafe extern "C" fn wait3(
     options: c_int,
     usage: *mut libc::rusage,
 ) -> pid_t {
-    // SAFETY: the caller's arguments.
-    unsafe { wait4(-1, status, options, usage) }
+    super::keeping_errno(|| {
+        // SAFETY: the caller's arguments.
+        unsafe { wait4(-1, status, options, usage) }
+    })
 }
 
 /// Before a blocking wait for a child (not an event): a halting replay makes sure that what the

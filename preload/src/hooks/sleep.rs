@@ -85,23 +85,25 @@ fn nap(left: &mut timespec) -> c_int {
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
-    if req.is_null() || crate::guard::inside() {
-        // SAFETY: passed on as given (the LD's own sleeps, or an error to report).
-        return unsafe { real::nanosleep(req, rem) };
-    }
-    // SAFETY: checked non-null: the program's timespec.
-    let mut left = unsafe { *req };
-    match nap(&mut left) {
-        0 => 0,
-        err => {
-            if err == libc::EINTR && !rem.is_null() {
-                // SAFETY: the program's timespec (checked non-null).
-                unsafe { *rem = left };
-            }
-            sys::set_errno(err);
-            -1
+    super::keeping_errno(|| {
+        if req.is_null() || crate::guard::inside() {
+            // SAFETY: passed on as given (the LD's own sleeps, or an error to report).
+            return unsafe { real::nanosleep(req, rem) };
         }
-    }
+        // SAFETY: checked non-null: the program's timespec.
+        let mut left = unsafe { *req };
+        match nap(&mut left) {
+            0 => 0,
+            err => {
+                if err == libc::EINTR && !rem.is_null() {
+                    // SAFETY: the program's timespec (checked non-null).
+                    unsafe { *rem = left };
+                }
+                sys::set_errno(err);
+                -1
+            }
+        }
+    })
 }
 
 /// usleep(3), as glibc makes it: nanosleep.
@@ -110,17 +112,19 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
 /// Called by the program in place of libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn usleep(us: libc::useconds_t) -> c_int {
-    let mut left = timespec {
-        tv_sec: (us / 1_000_000) as libc::time_t,
-        tv_nsec: (us % 1_000_000) as libc::c_long * 1000,
-    };
-    match nap(&mut left) {
-        0 => 0,
-        err => {
-            sys::set_errno(err);
-            -1
+    super::keeping_errno(|| {
+        let mut left = timespec {
+            tv_sec: (us / 1_000_000) as libc::time_t,
+            tv_nsec: (us % 1_000_000) as libc::c_long * 1000,
+        };
+        match nap(&mut left) {
+            0 => 0,
+            err => {
+                sys::set_errno(err);
+                -1
+            }
         }
-    }
+    })
 }
 
 /// sleep(3), as glibc makes it: nanosleep; what is left, rounded up, if a handler ended it.
@@ -129,12 +133,14 @@ pub unsafe extern "C" fn usleep(us: libc::useconds_t) -> c_int {
 /// Called by the program in place of libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
-    let mut left = timespec {
-        tv_sec: s as libc::time_t,
-        tv_nsec: 0,
-    };
-    match nap(&mut left) {
-        0 => 0,
-        _ => (left.tv_sec + libc::time_t::from(left.tv_nsec > 0)) as c_uint,
-    }
+    super::keeping_errno(|| {
+        let mut left = timespec {
+            tv_sec: s as libc::time_t,
+            tv_nsec: 0,
+        };
+        match nap(&mut left) {
+            0 => 0,
+            _ => (left.tv_sec + libc::time_t::from(left.tv_nsec > 0)) as c_uint,
+        }
+    })
 }

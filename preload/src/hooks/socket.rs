@@ -266,22 +266,24 @@ hook! {
 /// Called by the program in place of libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    let Some(_guard) = crate::guard::Guard::enter() else {
-        // Inside a hooked call: the LD's own close, or the program's handler's (its calls are
-        // not events there). A channel end the handler lets go of is noted for the analysis:
-        // the readers of a pipe whose write end sig_forkreap's SIGCHLD handler closes see its
-        // end long before the process exits, and taken for held until then, that end made a
-        // cycle with the process's wait for those readers (a halting replay hung).
-        if crate::signals::in_program_handler()
-            && fds::known_kind(fd) & (fds::STREAM | fds::OURS) == fds::STREAM
-        {
-            crate::signals::note_closed(fd);
-        }
-        // SAFETY: no pointer arguments.
-        return unsafe { real::close(fd) };
-    };
-    crate::replay::signals::at_call();
-    closing(fd)
+    super::keeping_errno(|| {
+        let Some(_guard) = crate::guard::Guard::enter() else {
+            // Inside a hooked call: the LD's own close, or the program's handler's (its calls are
+            // not events there). A channel end the handler lets go of is noted for the analysis:
+            // the readers of a pipe whose write end sig_forkreap's SIGCHLD handler closes see its
+            // end long before the process exits, and taken for held until then, that end made a
+            // cycle with the process's wait for those readers (a halting replay hung).
+            if crate::signals::in_program_handler()
+                && fds::known_kind(fd) & (fds::STREAM | fds::OURS) == fds::STREAM
+            {
+                crate::signals::note_closed(fd);
+            }
+            // SAFETY: no pointer arguments.
+            return unsafe { real::close(fd) };
+        };
+        crate::replay::signals::at_call();
+        closing(fd)
+    })
 }
 
 /// close(2) of the program, outside any hooked call.

@@ -119,23 +119,25 @@ const NS: i64 = 1_000_000_000;
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c_int {
-    let Some(_guard) = Guard::enter() else {
+    super::keeping_errno(|| {
+        let Some(_guard) = Guard::enter() else {
+            // SAFETY: the program's arguments, valid for the real function.
+            return unsafe { real_clock_gettime(clock, tp) };
+        };
         // SAFETY: the program's arguments, valid for the real function.
-        return unsafe { real_clock_gettime(clock, tp) };
-    };
-    // SAFETY: the program's arguments, valid for the real function.
-    let r = unsafe { real_clock_gettime(clock, tp) };
-    if r != 0 || tp.is_null() {
-        return r;
-    }
-    let Some(ld) = values_ld() else { return r };
-    // SAFETY: the real call just filled `*tp`.
-    let ts = unsafe { &mut *tp };
-    let real = ts.tv_sec.saturating_mul(NS).saturating_add(ts.tv_nsec);
-    let ns = number(ld, ValueKey::Clock(clock), real);
-    ts.tv_sec = ns.div_euclid(NS);
-    ts.tv_nsec = ns.rem_euclid(NS);
-    r
+        let r = unsafe { real_clock_gettime(clock, tp) };
+        if r != 0 || tp.is_null() {
+            return r;
+        }
+        let Some(ld) = values_ld() else { return r };
+        // SAFETY: the real call just filled `*tp`.
+        let ts = unsafe { &mut *tp };
+        let real = ts.tv_sec.saturating_mul(NS).saturating_add(ts.tv_nsec);
+        let ns = number(ld, ValueKey::Clock(clock), real);
+        ts.tv_sec = ns.div_euclid(NS);
+        ts.tv_nsec = ns.rem_euclid(NS);
+        r
+    })
 }
 
 /// clock_nanosleep(2). A sleep until an absolute time of a replayed clock: the program
@@ -153,30 +155,32 @@ pub unsafe extern "C" fn clock_nanosleep(
     req: *const timespec,
     rem: *mut timespec,
 ) -> c_int {
-    crate::replay::cursor::before_blocking(true);
-    let mut moved = timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    let mut deadline = req;
-    if flags & libc::TIMER_ABSTIME != 0 && !req.is_null() {
-        let guard = Guard::enter();
-        if let (Some(_), Some(ld)) = (&guard, values_ld())
-            && ld.mode == Mode::Replay
-            && let Some(ahead) = replay::values::offset(ld, ValueKey::Clock(clock))
-        {
-            // SAFETY: the program's timespec (checked non-null).
-            let t = unsafe { &*req };
-            let ns = t.tv_sec.saturating_mul(NS).saturating_add(t.tv_nsec);
-            let real = ns.saturating_sub(ahead);
-            moved.tv_sec = real.div_euclid(NS);
-            moved.tv_nsec = real.rem_euclid(NS);
-            deadline = &moved;
+    super::keeping_errno(|| {
+        crate::replay::cursor::before_blocking(true);
+        let mut moved = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let mut deadline = req;
+        if flags & libc::TIMER_ABSTIME != 0 && !req.is_null() {
+            let guard = Guard::enter();
+            if let (Some(_), Some(ld)) = (&guard, values_ld())
+                && ld.mode == Mode::Replay
+                && let Some(ahead) = replay::values::offset(ld, ValueKey::Clock(clock))
+            {
+                // SAFETY: the program's timespec (checked non-null).
+                let t = unsafe { &*req };
+                let ns = t.tv_sec.saturating_mul(NS).saturating_add(t.tv_nsec);
+                let real = ns.saturating_sub(ahead);
+                moved.tv_sec = real.div_euclid(NS);
+                moved.tv_nsec = real.rem_euclid(NS);
+                deadline = &moved;
+            }
         }
-    }
-    // The guard is left: a signal that ends the sleep runs where the program sleeps.
-    // SAFETY: the program's arguments, `deadline` its own or our copy of it moved.
-    unsafe { super::sleep::clock_sleep(clock, flags, deadline, rem) }
+        // The guard is left: a signal that ends the sleep runs where the program sleeps.
+        // SAFETY: the program's arguments, `deadline` its own or our copy of it moved.
+        unsafe { super::sleep::clock_sleep(clock, flags, deadline, rem) }
+    })
 }
 
 /// gettimeofday(2).
@@ -185,23 +189,25 @@ pub unsafe extern "C" fn clock_nanosleep(
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
-    let Some(_guard) = Guard::enter() else {
+    super::keeping_errno(|| {
+        let Some(_guard) = Guard::enter() else {
+            // SAFETY: the program's arguments, valid for the real function.
+            return unsafe { real_gettimeofday(tv, tz) };
+        };
         // SAFETY: the program's arguments, valid for the real function.
-        return unsafe { real_gettimeofday(tv, tz) };
-    };
-    // SAFETY: the program's arguments, valid for the real function.
-    let r = unsafe { real_gettimeofday(tv, tz) };
-    if r != 0 || tv.is_null() {
-        return r;
-    }
-    let Some(ld) = values_ld() else { return r };
-    // SAFETY: the real call just filled `*tv`.
-    let t = unsafe { &mut *tv };
-    let real = t.tv_sec.saturating_mul(1_000_000).saturating_add(t.tv_usec);
-    let us = number(ld, ValueKey::TimeOfDay, real);
-    t.tv_sec = us.div_euclid(1_000_000);
-    t.tv_usec = us.rem_euclid(1_000_000);
-    r
+        let r = unsafe { real_gettimeofday(tv, tz) };
+        if r != 0 || tv.is_null() {
+            return r;
+        }
+        let Some(ld) = values_ld() else { return r };
+        // SAFETY: the real call just filled `*tv`.
+        let t = unsafe { &mut *tv };
+        let real = t.tv_sec.saturating_mul(1_000_000).saturating_add(t.tv_usec);
+        let us = number(ld, ValueKey::TimeOfDay, real);
+        t.tv_sec = us.div_euclid(1_000_000);
+        t.tv_usec = us.rem_euclid(1_000_000);
+        r
+    })
 }
 
 /// time(2).
@@ -210,22 +216,24 @@ pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_in
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
-    let Some(_guard) = Guard::enter() else {
+    super::keeping_errno(|| {
+        let Some(_guard) = Guard::enter() else {
+            // SAFETY: the program's arguments, valid for the real function.
+            return unsafe { real_time(t) };
+        };
         // SAFETY: the program's arguments, valid for the real function.
-        return unsafe { real_time(t) };
-    };
-    // SAFETY: the program's arguments, valid for the real function.
-    let r = unsafe { real_time(t) };
-    if r == -1 {
-        return r;
-    }
-    let Some(ld) = values_ld() else { return r };
-    let s = number(ld, ValueKey::Time, r);
-    if !t.is_null() {
-        // SAFETY: the program's pointer, which the real call just wrote.
-        unsafe { *t = s };
-    }
-    s
+        let r = unsafe { real_time(t) };
+        if r == -1 {
+            return r;
+        }
+        let Some(ld) = values_ld() else { return r };
+        let s = number(ld, ValueKey::Time, r);
+        if !t.is_null() {
+            // SAFETY: the program's pointer, which the real call just wrote.
+            unsafe { *t = s };
+        }
+        s
+    })
 }
 
 /// getrandom(2).
@@ -234,21 +242,23 @@ pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t {
-    let Some(_guard) = Guard::enter() else {
+    super::keeping_errno(|| {
+        let Some(_guard) = Guard::enter() else {
+            // SAFETY: the program's arguments, valid for the real function.
+            return unsafe { real_getrandom(buf, n, flags) };
+        };
         // SAFETY: the program's arguments, valid for the real function.
-        return unsafe { real_getrandom(buf, n, flags) };
-    };
-    // SAFETY: the program's arguments, valid for the real function.
-    let r = unsafe { real_getrandom(buf, n, flags) };
-    if r <= 0 || buf.is_null() {
-        return r;
-    }
-    let Some(ld) = values_ld() else { return r };
-    // SAFETY: the real call just wrote `r <= n` bytes of the program's buffer; replay may
-    // write up to `n`.
-    let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
-    let got = random_in(ld, whole, r as usize, false);
-    got as ssize_t
+        let r = unsafe { real_getrandom(buf, n, flags) };
+        if r <= 0 || buf.is_null() {
+            return r;
+        }
+        let Some(ld) = values_ld() else { return r };
+        // SAFETY: the real call just wrote `r <= n` bytes of the program's buffer; replay may
+        // write up to `n`.
+        let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+        let got = random_in(ld, whole, r as usize, false);
+        got as ssize_t
+    })
 }
 
 /// getentropy(3).
@@ -257,20 +267,22 @@ pub unsafe extern "C" fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getentropy(buf: *mut c_void, n: size_t) -> c_int {
-    let Some(_guard) = Guard::enter() else {
+    super::keeping_errno(|| {
+        let Some(_guard) = Guard::enter() else {
+            // SAFETY: the program's arguments, valid for the real function.
+            return unsafe { real_getentropy(buf, n) };
+        };
         // SAFETY: the program's arguments, valid for the real function.
-        return unsafe { real_getentropy(buf, n) };
-    };
-    // SAFETY: the program's arguments, valid for the real function.
-    let r = unsafe { real_getentropy(buf, n) };
-    if r != 0 || buf.is_null() || n == 0 {
-        return r;
-    }
-    let Some(ld) = values_ld() else { return r };
-    // SAFETY: the real call just filled the program's `n` bytes.
-    let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
-    random_in(ld, whole, n, true);
-    r
+        let r = unsafe { real_getentropy(buf, n) };
+        if r != 0 || buf.is_null() || n == 0 {
+            return r;
+        }
+        let Some(ld) = values_ld() else { return r };
+        // SAFETY: the real call just filled the program's `n` bytes.
+        let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+        random_in(ld, whole, n, true);
+        r
+    })
 }
 
 /// OpenSSL's `RAND_bytes`/`RAND_priv_bytes` behind ours (`dlsym(RTLD_NEXT)`, resolved at the
