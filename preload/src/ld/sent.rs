@@ -117,10 +117,10 @@ pub fn merged(sig: c_int) -> bool {
         return false;
     }
     let i = sig as usize - 1;
-    let Some(me) = entry(sys::getpid()) else {
+    if entry(sys::getpid()).is_none() {
         return false;
-    };
-    let sent = me.sent[i].load(SeqCst).wrapping_sub(BASE[i].load(SeqCst));
+    }
+    let sent = since_start(sig);
     let seen = ARRIVED[i].load(SeqCst) + MERGED[i].load(SeqCst);
     sent > seen && !sys::is_pending(sig)
 }
