@@ -248,6 +248,8 @@ fn the_methods_agree_on_the_hand_made_race_programs_and_figure_1() {
         ("epoll_any", &["et"]),
         ("unix_race", &[]),
         ("spawn_paths", &[]),
+        ("udp_race", &["poll"]),
+        ("udp_race", &["mmsg"]),
     ];
     let mut with_race = 0;
     for (name, args) in cases {

@@ -18,7 +18,7 @@ pub mod epoll;
 pub mod pipes;
 
 use libc::c_int;
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const MAX_FDS: usize = 65536;
 /// Open file descriptions known at once (each is referred to by at least one fd).
@@ -33,48 +33,51 @@ pub const KEPT_FDS: c_int = HIGH_FD + 100;
 pub const OUTSIDE_PEER_FDS: c_int = HIGH_FD + 200;
 
 /// Classified (the other bits are meaningful).
-pub const KNOWN: u16 = 1;
+pub const KNOWN: u32 = 1;
 /// A TCP (IPv4/IPv6) or Unix stream socket: a channel end, recorded.
-pub const STREAM: u16 = 2;
+pub const STREAM: u32 = 2;
 /// Another kind of socket (UDP, netlink, …): passed through.
-pub const OTHER_SOCKET: u16 = 4;
+pub const OTHER_SOCKET: u32 = 4;
 /// A pipe or FIFO: passed through, unless [`STREAM`] is set too (a pipe made by a recorded
 /// process, `pipes.rs`): then it is a channel end, recorded.
-pub const PIPE: u16 = 8;
+pub const PIPE: u32 = 8;
 /// A listening socket.
-pub const LISTENING: u16 = 16;
+pub const LISTENING: u32 = 16;
 /// O_NONBLOCK is set.
-pub const NONBLOCK: u16 = 32;
+pub const NONBLOCK: u32 = 32;
 /// One of the LD's own fds (GD connection, history, stash): hidden from the program.
-pub const OURS: u16 = 64;
+pub const OURS: u32 = 64;
 /// An epoll set in which a stream socket was registered: its waits are recorded.
-pub const WATCHES_STREAMS: u16 = 128;
+pub const WATCHES_STREAMS: u32 = 128;
 /// One end of a socketpair: a channel inside the session, never to an outside peer.
-pub const PAIRED: u16 = 256;
+pub const PAIRED: u32 = 256;
 /// connect() was called on this socket and did not fail: another connect() on it continues
 /// that one (it says how a non-blocking connect ended) instead of making a connection.
-pub const CONNECTING: u16 = 512;
+pub const CONNECTING: u32 = 512;
 /// An epoll instance.
-pub const EPOLL: u16 = 1024;
+pub const EPOLL: u32 = 1024;
 /// `/dev/urandom` or `/dev/random`: what a read returns is recorded as a value.
-pub const RANDOM: u16 = 2048;
+pub const RANDOM: u32 = 2048;
 /// Record: the peer of this TCP connection is a recorded process (`record/peers.rs`): its
 /// bytes are not kept.
-pub const PEER_RECORDED: u16 = 4096;
+pub const PEER_RECORDED: u32 = 4096;
 /// Record: the peer of this connection is outside the session, or a Unix socket's (its bytes
 /// are kept; `record/peers.rs`).
-pub const PEER_OUTSIDE: u16 = 8192;
+pub const PEER_OUTSIDE: u32 = 8192;
 /// Record: this process noted the connection's endpoint for its peer (`record/peers.rs`).
-pub const ENDPOINT_NOTED: u16 = 16384;
+pub const ENDPOINT_NOTED: u32 = 16384;
 /// A file that several processes may write, whose writes take turns (`ld/appends.rs`): a
 /// regular file opened with O_APPEND, or a process's standard output or error when it is a
 /// regular file, or a pipe or terminal from outside the session (ddbx's own output: the order
 /// in which the processes' lines reach it is what the user sees).
-pub const TURNS: u16 = 32768;
+pub const TURNS: u32 = 32768;
+/// A UDP socket (IPv4 or IPv6; [`OTHER_SOCKET`] is set too): its datagrams are recorded
+/// (`record/datagram.rs`).
+pub const DATAGRAM: u32 = 65536;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
 struct Description {
-    bits: AtomicU16,
+    bits: AtomicU32,
     /// 0: the slot is free.
     refs: AtomicU32,
     /// Counts the slot's uses, so that an id of a closed description never names a new one.
@@ -86,7 +89,7 @@ static FD_DESCRIPTION: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(0) }; MAX_
 
 static DESCRIPTIONS: [Description; MAX_DESCRIPTIONS] = [const {
     Description {
-        bits: AtomicU16::new(0),
+        bits: AtomicU32::new(0),
         refs: AtomicU32::new(0),
         generation: AtomicU32::new(0),
     }
@@ -138,7 +141,7 @@ fn fd_slot(fd: c_int) -> Option<&'static AtomicU32> {
 }
 
 /// A new description with these bits, referred to once; `None` when every slot is taken.
-fn allocate(bits: u16) -> Option<u32> {
+fn allocate(bits: u32) -> Option<u32> {
     let start = NEXT_FREE.load(Ordering::Relaxed) as usize;
     for i in 0..MAX_DESCRIPTIONS {
         let slot = (start + i) % MAX_DESCRIPTIONS;
@@ -208,13 +211,13 @@ pub fn id(fd: c_int) -> Option<DescriptionId> {
 }
 
 /// The fd's bits, classifying it first if needed.
-pub fn kind(fd: c_int) -> u16 {
+pub fn kind(fd: c_int) -> u32 {
     description(fd).map_or(0, |d| d.bits.load(Ordering::Relaxed))
 }
 
 /// The bits of `fd`'s description if the LD knows it already (0 otherwise): never classifies
 /// (an fd being closed, forgotten already, must not be classified again).
-pub fn known_kind(fd: c_int) -> u16 {
+pub fn known_kind(fd: c_int) -> u32 {
     let known = fd_slot(fd).map_or(0, |s| s.load(Ordering::Relaxed));
     known
         .checked_sub(1)
@@ -227,9 +230,19 @@ pub fn is_stream(fd: c_int) -> bool {
     kind(fd) & STREAM != 0
 }
 
+/// Whether `fd` is a UDP socket, whose datagrams are recorded.
+pub fn is_datagram(fd: c_int) -> bool {
+    kind(fd) & DATAGRAM != 0
+}
+
+/// Whether what `fd` reports in a ready set is recorded: a stream socket or a UDP socket.
+pub fn is_recorded_socket(fd: c_int) -> bool {
+    kind(fd) & (STREAM | DATAGRAM) != 0
+}
+
 /// `fd` now refers to a new open file description with these bits (a socket, an accepted
 /// connection, an epoll instance just made).
-pub fn set(fd: c_int, bits: u16) {
+pub fn set(fd: c_int, bits: u32) {
     if fd_slot(fd).is_some() {
         point(fd, allocate(bits | KNOWN));
     }
@@ -248,7 +261,7 @@ pub fn set_accepted(fd: c_int, flags: c_int) {
 
 /// Adds or removes bits of the description `fd` refers to (seen through every fd that refers
 /// to it).
-pub fn update(fd: c_int, add: u16, remove: u16) {
+pub fn update(fd: c_int, add: u32, remove: u32) {
     if let Some(d) = description(fd) {
         let bits = d.bits.load(Ordering::Relaxed);
         d.bits.store((bits | add) & !remove, Ordering::Relaxed);
@@ -278,7 +291,7 @@ pub fn is_last_ref(fd: c_int) -> bool {
 }
 
 /// The fds whose description has all of `bits`.
-pub fn with_bits(bits: u16) -> Vec<c_int> {
+pub fn with_bits(bits: u32) -> Vec<c_int> {
     known_descriptions()
         .filter(|(_, d)| d.bits.load(Ordering::Relaxed) & bits == bits)
         .map(|(fd, _)| fd)
@@ -348,7 +361,7 @@ pub fn is_ours(fd: c_int) -> bool {
             .is_some_and(|d| d.bits.load(Ordering::Relaxed) & OURS != 0)
 }
 
-fn classify(fd: c_int) -> (u16, u64) {
+fn classify(fd: c_int) -> (u32, u64) {
     // SAFETY: fstat/getsockopt/fcntl write only into our locals.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
@@ -429,11 +442,13 @@ pub fn turn_key(fd: c_int) -> Option<u64> {
 }
 
 /// The bits of a new socket of this domain and type (`ty` may carry SOCK_ flags).
-pub fn socket_bits(domain: c_int, ty: c_int) -> u16 {
+pub fn socket_bits(domain: c_int, ty: c_int) -> u32 {
     let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
     let stream_domain = matches!(domain, libc::AF_INET | libc::AF_INET6 | libc::AF_UNIX);
     let kind = if base == libc::SOCK_STREAM && stream_domain {
         STREAM
+    } else if base == libc::SOCK_DGRAM && matches!(domain, libc::AF_INET | libc::AF_INET6) {
+        OTHER_SOCKET | DATAGRAM
     } else {
         OTHER_SOCKET
     };

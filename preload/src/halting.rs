@@ -107,6 +107,7 @@ pub fn gate(ld: &mut Ld) {
         Some(
             Record::Recv { .. }
                 | Record::Peek { .. }
+                | Record::RecvDatagram { .. }
                 | Record::Accept { .. }
                 | Record::Connect { err: None, .. }
                 | Record::Ready { .. }

@@ -101,7 +101,7 @@ impl<F: FnMut() -> c_int> PollCall<F> {
 
     /// Whether the call watches a channel end.
     pub fn watches_streams(&self) -> bool {
-        self.entries().iter().any(|p| fds::is_stream(p.fd))
+        self.entries().iter().any(|p| fds::is_recorded_socket(p.fd))
     }
 }
 
@@ -246,7 +246,7 @@ impl<F: FnMut() -> c_int> SelectCall<F> {
 
     /// Whether the call watches a channel end.
     pub fn watches_streams(&self) -> bool {
-        self.watched.iter().any(|fd| fds::is_stream(*fd))
+        self.watched.iter().any(|fd| fds::is_recorded_socket(*fd))
     }
 
     /// Whether `fd` is in `set`.

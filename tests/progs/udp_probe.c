@@ -6,7 +6,7 @@
  * what libraries do to learn a source address), reads its local address and
  * closes it: no datagram moves.  With `send`, the socket is bound to port 0
  * and connected to itself, and one datagram goes through it ("ping", sent and
- * received back), which ddbx does not record.  Then the root listens on
+ * received back), which ddbx records.  Then the root listens on
  * 127.0.0.1 (kernel-chosen port), forks 3 clients that send their hello after
  * a random delay, accepts them and prints
  *     udp: probed            (or `udp: 4 bytes back` with `send`)

@@ -20,9 +20,11 @@
 use crate::error::Error;
 use ddbx_supervisor::Recording;
 use ddbx_supervisor::analysis::channels::{Channel, channel_at, match_channels};
+use ddbx_supervisor::analysis::deps::{Event, datagram_senders};
 use ddbx_supervisor::wire::History;
 use ddbx_supervisor::wire::history::Record;
 use ddbx_supervisor::wire::manifest::ActorInfo;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -34,7 +36,8 @@ Examples:
 
 ACTOR is an id such as p3, or the basename of argv[0] of any of an actor's program
 images, when only one actor ran it. Connects and accepts show their peer
-(→ / ← actor and event, and the channel number); fork and spawn show the child.
+(→ / ← actor and event, and the channel number), a received UDP datagram its send
+(← actor and event; none for one from outside the session); fork and spawn show the child.
 
 --obj N lists one lock object's accesses in order (index, thread, operation): object 0
 is the process's thread table (create, exit, join), objects 1, 2, ... its mutexes and
@@ -83,13 +86,14 @@ struct Line {
     outside: Option<OutsidePeer>,
 }
 
-/// The other end of a connection inside the session.
+/// The other end of a connection inside the session, or the send of a received datagram.
 struct Peer {
-    /// `→` for a connect, `←` for an accept.
+    /// `→` for a connect, `←` for an accept or a datagram.
     arrow: &'static str,
     actor: String,
     event: u64,
-    channel: u32,
+    /// `None`: a datagram (no channel).
+    channel: Option<u32>,
 }
 
 /// A connection to a peer outside the session: its address, and the bytes exchanged.
@@ -138,11 +142,20 @@ pub fn run(args: Args) -> Result<i32, Error> {
         .history(id)
         .ok_or_else(|| Error::BadRecording(format!("no history for {id}")))?;
     let channels = match_channels(&recording.histories);
+    let senders = datagram_senders(&recording.histories);
     let lines: Vec<Line> = history
         .records
         .iter()
         .enumerate()
-        .map(|(i, record)| line(&recording, &channels, history, i as u64 + 1, record))
+        .map(|(i, record)| {
+            line(
+                &recording,
+                (&channels, &senders),
+                history,
+                i as u64 + 1,
+                record,
+            )
+        })
         .collect();
     if args.json {
         println!("{}", listing_json(info, history, &lines));
@@ -169,30 +182,37 @@ pub fn run(args: Args) -> Result<i32, Error> {
     Ok(0)
 }
 
-/// Event `n` of `history`, with what it connects to.
+/// Event `n` of `history`, with what it connects to (`channels`) or which send it received
+/// (`senders`, for a datagram).
 fn line(
     recording: &Recording,
-    channels: &[Channel],
+    (channels, senders): (&[Channel], &HashMap<Event, Event>),
     history: &History,
     n: u64,
     record: &Record,
 ) -> Line {
     let id = history.actor;
     let peer = match record {
+        Record::RecvDatagram { .. } => senders.get(&(id, n)).map(|&(actor, event)| Peer {
+            arrow: "←",
+            actor: actor.to_string(),
+            event,
+            channel: None,
+        }),
         Record::Connect { .. } | Record::Accept { .. } => channel_at(channels, id, n).map(|c| {
             if c.connector.actor == id && c.connector.event == n {
                 Peer {
                     arrow: "→",
                     actor: c.acceptor.actor.to_string(),
                     event: c.acceptor.event,
-                    channel: c.id,
+                    channel: Some(c.id),
                 }
             } else {
                 Peer {
                     arrow: "←",
                     actor: c.connector.actor.to_string(),
                     event: c.connector.event,
-                    channel: c.id,
+                    channel: Some(c.id),
                 }
             }
         }),
@@ -277,9 +297,12 @@ fn print_lines(lines: &[Line], history: &History) {
             None => format!("{:>width$}  {}", l.n, l.record),
         };
         if let Some(p) = &l.peer {
+            let via = p
+                .channel
+                .map_or_else(|| "datagram".to_string(), |c| format!("channel {c}"));
             text.push_str(&format!(
-                "  {} {} event {} (channel {})",
-                p.arrow, p.actor, p.event, p.channel
+                "  {} {} event {} ({via})",
+                p.arrow, p.actor, p.event
             ));
         }
         if let Some(child) = &l.child {

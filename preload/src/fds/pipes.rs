@@ -61,7 +61,7 @@ pub fn is_self_pipe_write(fd: c_int) -> bool {
 }
 
 /// The bits of one end of a recorded pipe made with pipe2 `flags`.
-pub fn bits(flags: c_int) -> u16 {
+pub fn bits(flags: c_int) -> u32 {
     let nonblock = if flags & libc::O_NONBLOCK != 0 {
         NONBLOCK
     } else {

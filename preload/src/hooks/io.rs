@@ -5,10 +5,12 @@
 //! real call on a part of the buffers, one copies bytes out of them.
 
 mod buffers;
+mod datagram;
 
 use super::{hook, ld_for_io};
 use crate::{real, record, replay};
 use buffers::{Buffers, IoVecs, NO_ADDRESS, ProgramReceive, bytes_at};
+use datagram::{Dest, NO_DEST};
 use ddbx_wire::proto::Mode;
 use libc::{
     c_int, c_uint, c_void, iovec, mmsghdr, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t,
@@ -30,6 +32,9 @@ fn on_recv(
     }
     if let Some(key) = crate::fds::file_key(fd) {
         return file_read(key, fd, || call(len));
+    }
+    if crate::fds::is_datagram(fd) {
+        return datagram::recv(fd, into, call, gather);
     }
     let Some(ld) = ld_for_io(fd) else {
         return call(len);
@@ -146,18 +151,22 @@ fn on_send(
     call: impl FnMut(usize, usize) -> isize,
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
-    on_send_passing(fd, (len, Vec::new()), call, gather)
+    on_send_passing(fd, (len, Vec::new(), NO_DEST), call, gather)
 }
 
-/// [`on_send`] of a send that passes the fds `passed` (sendmsg's `SCM_RIGHTS`).
+/// [`on_send`] of a send that passes the fds `passed` (sendmsg's `SCM_RIGHTS`) to `to` (what
+/// sendto or sendmsg names; only UDP sockets note it).
 fn on_send_passing(
     fd: c_int,
-    (len, passed): (usize, Vec<c_int>),
+    (len, passed, to): (usize, Vec<c_int>, Dest),
     mut call: impl FnMut(usize, usize) -> isize,
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
     if crate::fds::pipes::is_self_pipe_write(fd) {
         return call(0, len);
+    }
+    if crate::fds::is_datagram(fd) {
+        return datagram::send(fd, len, to, || call(0, len), || gather(0, len));
     }
     if let Some((ld, key)) = turn_taker(fd) {
         // A file several processes may write: the order of their writes is its content.
@@ -204,13 +213,12 @@ unsafe fn recv_into(
 /// `buf` must be null or valid for reading `n` bytes.
 unsafe fn send_from(
     fd: c_int,
-    buf: *const c_void,
-    n: usize,
+    (buf, n, to): (*const c_void, usize, Dest),
     mut call: impl FnMut(*const c_void, usize) -> isize,
 ) -> isize {
-    on_send(
+    on_send_passing(
         fd,
-        n,
+        (n, Vec::new(), to),
         // SAFETY: `off + m <= n`: within `buf`.
         |off, m| call(unsafe { (buf as *const u8).add(off) }.cast(), m),
         // SAFETY: as above; `buf` holds the program's bytes.
@@ -354,8 +362,14 @@ hook! {
 }
 
 hook! {
-    /// recvmmsg(2): on a stream socket, received as one message.
+    /// recvmmsg(2): on a stream socket, received as one message; on a UDP socket, one
+    /// receive per message.
     fn recvmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int, timeout: *mut timespec) -> c_int {
+        if !msgs.is_null() && crate::fds::is_datagram(fd) {
+            // SAFETY: `msgs` points to `vlen` mmsghdrs (recvmmsg's contract), each with a
+            // valid msghdr for recvmsg.
+            return unsafe { datagram::recvmmsg(msgs, vlen, flags, |m, f| on_recvmsg(fd, m, f)) };
+        }
         if msgs.is_null() || vlen == 0 || !crate::fds::is_stream(fd) {
             // SAFETY: the program's arguments, passed on unchanged.
             return unsafe { real::recvmmsg(fd, msgs, vlen, flags, timeout) };
@@ -376,7 +390,7 @@ hook! {
     /// write(2).
     fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
         // SAFETY: `buf` holds `n` readable bytes (write's contract).
-        unsafe { send_from(fd, buf, n, |part, m| real::write(fd, part, m)) }
+        unsafe { send_from(fd, (buf, n, NO_DEST), |part, m| real::write(fd, part, m)) }
     }
 }
 
@@ -385,7 +399,7 @@ hook! {
     fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
         let flags = send_flags(fd, flags);
         // SAFETY: `buf` holds `n` readable bytes (send's contract).
-        unsafe { send_from(fd, buf, n, |part, m| real::send(fd, part, m, flags)) }
+        unsafe { send_from(fd, (buf, n, NO_DEST), |part, m| real::send(fd, part, m, flags)) }
     }
 }
 
@@ -417,7 +431,7 @@ hook! {
         let flags = send_flags(fd, flags);
         // SAFETY: `buf` holds `n` readable bytes, `addr` is null or `len` readable
         // bytes (sendto's contract).
-        unsafe { send_from(fd, buf, n, |part, m| real::sendto(fd, part, m, flags, addr, len)) }
+        unsafe { send_from(fd, (buf, n, (addr, len)), |part, m| real::sendto(fd, part, m, flags, addr, len)) }
     }
 }
 
@@ -455,9 +469,11 @@ unsafe fn on_sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
     let flags = send_flags(fd, flags);
     // SAFETY: as above.
     let passed = unsafe { buffers::passed_in(msg) };
+    // SAFETY: as above.
+    let to = unsafe { ((*msg).msg_name as *const sockaddr, (*msg).msg_namelen) };
     on_send_passing(
         fd,
-        (iovs.total(), passed),
+        (iovs.total(), passed, to),
         |off, m| {
             let part = iovs.part(off, m);
             // SAFETY: `msg` points to the program's msghdr.
@@ -490,8 +506,14 @@ hook! {
 }
 
 hook! {
-    /// sendmmsg(2): on a stream socket, sent as one message.
+    /// sendmmsg(2): on a stream socket, sent as one message; on a UDP socket, one send per
+    /// message.
     fn sendmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int) -> c_int {
+        if !msgs.is_null() && crate::fds::is_datagram(fd) {
+            // SAFETY: `msgs` points to `vlen` mmsghdrs (sendmmsg's contract), each with a
+            // valid msghdr for sendmsg.
+            return unsafe { datagram::sendmmsg(msgs, vlen, |m| on_sendmsg(fd, m, flags)) };
+        }
         if msgs.is_null() || vlen == 0 || !crate::fds::is_stream(fd) {
             // SAFETY: the program's arguments, passed on unchanged.
             return unsafe { real::sendmmsg(fd, msgs, vlen, flags) };

@@ -17,6 +17,7 @@ pub mod pipe;
 pub mod probe;
 pub mod process;
 pub mod pthread;
+pub mod resolv;
 pub mod signal;
 pub mod sleep;
 pub mod socket;
@@ -126,7 +127,7 @@ pub fn keep_errno(errno: c_int, r: &impl Outcome) {
 pub mod passthrough {
     /// Pipes.
     pub const PIPE: u32 = 1;
-    /// Datagram and other non-stream sockets.
+    /// Sockets that are neither stream sockets nor UDP (Unix datagram, netlink, …).
     pub const OTHER_SOCKET: u32 = 2;
     // 16 and 32: signals (`crate::signals::PASSTHROUGH_IN_COMPUTATION`, `PASSTHROUGH_LOST`).
     /// Pipes of the session used by a thread other than the actor's.
@@ -135,6 +136,9 @@ pub mod passthrough {
     pub const FIFO: u32 = 8;
     /// Lock order, in a process whose `malloc` is not glibc's.
     pub const LOCKS: u32 = 64;
+    /// UDP sockets used by a thread other than the actor's, in a process whose threads are
+    /// not ordered.
+    pub const UDP_THREAD: u32 = 128;
 }
 
 use crate::fds;
@@ -235,6 +239,21 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
         crate::replay::threads::await_turn(ld);
         return Some(ld);
     }
+    if kind & fds::DATAGRAM != 0 && kind & fds::OURS == 0 {
+        let ld = active()?;
+        if crate::locks::threaded() && !ld.threads_ordered() && !ld.values_thread() {
+            // Not refused, as a stream socket's would be: UDP passed through before it was
+            // recorded, and a threaded program's DNS or statistics thread should not stop it.
+            ld.passthrough(
+                passthrough::UDP_THREAD,
+                "UDP sockets: datagrams sent and received by a second thread",
+            );
+            return None;
+        }
+        ld.check_thread();
+        crate::replay::threads::await_turn(ld);
+        return Some(ld);
+    }
     if kind & fds::PIPE != 0 {
         if let Some(ld) = active()
             && !ld.has_reported(passthrough::PIPE | passthrough::FIFO)
@@ -256,7 +275,8 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     {
         ld.passthrough(
             passthrough::OTHER_SOCKET,
-            "datagram sockets (UDP and other non-stream sockets): what they send and receive",
+            "sockets other than TCP, UDP and Unix stream sockets (Unix datagram, netlink, …): \
+             what they send and receive",
         );
     }
     None

@@ -170,7 +170,7 @@ hook! {
         let r = unsafe { real::epoll_ctl(ep, op, fd, &mut ours) };
         if r == 0 {
             slot.fill(program.u64);
-            if fds::is_stream(fd) || fds::kind(fd) & fds::WATCHES_STREAMS != 0 {
+            if fds::is_recorded_socket(fd) || fds::kind(fd) & fds::WATCHES_STREAMS != 0 {
                 fds::update(ep, fds::WATCHES_STREAMS, 0);
             }
         } else if !existed {

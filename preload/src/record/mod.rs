@@ -5,6 +5,7 @@
 //! family also has the pure builders that turn a call's result into its record (replay uses
 //! them too, for the records of its own history).
 
+pub mod datagram;
 pub mod io;
 pub mod peers;
 pub mod probe;

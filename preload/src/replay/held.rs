@@ -33,6 +33,10 @@ pub trait Receiver {
     /// cmsgs) that came with the bytes, as far as it has room ([`fitting`]); returns how many
     /// bytes of `control` it took. The fds passed in the rest are closed, as the kernel does.
     fn finish(&mut self, control: &[u8], from: &[u8]) -> usize;
+
+    /// Adds `flags` to what recvmsg reports in `msg_flags` (`MSG_TRUNC` of a datagram that
+    /// did not fit); nothing for the other calls.
+    fn add_flags(&mut self, flags: c_int);
 }
 
 /// The held bytes of `fd`'s channel end, if any.

@@ -8,6 +8,7 @@
 
 pub mod accept;
 pub mod cursor;
+pub mod datagram;
 pub mod external;
 pub mod held;
 pub mod io;

@@ -136,7 +136,7 @@ fn done(ld: &mut Ld, call: WaitCall, fds: Vec<ReadyFd>) {
 const NVAL: u32 = 0x20;
 
 /// Waits until `fd` really reports every event of `ev` that can be waited for; bytes the LD
-/// holds for it (`held.rs`) make it readable. Waits on the fd for what is missing, never
+/// holds for it (`held.rs`) make it readable, and a UDP socket is. Waits on the fd for what is missing, never
 /// sleeping in between.
 fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
     let waitable =
@@ -145,7 +145,8 @@ fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
     if want == 0 || ev.0 & NVAL != 0 {
         return; // nothing to wait for, or POLLNVAL (a closed fd): report as recorded
     }
-    if want & Events::IN != 0 && held::holds(ld, fd) {
+    // A UDP socket's datagrams come from the history (`datagram.rs`), not the kernel.
+    if want & Events::IN != 0 && (held::holds(ld, fd) || crate::fds::is_datagram(fd)) {
         want &= !Events::IN;
         if want == 0 {
             return;

@@ -3,8 +3,9 @@
 //! simple predicate live), the offline analysis (`ddbx inf`, races) and the debugger's cut
 //! search.
 //!
-//! After `k` events of an actor: `events` = k; `recvs` counts `Recv` records (end of stream
-//! included; a `Peek` takes nothing and is not counted), `sends` `Send` records, `accepts` `Accept` records, `forks` `Fork` and `Spawn`
+//! After `k` events of an actor: `events` = k; `recvs` counts `Recv` and `RecvDatagram` records
+//! (end of stream included; a `Peek` takes nothing and is not counted), `sends` `Send` and
+//! `SendDatagram` records, `accepts` `Accept` records, `forks` `Fork` and `Spawn`
 //! records; `alive` is 1 when the actor has been created (k ≥ 1) and has not exited by k, else
 //! 0. A probe with the name of a counter is shadowed by the counter.
 
@@ -23,9 +24,9 @@ pub fn is_counter(name: &str) -> bool {
 pub struct Counters {
     /// Events executed (the prefix's length).
     pub events: i64,
-    /// `Recv` records (end of stream included).
+    /// `Recv` and `RecvDatagram` records (end of stream included).
     pub recvs: i64,
-    /// `Send` records.
+    /// `Send` and `SendDatagram` records.
     pub sends: i64,
     /// `Accept` records.
     pub accepts: i64,
@@ -40,8 +41,8 @@ impl Counters {
     pub fn count(&mut self, record: &Record) {
         self.events += 1;
         match record {
-            Record::Recv { .. } => self.recvs += 1,
-            Record::Send { .. } => self.sends += 1,
+            Record::Recv { .. } | Record::RecvDatagram { .. } => self.recvs += 1,
+            Record::Send { .. } | Record::SendDatagram { .. } => self.sends += 1,
             Record::Accept { .. } => self.accepts += 1,
             Record::Fork { .. } | Record::Spawn { .. } => self.forks += 1,
             Record::Exit { .. } => self.exited = true,

@@ -24,10 +24,11 @@
 //!  "diagnostics": ["shared_send_end: …", …]}   (where the byte numbering is a guess)
 //! ```
 //!
-//! where `<message>` is `{"kind": "send" | "connect" | "external", "actor": "p9" | null,
+//! where `<message>` is `{"kind": "send" | "connect" | "datagram" | "external", "actor": "p9" | null,
 //! "event": 4 | null, "channel": 3 | null, "bytes": [0, 33] | null, "received_by": {"actor":
-//! "p5", "event": 8} | null}` (`event`: the Send or Connect; `received_by`: the receive that
-//! consumed its last byte, or the accept of a connect; null: never received).
+//! "p5", "event": 8} | null}` (`event`: the Send, Connect or SendDatagram; `received_by`: the
+//! receive that consumed its last byte, the accept of a connect, or the receive that got a
+//! datagram; null: never received).
 //!
 //! `--method two-pass` (`two_pass.rs`) runs Park & Jun's two-pass method instead
 //! ([`ddbx_supervisor::analysis::twopass`]): text output starts with pass 1's cutoffs (each
@@ -53,10 +54,11 @@ Examples:
   ddbx races ddbx-run-1
   ddbx races ddbx-run-1 --json | jq '.races[] | select(.unaffected) | .replay'
 
-A race <r, M> is a receive-from-any r (a select/poll/epoll ready set, or an accept) and
-the set M of messages (sends, or connects for an accept) that could have been its
-outcome: those on the other channels it watched (or the other connects to its listening
-address) that were not consumed before r and not sent after r (vector clocks).
+A race <r, M> is a receive-from-any r (a select/poll/epoll ready set, an accept, or a
+receive on a UDP socket) and the set M of messages (sends, connects for an accept,
+datagrams for a UDP receive) that could have been its outcome: those on the other
+channels it watched (the other connects to its listening address, the other datagrams sent
+to its socket) that were not consumed before r and not sent after r (vector clocks).
 The watched set of a select is not recorded: ddbx takes the channels the actor receives
 from at some point and the sockets it accepts on.
 

@@ -136,7 +136,7 @@ impl ProgramReceive {
 ///
 /// # Safety
 /// `name` null or valid for `*len` bytes; `len` valid when `name` is not null.
-unsafe fn give_address(name: *mut c_void, len: *mut socklen_t, from: &[u8]) {
+pub unsafe fn give_address(name: *mut c_void, len: *mut socklen_t, from: &[u8]) {
     if name.is_null() || len.is_null() {
         return;
     }
@@ -204,6 +204,13 @@ impl replay::held::Receiver for ProgramReceive {
             0
         };
         taken
+    }
+
+    fn add_flags(&mut self, flags: c_int) {
+        if !self.msg.is_null() {
+            // SAFETY: the program's msghdr (recvmsg's contract), readable and writable.
+            unsafe { (*self.msg).msg_flags |= flags };
+        }
     }
 }
 

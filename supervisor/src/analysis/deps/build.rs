@@ -105,6 +105,7 @@ impl Deps {
             channels: channels.to_vec(),
             turn_needs: HashMap::new(),
             ordered_files: Vec::new(),
+            datagrams: HashMap::new(),
         };
         let origin_of = |a: ActorId| origins.get(&a).copied().unwrap_or(Origin::Root);
 
@@ -112,6 +113,7 @@ impl Deps {
         deps.add_signal_needs(histories, origins);
         deps.add_turn_needs(histories, origins);
         let ends = deps.add_connection_needs(&by_actor, channels);
+        deps.add_datagram_needs(&by_actor);
         let parent_of = |a| match origin_of(a) {
             Origin::Fork { parent, .. } | Origin::Spawn { parent, .. }
                 if by_actor.contains_key(&parent) =>

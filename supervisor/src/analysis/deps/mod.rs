@@ -83,6 +83,11 @@
 //!     each new number to what the sender had bound the number it passed to (the *k*-th send
 //!     that passed fds on a channel direction pairs with the *k*-th receive that took fds).
 //!
+//!   * **datagrams** (UDP): a `RecvDatagram` needs the `SendDatagram` it is paired with (by
+//!     the sender's port, the length and the sum of the bytes; `datagrams.rs`), and a ready
+//!     set with `in` on a UDP socket needs the send of the datagram the actor received next on
+//!     it (unless several actors received on that socket).
+//!
 //!   * **shared files**: the turns that writes, reads and locks took in a file the processes
 //!     shared come after an event, not as one; what they need is kept apart
 //!     ([`Deps::turn_needs`], `turns.rs`).
@@ -90,9 +95,12 @@
 //! Needs on one's own actor that the rules produce (a connection to oneself) are dropped.
 
 mod build;
+mod datagrams;
 mod roles;
 mod stream;
 mod turns;
+
+pub use datagrams::datagram_senders;
 
 use crate::analysis::channels::{Channel, match_channels};
 use crate::recording::Recording;
@@ -172,6 +180,8 @@ pub struct Deps {
     turn_needs: HashMap<Event, Vec<Event>>,
     /// The shared files a read saw only some writes of, with their horizon (`turns.rs`).
     ordered_files: Vec<(u32, u64)>,
+    /// Each received datagram's send and the port it was sent to (`datagrams.rs`).
+    datagrams: HashMap<Event, (Event, Option<u16>)>,
 }
 
 impl Deps {
@@ -305,6 +315,12 @@ impl Deps {
         {
             v.push(to);
         }
+    }
+
+    /// For each received datagram (`RecvDatagram`) paired with a send: that `SendDatagram`
+    /// and the port it was sent to (the receiving socket's).
+    pub fn datagram_pairs(&self) -> &HashMap<Event, (Event, Option<u16>)> {
+        &self.datagrams
     }
 
     /// The cross-actor events that event `event` of `actor` needs, sorted (program order is

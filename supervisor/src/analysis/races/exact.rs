@@ -82,6 +82,7 @@ impl Search<'_, '_> {
                 Record::Ready { fds: ready, .. } => {
                     found.extend(self.ready(here, ready, &fds, &uses, &listeners));
                 }
+                Record::RecvDatagram { .. } => found.extend(self.datagram(here)),
                 _ => {}
             }
         }
@@ -162,6 +163,28 @@ impl Search<'_, '_> {
             receive: here,
             kind: RaceKind::Ready,
             got,
+            could,
+        })
+    }
+
+    /// The `RecvDatagram` event `here`: a race when another datagram sent to its socket could
+    /// have been its outcome (not sent after it, not received before it or by another actor).
+    fn datagram(&self, here: Event) -> Option<Found> {
+        let (got, port) = self.model.datagram_received(here);
+        let could: Vec<Message> = self
+            .model
+            .datagrams_to
+            .get(&port?)
+            .into_iter()
+            .flatten()
+            .filter(|s| got.event != Some(**s) && !self.hb(here, **s))
+            .map(|s| self.model.datagram_message(*s))
+            .filter(|m| m.received_by.is_none_or(|x| x.0 == here.0 && x.1 > here.1))
+            .collect();
+        (!could.is_empty()).then_some(Found {
+            receive: here,
+            kind: RaceKind::Datagram,
+            got: vec![got],
             could,
         })
     }

@@ -8,12 +8,18 @@
 //!   * a **`Ready`** record (select/poll/epoll returned): its outcome is the set of fds it
 //!     reported; the alternatives are the other channels it watched;
 //!   * an **`Accept`**: its outcome is the connection it returned; the alternatives are the
-//!     other connects made to the same listening address.
+//!     other connects made to the same listening address;
+//!   * a **`RecvDatagram`**: its outcome is the datagram it got (the `SendDatagram` the
+//!     analysis paired with it, or a peer outside the recording); the alternatives are the
+//!     other datagrams sent to the same socket (its port: the one its datagram was sent to,
+//!     or that of the actor's other datagrams on that fd) that were not received before it by
+//!     its actor, nor by another actor, and not sent after it. UDP keeps no order between
+//!     senders, so no head of a queue limits them.
 //!
 //!   A blocking receive on one stream socket is not one: TCP is FIFO, so its outcome (which
 //!   bytes) is fixed; how many bytes it returns is not a race between senders.
-//! * A **message** is a `Send` on a channel direction (its bytes), or a successful `Connect`
-//!   (for accepts and for readiness of a listening socket). A message is **issued** at its
+//! * A **message** is a `Send` on a channel direction (its bytes), a successful `Connect`
+//!   (for accepts and for readiness of a listening socket), or a `SendDatagram`. A message is **issued** at its
 //!   `Send`, or, for a connect, at the connector's event *just before* the `Connect`: the
 //!   connect and its accept need each other, so the `Connect` itself always "happens after"
 //!   every event that precedes its accept, which would hide every accept race.
@@ -69,8 +75,10 @@ pub enum MessageKind {
     Send,
     /// A `Connect` to a listening socket.
     Connect,
-    /// A connection from a peer outside the recording (no event of ours issued it).
+    /// A connection or datagram from a peer outside the recording (no event of ours issued it).
     External,
+    /// A UDP datagram (`SendDatagram`).
+    Datagram,
 }
 
 impl MessageKind {
@@ -80,6 +88,7 @@ impl MessageKind {
             MessageKind::Send => "send",
             MessageKind::Connect => "connect",
             MessageKind::External => "external",
+            MessageKind::Datagram => "datagram",
         }
     }
 }
@@ -107,7 +116,7 @@ impl Message {
     pub fn issued_at(&self) -> Option<Event> {
         let (a, k) = self.event?;
         match self.kind {
-            MessageKind::Send => Some((a, k)),
+            MessageKind::Send | MessageKind::Datagram => Some((a, k)),
             MessageKind::Connect => Some((a, k.saturating_sub(1).max(1))),
             MessageKind::External => None,
         }
@@ -118,10 +127,10 @@ impl Message {
         let what = match (self.kind, self.event) {
             (MessageKind::External, _) | (_, None) => "a peer outside the recording".to_string(),
             (kind, Some((a, k))) => {
-                let word = if kind == MessageKind::Send {
-                    "Send"
-                } else {
-                    "Connect"
+                let word = match kind {
+                    MessageKind::Send => "Send",
+                    MessageKind::Datagram => "datagram",
+                    _ => "Connect",
                 };
                 format!("{a} event {k} ({word}")
             }
@@ -148,6 +157,8 @@ pub enum RaceKind {
     Ready,
     /// An `Accept`.
     Accept,
+    /// A `RecvDatagram`: which datagram a UDP socket's receive got.
+    Datagram,
 }
 
 impl RaceKind {
@@ -156,6 +167,7 @@ impl RaceKind {
         match self {
             RaceKind::Ready => "ready",
             RaceKind::Accept => "accept",
+            RaceKind::Datagram => "datagram",
         }
     }
 }

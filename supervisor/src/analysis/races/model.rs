@@ -83,6 +83,14 @@ pub(crate) struct RaceModel<'a> {
     pub(crate) connects: BTreeMap<&'a str, Vec<Event>>,
     /// Each actor's origin, from the manifest.
     pub(crate) origins: HashMap<ActorId, Origin>,
+    /// Every `SendDatagram` paired with a receive or not, by the port it was sent to, in
+    /// (actor, event) order.
+    pub(crate) datagrams_to: BTreeMap<u16, Vec<Event>>,
+    /// Each received datagram's send (from the dependencies' pairing) and the receiving
+    /// socket's port.
+    datagram_got: HashMap<Event, (Option<Event>, Option<u16>)>,
+    /// The receive that got each paired datagram.
+    datagram_received_by: HashMap<Event, Event>,
 }
 
 impl<'a> RaceModel<'a> {
@@ -107,10 +115,80 @@ impl<'a> RaceModel<'a> {
                 .map(|a| (a.id, a.origin))
                 .collect(),
             histories,
+            datagrams_to: BTreeMap::new(),
+            datagram_got: HashMap::new(),
+            datagram_received_by: HashMap::new(),
         };
         model.read_flows(deps);
         model.read_channels(deps);
+        model.read_datagrams(deps);
         model
+    }
+
+    /// The datagrams: every send by the port it went to, and each receive's send and port (an
+    /// unpaired receive, from outside, takes the port of its actor's paired receives on the
+    /// same fd).
+    fn read_datagrams(&mut self, deps: &Deps) {
+        let pairs = deps.datagram_pairs();
+        for (&a, records) in &self.histories {
+            let mut port_of_fd: HashMap<i32, u16> = HashMap::new();
+            for (i, r) in records.iter().enumerate() {
+                let e = (a, i as u64 + 1);
+                match r {
+                    Record::SendDatagram { to, .. } => {
+                        if let Some(p) = to.rsplit_once(':').and_then(|(_, p)| p.parse().ok()) {
+                            self.datagrams_to.entry(p).or_default().push(e);
+                        }
+                    }
+                    Record::RecvDatagram { fd, .. } => {
+                        if let Some(&(_, Some(p))) = pairs.get(&e) {
+                            port_of_fd.entry(*fd).or_insert(p);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for (i, r) in records.iter().enumerate() {
+                if let Record::RecvDatagram { fd, .. } = r {
+                    let e = (a, i as u64 + 1);
+                    let (send, port) = pairs.get(&e).map_or((None, None), |(s, p)| (Some(*s), *p));
+                    let port = port.or_else(|| port_of_fd.get(fd).copied());
+                    self.datagram_got.insert(e, (send, port));
+                    if let Some(s) = send {
+                        self.datagram_received_by.insert(s, e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The message of datagram send `s`.
+    pub(crate) fn datagram_message(&self, s: Event) -> Message {
+        Message {
+            kind: MessageKind::Datagram,
+            event: Some(s),
+            channel: None,
+            bytes: None,
+            received_by: self.datagram_received_by.get(&s).copied(),
+        }
+    }
+
+    /// What datagram receive `here` got (its send, or a peer outside the recording), and the
+    /// port of its socket when known.
+    pub(crate) fn datagram_received(&self, here: Event) -> (Message, Option<u16>) {
+        match self.datagram_got.get(&here) {
+            Some(&(Some(s), port)) => (self.datagram_message(s), port),
+            other => (
+                Message {
+                    kind: MessageKind::External,
+                    event: None,
+                    channel: None,
+                    bytes: None,
+                    received_by: Some(here),
+                },
+                other.and_then(|(_, p)| *p),
+            ),
+        }
     }
 
     /// The byte flows of every channel direction, and who receives on each.

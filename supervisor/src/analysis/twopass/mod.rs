@@ -13,7 +13,9 @@
 //!
 //! # Pass 1 (from the recorded execution, with vector clocks)
 //!
-//! For every message `m` (a `Send`'s bytes, or a successful `Connect`) and every actor `p`
+//! For every message `m` (a `Send`'s bytes, a successful `Connect`, or a `SendDatagram`,
+//! which votes for every datagram receive on the socket it was sent to whose actor had not
+//! received it yet and which it was not sent after) and every actor `p`
 //! that could have received it, find the receives-from-any `r'` of `p` that `m` could have
 //! been delivered to instead: those that watched `m`'s channel (or listening address),
 //! where `m` was at the head of its channel (every earlier byte consumed by receives that
@@ -70,8 +72,8 @@ pub struct Cutoff {
     pub actor: ActorId,
     /// Its locally-first race receive's event number.
     pub event: u64,
-    /// The channel (`channel 3`) or listening address (`listening 127.0.0.1:4000`) of the
-    /// message that first showed the receive to be a race.
+    /// The channel (`channel 3`), listening address (`listening 127.0.0.1:4000`) or UDP port
+    /// (`datagrams to port 53`) of the message that first showed the receive to be a race.
     pub first_channel: String,
 }
 
@@ -135,6 +137,8 @@ struct Receive {
     quiet: BTreeSet<(ChannelId, Direction)>,
     /// Watched listening addresses.
     listening: BTreeSet<String>,
+    /// A datagram receive's socket, by its port.
+    port: Option<u16>,
     /// Pass 1's votes: messages that could have been its outcome, with their channel.
     votes: BTreeMap<(MessageKind, Event), String>,
 }
@@ -146,7 +150,7 @@ impl Receive {
 
     fn is_race(&self) -> bool {
         match self.kind {
-            RaceKind::Accept => !self.votes.is_empty(),
+            RaceKind::Accept | RaceKind::Datagram => !self.votes.is_empty(),
             RaceKind::Ready => self.got.len() + self.votes.len() >= 2,
         }
     }
@@ -239,7 +243,20 @@ impl<'a> Passes<'_, 'a> {
                 };
                 r.listening.contains(addr) && self.pending_at(e, r.at)
             }
+            MessageKind::Datagram => {
+                r.port.is_some_and(|p| self.datagram_to(e) == Some(p))
+                    && !self.hb(r.at, e)
+                    && m.received_by.is_none_or(|x| x.0 == r.at.0 && x.1 > r.at.1)
+            }
             MessageKind::External => false,
+        }
+    }
+
+    /// The port datagram send `s` went to.
+    fn datagram_to(&self, s: Event) -> Option<u16> {
+        match self.model.histories.get(&s.0)?.get(s.1 as usize - 1)? {
+            Record::SendDatagram { to, .. } => to.rsplit_once(':')?.1.parse().ok(),
+            _ => None,
         }
     }
 
@@ -347,5 +364,64 @@ mod tests {
             .collect();
         assert_eq!(first, vec![((p(1), 2), false), ((p(2), 2), true)]);
         assert_eq!(exact.races.len(), 4);
+    }
+
+    #[test]
+    fn two_datagrams_to_one_socket_race_at_the_first_receive_only() {
+        // p2 and p3 each send a datagram to p1's port 53; p1 receives p3's, then p2's, and
+        // answers p2. The first receive could have got p2's datagram; the second could not
+        // have got p3's, received before it.
+        let send = |me: u16, sum: u64| {
+            format!(
+                "SendDatagram(fd: 3, n: 2, to: \"127.0.0.1:53\", local: \"127.0.0.1:{me}\", sum: {sum})"
+            )
+        };
+        let recv = |from: u16, data: &str| {
+            format!("RecvDatagram(fd: 3, n: 2, from: \"127.0.0.1:{from}\", data: \"{data}\")")
+        };
+        // "YzI=" and "YzM=" are the bytes "c2" and "c3".
+        let (c2, c3) = (
+            ddbx_wire::history::datagram_sum(b"c2"),
+            ddbx_wire::history::datagram_sum(b"c3"),
+        );
+        let p1 = hist(
+            1,
+            &format!(
+                "{}\n{}\n{}",
+                recv(5003, "YzM="),
+                recv(5002, "YzI="),
+                send(53, 7)
+            ),
+        );
+        let p2 = hist(2, &send(5002, c2));
+        let p3 = hist(3, &send(5003, c3));
+        let rec = recording(vec![p1, p2, p3]);
+        let deps = Deps::from_recording(&rec);
+        assert_eq!(deps.needs(p(1), 2), [(p(3), 2)]);
+        assert_eq!(deps.needs(p(1), 3), [(p(2), 2)]);
+        let clocks = Clocks::compute(&deps).unwrap();
+        let exact = find_races(&rec, &deps, &clocks);
+        let races: Vec<(Event, Option<Event>, Vec<Option<Event>>)> = exact
+            .races
+            .iter()
+            .map(|r| {
+                (
+                    r.receive,
+                    r.got[0].event,
+                    r.could.iter().map(|m| m.event).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            races,
+            vec![((p(1), 2), Some((p(3), 2)), vec![Some((p(2), 2))])]
+        );
+        assert_eq!(exact.races[0].kind, RaceKind::Datagram);
+        let tp = two_pass(&rec, &deps, &clocks);
+        assert_eq!(tp.races.len(), 1);
+        assert_eq!(tp.races[0].receive, (p(1), 2));
+        assert_eq!(tp.races[0].could, exact.races[0].could);
+        assert_eq!(tp.cutoffs[0].first_channel, "datagrams to port 53");
+        assert!(tp.races[0].unaffected() && exact.races[0].unaffected());
     }
 }

@@ -47,12 +47,25 @@ impl Passes<'_, '_> {
                             got: vec![self.model.accepted(here)],
                             quiet: BTreeSet::new(),
                             listening: [local.clone()].into(),
+                            port: None,
                             votes: BTreeMap::new(),
                         });
                         bind(&mut fds, *new_fd, self.model.ends.get(&here));
                     }
                     Record::Ready { fds: ready, .. } => {
                         out.push(self.ready(here, ready, &fds, &roles, &accept_fds));
+                    }
+                    Record::RecvDatagram { .. } => {
+                        let (got, port) = self.model.datagram_received(here);
+                        out.push(Receive {
+                            at: here,
+                            kind: RaceKind::Datagram,
+                            got: vec![got],
+                            quiet: BTreeSet::new(),
+                            listening: BTreeSet::new(),
+                            port,
+                            votes: BTreeMap::new(),
+                        });
                     }
                     _ => {}
                 }
@@ -115,6 +128,7 @@ impl Passes<'_, '_> {
             got,
             quiet,
             listening,
+            port: None,
             votes: BTreeMap::new(),
         }
     }
@@ -123,6 +137,7 @@ impl Passes<'_, '_> {
     pub(super) fn pass1(&self, receives: &mut [Receive]) {
         let mut votes = self.send_votes(receives);
         votes.extend(self.connect_votes(receives));
+        votes.extend(self.datagram_votes(receives));
         for v in votes {
             receives[v.receive]
                 .votes
@@ -197,6 +212,39 @@ impl Passes<'_, '_> {
                             event: c,
                             kind: MessageKind::Connect,
                             channel: format!("listening {addr}"),
+                        });
+                    }
+                }
+            }
+        }
+        votes
+    }
+}
+
+impl Passes<'_, '_> {
+    /// The votes of datagrams: each send, for every datagram receive on the socket it was sent
+    /// to that it could have reached (its own receive, if any, comes later in that actor, and
+    /// it was not sent after the receive).
+    fn datagram_votes(&self, receives: &[Receive]) -> Vec<Vote> {
+        let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for (i, r) in receives.iter().enumerate() {
+            if let Some(p) = r.port.filter(|_| r.kind == RaceKind::Datagram) {
+                on_port.entry(p).or_default().push(i);
+            }
+        }
+        let mut votes = Vec::new();
+        for (port, sends) in &self.model.datagrams_to {
+            for &s in sends {
+                let m = self.model.datagram_message(s);
+                for &i in on_port.get(port).into_iter().flatten() {
+                    let r = &receives[i];
+                    let later = m.received_by.is_none_or(|x| x.0 == r.at.0 && x.1 > r.at.1);
+                    if !r.got_event(s) && later && !self.hb(r.at, s) {
+                        votes.push(Vote {
+                            receive: i,
+                            event: s,
+                            kind: MessageKind::Datagram,
+                            channel: format!("datagrams to port {port}"),
                         });
                     }
                 }

@@ -194,6 +194,14 @@ impl Passes<'_, '_> {
                 }
             }
         }
+        if let Some(port) = r.port {
+            for &s in self.model.datagrams_to.get(&port).into_iter().flatten() {
+                let m = self.model.datagram_message(s);
+                if self.could_be(r, &m) {
+                    could.push(m);
+                }
+            }
+        }
         could.sort_by_key(|m| m.event);
         could
     }

@@ -35,7 +35,7 @@ pub mod value;
 pub use connects::{ChannelFilter, ConnectOutcome, connect_outcome, makes_channels};
 pub use data::Data;
 pub use reader::{Entry, Reader};
-pub use record::{Addr, Call, Origin, ReadyFd, Record, Shut, WaitCall, is_bystander};
+pub use record::{Addr, Call, Origin, ReadyFd, Record, Shut, WaitCall, datagram_sum, is_bystander};
 
 use crate::{ActorId, FORMAT_VERSION};
 use serde::{Deserialize, Serialize};

@@ -339,6 +339,8 @@ fn check_fds(r: &Record, event: u64) -> Result<(), String> {
         | Record::SocketError { fd, .. }
         | Record::Recv { fd, .. }
         | Record::Peek { fd, .. }
+        | Record::RecvDatagram { fd, .. }
+        | Record::SendDatagram { fd, .. }
         | Record::NoData { fd }
         | Record::Close { fd }
         | Record::Shutdown { fd, .. }

@@ -298,6 +298,55 @@ pub enum Record {
         /// Bytes seen.
         n: u64,
     },
+    /// A receive on a UDP socket (read, recv, recvfrom, recvmsg, one message of a recvmmsg)
+    /// that returned a datagram: which one came, from whom, is what differs from run to run.
+    /// Replay hands it to the program from the history (the datagram the kernel holds, if
+    /// any, is dropped), so its bytes are always kept.
+    RecvDatagram {
+        /// The socket.
+        fd: i32,
+        /// What the call returned: the datagram's length, or less when the program's buffer
+        /// was shorter (its full length with `MSG_TRUNC` in the call's flags).
+        n: u64,
+        /// The sender's address (`?` when the kernel gave none).
+        from: Addr,
+        /// The bytes the program's buffers got.
+        data: Data,
+        /// The ancillary data the kernel gave with it (recvmsg's control buffer: the
+        /// destination address of `IP_PKTINFO`, timestamps), whole cmsgs as the kernel wrote them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        control: Option<Data>,
+        /// recvmsg's `msg_flags` on return (`MSG_TRUNC`, `MSG_CTRUNC`), when not 0.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        flags: i32,
+    },
+    /// A send on a UDP socket that took `n` bytes: one datagram, to `to`. Replay does not send
+    /// it (whoever received it, inside the session or not, gets it from its own history) and
+    /// returns what the record's call returned.
+    SendDatagram {
+        /// The socket.
+        fd: i32,
+        /// Bytes taken.
+        n: u64,
+        /// Where it went: the call's address, or the socket's connected peer (`?` when none).
+        to: Addr,
+        /// The socket's own address after the send (what its receiver sees as the sender).
+        local: Addr,
+        /// The datagram's bytes, summed ([`datagram_sum`]): which receive got it.
+        sum: u64,
+    },
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
+}
+
+/// The sum of a datagram's bytes that a [`Record::SendDatagram`] keeps (64-bit FNV-1a): the
+/// analysis pairs each received datagram with the send whose sum, length and address match.
+pub fn datagram_sum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Which directions a [`Record::Shutdown`] shut down.
@@ -354,6 +403,8 @@ impl Record {
             Record::Pipe { .. } => "Pipe",
             Record::Dup { .. } => "Dup",
             Record::Peek { .. } => "Peek",
+            Record::RecvDatagram { .. } => "RecvDatagram",
+            Record::SendDatagram { .. } => "SendDatagram",
         }
     }
 
@@ -397,6 +448,11 @@ impl Record {
                 *remote = blank_port(remote);
                 *peer_pid = peer_pid.map(|_| 0);
                 *at = None;
+            }
+            Record::RecvDatagram { from, .. } => *from = blank_port(from),
+            Record::SendDatagram { to, local, .. } => {
+                *to = blank_port(to);
+                *local = blank_port(local);
             }
             _ => {}
         }
@@ -444,6 +500,8 @@ pub fn is_bystander(records: &[Record]) -> bool {
                 | Record::Pair { .. }
                 | Record::Pipe { .. }
                 | Record::Shutdown { .. }
+                | Record::RecvDatagram { .. }
+                | Record::SendDatagram { .. }
         )
     })
 }
