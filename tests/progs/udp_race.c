@@ -17,7 +17,8 @@
  *            datagrams); answers with sendmmsg, one message each
  *     outside  no clients of its own: prints `port P` first, and takes the 4 datagrams, from
  *            clients outside the session (the test's), as in poll mode
- * The clients use connect + send + recv (poll mode), or sendto + read (the others).
+ * The clients use connect + send + recv (poll mode), or sendto + read (the others; they check
+ * that the send bound their socket to a port).
  */
 #include "common.h"
 
@@ -44,8 +45,13 @@ static void client(int port, int id, int connected)
             die("send");
         n = recv(u, got, sizeof got - 1, 0);
     } else {
+        socklen_t alen = sizeof a;
+
         if (sendto(u, msg, len, 0, (struct sockaddr *)&a, sizeof a) != len)
             die("sendto");
+        /* The send bound the socket to a port of the kernel's choosing. */
+        if (getsockname(u, (struct sockaddr *)&a, &alen) < 0 || a.sin_port == 0)
+            fail("not bound after sendto");
         n = read(u, got, sizeof got - 1);
     }
     if (n < 0)

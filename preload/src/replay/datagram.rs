@@ -86,6 +86,7 @@ pub fn send(ld: &mut Ld, fd: c_int, len: usize, sum: u64) -> isize {
         || format!("a send of {len} bytes on UDP socket fd {fd}"),
     );
     drop_waiting(fd);
+    bind_as_a_send_would(fd);
     match &rec {
         Record::SendDatagram { n, sum: want, .. } => {
             if *want != sum && *n as usize == len {
@@ -107,6 +108,30 @@ pub fn send(ld: &mut Ld, fd: c_int, len: usize, sum: u64) -> isize {
             -1
         }
         _ => unreachable_record(ld),
+    }
+}
+
+/// Binds an unbound socket to a port of the kernel's choosing, as the record's send did: a
+/// program that asks for its address afterwards (to print it, or to tell a peer) finds one.
+fn bind_as_a_send_would(fd: c_int) {
+    // SAFETY: plain old data, then a sockaddr_storage of its own size for getsockname.
+    unsafe {
+        let mut st: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let p = (&mut st as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
+        if libc::syscall(libc::SYS_getsockname, fd, p, &mut len as *mut libc::socklen_t) != 0 {
+            return;
+        }
+        let port = match st.ss_family as c_int {
+            libc::AF_INET => (*p.cast::<libc::sockaddr_in>()).sin_port,
+            libc::AF_INET6 => (*p.cast::<libc::sockaddr_in6>()).sin6_port,
+            _ => return,
+        };
+        if port == 0 {
+            // The address getsockname gave (the wildcard, or the one the socket is bound to),
+            // port 0.
+            libc::syscall(libc::SYS_bind, fd, p, len);
+        }
     }
 }
 
