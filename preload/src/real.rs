@@ -130,6 +130,12 @@ reals! {
     fn __ppoll_chk(fds: *mut pollfd, n: nfds_t, t: *const timespec, mask: *const sigset_t, fdslen: size_t) -> c_int;
     fn epoll_create(size: c_int) -> c_int;
     fn epoll_create1(flags: c_int) -> c_int;
+    fn eventfd(initval: c_uint, flags: c_int) -> c_int;
+    fn timerfd_create(clock: c_int, flags: c_int) -> c_int;
+    fn signalfd(fd: c_int, mask: *const sigset_t, flags: c_int) -> c_int;
+    fn inotify_init() -> c_int;
+    fn inotify_init1(flags: c_int) -> c_int;
+    fn memfd_create(name: *const c_char, flags: c_uint) -> c_int;
     fn epoll_ctl(ep: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int;
     fn epoll_wait(ep: c_int, evs: *mut epoll_event, max: c_int, timeout: c_int) -> c_int;
     fn epoll_pwait(ep: c_int, evs: *mut epoll_event, max: c_int, timeout: c_int, mask: *const sigset_t) -> c_int;

@@ -365,7 +365,7 @@ hook! {
     /// recvmmsg(2): on a stream socket, received as one message; on a UDP socket, one
     /// receive per message.
     fn recvmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int, timeout: *mut timespec) -> c_int {
-        if !msgs.is_null() && crate::fds::is_datagram(fd) {
+        if !msgs.is_null() && vlen > 0 && crate::fds::is_datagram(fd) {
             // SAFETY: `msgs` points to `vlen` mmsghdrs (recvmmsg's contract), each with a
             // valid msghdr for recvmsg.
             return unsafe { datagram::recvmmsg(msgs, vlen, flags, |m, f| on_recvmsg(fd, m, f)) };
@@ -509,7 +509,7 @@ hook! {
     /// sendmmsg(2): on a stream socket, sent as one message; on a UDP socket, one send per
     /// message.
     fn sendmmsg(fd: c_int, msgs: *mut mmsghdr, vlen: c_uint, flags: c_int) -> c_int {
-        if !msgs.is_null() && crate::fds::is_datagram(fd) {
+        if !msgs.is_null() && vlen > 0 && crate::fds::is_datagram(fd) {
             // SAFETY: `msgs` points to `vlen` mmsghdrs (sendmmsg's contract), each with a
             // valid msghdr for sendmsg.
             return unsafe { datagram::sendmmsg(msgs, vlen, |m| on_sendmsg(fd, m, flags)) };

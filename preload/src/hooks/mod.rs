@@ -10,6 +10,7 @@
 pub mod clone;
 pub mod dup;
 pub mod io;
+pub mod made;
 pub mod mask;
 pub mod nohang;
 pub mod pids;

@@ -119,7 +119,13 @@ fn bind_as_a_send_would(fd: c_int) {
         let mut st: libc::sockaddr_storage = std::mem::zeroed();
         let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
         let p = (&mut st as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
-        if libc::syscall(libc::SYS_getsockname, fd, p, &mut len as *mut libc::socklen_t) != 0 {
+        if libc::syscall(
+            libc::SYS_getsockname,
+            fd,
+            p,
+            &mut len as *mut libc::socklen_t,
+        ) != 0
+        {
             return;
         }
         let port = match st.ss_family as c_int {
