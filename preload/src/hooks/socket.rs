@@ -476,3 +476,102 @@ fn waiting(fd: c_int, count: &mut c_int) {
         }
     }
 }
+
+hook! {
+    /// bind(2). A bind of an IPv4 or IPv6 socket to port 0 lets the kernel choose the port:
+    /// the record logs the port it got (`~b`), and replay binds to that port when it is free
+    /// (else to port 0 again), so that a program that prints its port, or hands it to another
+    /// (a script's free-port helper, a server's `--port`), shows the record's.
+    fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+        // SAFETY: the program's address of `len` bytes (bind's contract).
+        let any_port = unsafe { port_zero(addr, len) };
+        let Some(ld) = any_port.then(super::values::values_ld).flatten() else {
+            // SAFETY: the program's arguments.
+            return unsafe { real::bind(fd, addr, len) };
+        };
+        if ld.mode == Mode::Replay
+            && let Some(port) = replay::values::take_bound(ld)
+        {
+            // SAFETY: as above: `len` readable bytes, at least a sockaddr_in's.
+            let mut copy = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), len as usize) }.to_vec();
+            copy[2..4].copy_from_slice(&port.to_be_bytes());
+            // SAFETY: the program's address with another port: as valid.
+            if reusing(fd, || unsafe { real::bind(fd, copy.as_ptr().cast(), len) }) == 0 {
+                ld.log_value(&ddbx_wire::history::value::Value::Bound { port });
+                return 0;
+            }
+        }
+        // SAFETY: the program's arguments.
+        let r = unsafe { real::bind(fd, addr, len) };
+        if r == 0 {
+            let err = crate::sys::errno();
+            if let Some(port) = fds::socket_addr(fd, false)
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.parse().ok())
+            {
+                ld.log_value(&ddbx_wire::history::value::Value::Bound { port });
+            }
+            crate::sys::set_errno(err);
+        }
+        r
+    }
+}
+
+/// `call` (a bind) made with `SO_REUSEADDR` set on the TCP socket `fd`, then its setting put
+/// back: the record's connections on that port may still be in TIME_WAIT when the replay
+/// starts. The kernel then lets the bind pass only for some of them (measured: a server whose
+/// one connection it closed first, yes; one whose four clients closed first, no: the replay
+/// then gets another port). A UDP socket is left as it is (the option would let it share a
+/// port in use).
+fn reusing(fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    let size = std::mem::size_of::<c_int>() as socklen_t;
+    let (mut was, mut len): (c_int, socklen_t) = (1, size);
+    // SAFETY: one int and its length, ours.
+    let known = unsafe {
+        real::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&mut was as *mut c_int).cast(),
+            &mut len,
+        )
+    } == 0;
+    let stream = fds::kind(fd) & fds::STREAM != 0;
+    let set = |on: c_int| {
+        // SAFETY: one int, ours.
+        unsafe {
+            real::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_REUSEADDR,
+                (&on as *const c_int).cast(),
+                size,
+            )
+        }
+    };
+    let switched = stream && known && was == 0 && set(1) == 0;
+    let r = call();
+    if switched {
+        let err = crate::sys::errno();
+        set(0);
+        crate::sys::set_errno(err);
+    }
+    r
+}
+
+/// Whether `addr` is an IPv4 or IPv6 address with port 0.
+///
+/// # Safety
+/// `addr` must be null or point to `len` readable bytes.
+unsafe fn port_zero(addr: *const sockaddr, len: socklen_t) -> bool {
+    if addr.is_null() || (len as usize) < std::mem::size_of::<libc::sockaddr_in>() {
+        return false;
+    }
+    // SAFETY: at least a sockaddr_in's bytes, as the caller promises; the port is at offset 2
+    // in both families.
+    unsafe {
+        matches!((*addr).sa_family as c_int, libc::AF_INET | libc::AF_INET6)
+            && *addr.cast::<u8>().add(2) == 0
+            && *addr.cast::<u8>().add(3) == 0
+    }
+}

@@ -120,6 +120,14 @@ pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>>
     }
 }
 
+/// The port the record's next bind to port 0 in this gap got, if any.
+pub fn take_bound(ld: &mut Ld) -> Option<u16> {
+    match take(ld, |v| matches!(v, Value::Bound { .. }))? {
+        Value::Bound { port } => Some(port),
+        _ => None,
+    }
+}
+
 /// The turn the record logged for the next write into a shared file in this gap, if any,
 /// with the count of the reads of the file before it and the file's slot.
 pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64, FileSlot)> {

@@ -20,6 +20,7 @@
 //! ~g17@3               a SIGCHLD that the end of the image's child number 3 raised
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
+//! ~b=34661             a bind to port 0 got port 34661
 //! ~a12                 a write into a shared file (O_APPEND, or standard output or error) was
 //!                      that file's 12th write (from 0) by any process of the session
 //! ~a12/3               … and 3 reads of the file (`~f` lines) came between it and the write before
@@ -99,6 +100,12 @@ pub enum Value {
     Waiting {
         /// The count.
         n: i64,
+    },
+    /// `bind` to port 0 (the kernel chooses): the port it chose. Replay binds to it, so that a
+    /// program that prints its port, or passes it to another, shows the record's.
+    Bound {
+        /// The port.
+        port: u16,
     },
     /// A write into a regular file that several processes may write (opened with O_APPEND, or
     /// a process's standard output or error): how many writes into that file by the
@@ -186,6 +193,8 @@ pub enum ValueKey {
     Closed,
     /// What `FIONREAD` said.
     Waiting,
+    /// The port a bind to port 0 got.
+    Bound,
     /// A shared file's write turn.
     Appended,
     /// The writes a read of a shared file came after.
@@ -212,6 +221,7 @@ impl Value {
             Value::Reaped { .. } => ValueKey::Reaped,
             Value::Closed { .. } => ValueKey::Closed,
             Value::Waiting { .. } => ValueKey::Waiting,
+            Value::Bound { .. } => ValueKey::Bound,
             Value::Appended { .. } => ValueKey::Appended,
             Value::ReadAfter { .. } => ValueKey::ReadAfter,
             Value::Thread { .. } => ValueKey::Thread,
@@ -232,6 +242,7 @@ impl Value {
             Value::Reaped { child } => i64::from(*child),
             Value::Closed { fd } => i64::from(*fd),
             Value::Waiting { n } => *n,
+            Value::Bound { port } => i64::from(*port),
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
             Value::ReadAfter { writes, .. } => i64::try_from(*writes).unwrap_or(i64::MAX),
             Value::Thread { t } => i64::from(*t),
@@ -256,6 +267,9 @@ impl Value {
                 fd: i32::try_from(n).unwrap_or(-1),
             },
             ValueKey::Waiting => Value::Waiting { n },
+            ValueKey::Bound => Value::Bound {
+                port: u16::try_from(n).unwrap_or(0),
+            },
             ValueKey::Appended => Value::Appended {
                 turn: u64::try_from(n).unwrap_or(0),
                 reads: 0,
@@ -330,6 +344,7 @@ impl Deltas {
                 ValueKey::Time => out.write_str("~s"),
                 ValueKey::Random => out.write_str("~r"),
                 ValueKey::Waiting => out.write_str("~q"),
+                ValueKey::Bound => out.write_str("~b"),
                 ValueKey::Signal
                 | ValueKey::Reaped
                 | ValueKey::Closed
@@ -436,6 +451,7 @@ impl Deltas {
             ValueKey::TimeOfDay => put(b"~u", &mut len)?,
             ValueKey::Time => put(b"~s", &mut len)?,
             ValueKey::Waiting => put(b"~q", &mut len)?,
+            ValueKey::Bound => put(b"~b", &mut len)?,
             ValueKey::Random
             | ValueKey::Signal
             | ValueKey::Reaped
@@ -538,6 +554,7 @@ impl Deltas {
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
+            Some(b'b') => (ValueKey::Bound, &rest[1..]),
             _ => return Err(bad()),
         };
         let (absolute, digits) = match number.as_bytes().first() {
@@ -563,35 +580,15 @@ impl Deltas {
     }
 }
 
-/// `n` in decimal, in the end of `buf`.
-fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
-    let digits = unsigned_decimal(n.unsigned_abs(), buf).len();
-    let mut i = buf.len() - digits;
-    if n < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
-}
-
-/// `m` in decimal, in the end of `buf` (room is left for a sign: 20 digits at most).
-pub(crate) fn unsigned_decimal(mut m: u64, buf: &mut [u8; 24]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    &buf[i..]
-}
-
 #[path = "value_names.rs"]
 mod names;
 pub use names::key_name;
 use names::{thread_value, turn_value, write_file};
+
+#[path = "value_decimal.rs"]
+mod decimal;
+use decimal::decimal;
+pub(crate) use decimal::unsigned_decimal;
 
 #[cfg(test)]
 #[path = "value_tests.rs"]

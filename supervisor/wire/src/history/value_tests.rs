@@ -64,6 +64,7 @@ fn round_trip_with_deltas() {
         },
         Value::Thread { t: 3 },
         Value::Opened { t: 3, fd: 23 },
+        Value::Bound { port: 34661 },
     ];
     let mut w = Deltas::default();
     let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
@@ -80,6 +81,7 @@ fn round_trip_with_deltas() {
     assert_eq!(lines[15], "~q=17");
     assert_eq!(lines[17], "~t3");
     assert_eq!(lines[18], "~n3:23");
+    assert_eq!(lines[19], "~b=34661");
     let mut r = Deltas::default();
     let back: Vec<Value> = lines.iter().map(|l| r.parse(l).unwrap()).collect();
     assert_eq!(back, values);
