@@ -368,7 +368,7 @@ hook! {
         if !msgs.is_null() && vlen > 0 && crate::fds::is_datagram(fd) {
             // SAFETY: `msgs` points to `vlen` mmsghdrs (recvmmsg's contract), each with a
             // valid msghdr for recvmsg.
-            return unsafe { datagram::recvmmsg(msgs, vlen, flags, |m, f| on_recvmsg(fd, m, f)) };
+            return unsafe { datagram::recvmmsg(msgs, vlen, (flags, !timeout.is_null()), |m, f| on_recvmsg(fd, m, f)) };
         }
         if msgs.is_null() || vlen == 0 || !crate::fds::is_stream(fd) {
             // SAFETY: the program's arguments, passed on unchanged.

@@ -139,15 +139,17 @@ pub fn send(
 }
 
 /// recvmmsg(2) on a UDP socket: one receive per message, the first made as the program asked,
-/// the others without waiting when it said `MSG_WAITFORONE`; ends at the first that fails.
-/// (Its timeout is not kept: the kernel checks it only after each datagram anyway.)
+/// the others without waiting when it said `MSG_WAITFORONE` or gave a timeout (`timed`); ends
+/// at the first that fails. The kernel checks a timeout only after each datagram, so a batch
+/// that had to wait for it returns what came in time; this one returns what was there after
+/// the first, the same in record and replay (a wait on the real clock would not be).
 ///
 /// # Safety
 /// `msgs` must point to `vlen` of the program's mmsghdrs.
 pub unsafe fn recvmmsg(
     msgs: *mut mmsghdr,
     vlen: c_uint,
-    flags: c_int,
+    (flags, timed): (c_int, bool),
     mut one: impl FnMut(*mut msghdr, c_int) -> isize,
 ) -> c_int {
     let mut done = 0;
@@ -161,7 +163,7 @@ pub unsafe fn recvmmsg(
         }
         m.msg_len = r as c_uint;
         done += 1;
-        if flags & libc::MSG_WAITFORONE != 0 {
+        if flags & libc::MSG_WAITFORONE != 0 || timed {
             flags_now |= libc::MSG_DONTWAIT;
         }
     }
