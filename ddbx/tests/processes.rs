@@ -393,3 +393,31 @@ fn a_child_started_through_a_chain_of_execs_is_held_after_the_chain() {
     // Start and the four execs.
     assert_eq!(inf["cut"]["p2"], 5, "{inf}");
 }
+
+/// execl, execle and execlp (variadic: their hooks lay the list out themselves) start their
+/// images with every argument, execle's environment and execlp's path search, as natively;
+/// the images are the exec'ing children's `Exec`s; an execl that fails returns ENOENT.
+#[test]
+fn images_started_by_execl_execle_and_execlp() {
+    let program = progs().join("exec_list");
+    let native = std::process::Command::new(&program).output().unwrap();
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    assert!(native.ends_with("execl failed: ENOENT\n"), "{native}");
+    let (tmp, recorded) = DDBX.record_and_replay(&program, &[], 0, 2);
+    assert_eq!(recorded.stdout, native);
+    let execs: String = ["p2", "p3", "p4"]
+        .iter()
+        .map(|a| show(&tmp.join("rec"), a))
+        .collect();
+    for want in [
+        "a1 a2 a3 a4 a5 a6 a7 a8 a9",
+        "b1 b2 b3 b4 b5 b6 b7",
+        "c1 c2 c3 c4 c5 c6 c7 c8",
+    ] {
+        let quoted: Vec<String> = want.split(' ').map(|a| format!("{a:?}")).collect();
+        assert!(
+            execs.contains(&format!("\"show\", {}]", quoted.join(", "))),
+            "{want} in {execs}"
+        );
+    }
+}

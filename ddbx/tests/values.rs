@@ -141,3 +141,36 @@ fn openssl_random_bytes_are_values() {
     let (_tmp, recorded) = DDBX.race(&progs().join("openssl_rand"), &[], 20);
     assert_eq!(recorded.stdout.lines().count(), 3, "{}", recorded.stdout);
 }
+
+/// The ports the kernel chose for connections and for a UDP socket a send bound, as accept,
+/// getpeername and getsockname tell them, come out in replay as the record's (they differ in
+/// every native run), and agree with each other and with what the clients said over the wire.
+#[test]
+fn ephemeral_ports_the_program_is_told_are_the_record_s() {
+    let (tmp, recorded) = DDBX.race(&progs().join("ports"), &[], 10);
+    assert!(
+        recorded.stdout.ends_with("\nconsistent\n"),
+        "{}",
+        recorded.stdout
+    );
+    assert_eq!(recorded.stdout.matches("accepted from port").count(), 3);
+    DDBX.halts_where_inf_says(&tmp.join("rec"), "p1.events >= 12");
+}
+
+/// The same ports reach an image that an exec made with the connection on its standard input
+/// (inetd's way).
+#[test]
+fn ephemeral_ports_reach_an_exec_d_handler() {
+    let (_tmp, recorded) = DDBX.race(&progs().join("ports"), &["exec"], 10);
+    assert_eq!(
+        recorded.stdout.matches("handler: peer port").count(),
+        3,
+        "{}",
+        recorded.stdout
+    );
+    assert!(
+        recorded.stdout.ends_with("\nconsistent\n"),
+        "{}",
+        recorded.stdout
+    );
+}

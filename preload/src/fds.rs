@@ -16,6 +16,7 @@
 
 pub mod epoll;
 pub mod pipes;
+pub mod ports;
 
 use libc::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -152,6 +153,7 @@ fn allocate(bits: u32) -> Option<u32> {
         {
             d.generation.fetch_add(1, Ordering::Relaxed);
             pipes::unlink(slot);
+            ports::clear(slot);
             d.bits.store(bits, Ordering::Relaxed);
             FILE_KEY[slot].store(0, Ordering::Relaxed);
             NEXT_FREE.store((slot + 1) as u32, Ordering::Relaxed);

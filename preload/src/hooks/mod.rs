@@ -6,9 +6,12 @@
 //! The libc handlers the LD registers (fork handlers, the exit handler) and the LD's start are
 //! entry points too: they live in `process.rs`.
 
+pub mod addresses;
 #[cfg(target_arch = "x86_64")]
 pub mod clone;
 pub mod dup;
+#[cfg(target_arch = "x86_64")]
+pub mod execl;
 pub mod io;
 pub mod made;
 pub mod mask;

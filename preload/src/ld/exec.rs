@@ -40,6 +40,12 @@ pub fn exec_environment(
         let pipes = crate::fds::pipes::for_exec();
         set(&mut entries, ddbx_wire::env::PIPES, &pipes, true);
     }
+    if ld.is_some_and(|ld| ld.mode == ddbx_wire::proto::Mode::Replay) {
+        let ports = crate::fds::ports::for_exec();
+        if !ports.is_empty() {
+            set(&mut entries, ddbx_wire::env::PORTS, &ports, true);
+        }
+    }
     for (name, value) in extra {
         set(&mut entries, name, value, true);
     }

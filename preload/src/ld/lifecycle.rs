@@ -95,6 +95,11 @@ pub fn start() -> Option<Joined> {
     {
         fds::pipes::adopt(&pipes);
     }
+    if ld.mode == Mode::Replay
+        && let Some(ports) = getenv(env::PORTS)
+    {
+        fds::ports::adopt(&ports);
+    }
     Some(Joined { ld, first })
 }
 

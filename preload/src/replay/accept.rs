@@ -20,6 +20,7 @@
 
 use super::cursor::{self, unreachable_record};
 use super::external;
+use crate::fds::ports::port_of;
 use crate::halting;
 use crate::ld::{Connector, KeptConnection, Ld};
 use crate::record::socket::accepted;
@@ -102,9 +103,17 @@ pub unsafe fn accept(
         external::adopt(ld, got, event);
     }
     let external = external::is_outside(ld, got);
+    if let Record::Accept { local, remote, .. } = &rec {
+        fds::ports::show(got, port_of(local), port_of(remote));
+    }
     if !addr.is_null() && !len.is_null() {
         // SAFETY: the program's buffers, as for accept4.
-        unsafe { real::getpeername(got, addr, len) };
+        unsafe {
+            let room = *len;
+            if real::getpeername(got, addr, len) == 0 {
+                fds::ports::put_shown(got, true, addr, len, room);
+            }
+        }
     }
     if external && let Record::Accept { remote, .. } = &rec {
         // The recorded peer's address, as the program saw it.

@@ -88,7 +88,13 @@ pub fn send(ld: &mut Ld, fd: c_int, len: usize, sum: u64) -> isize {
     drop_waiting(fd);
     bind_as_a_send_would(fd);
     match &rec {
-        Record::SendDatagram { n, sum: want, .. } => {
+        Record::SendDatagram {
+            n,
+            sum: want,
+            local,
+            ..
+        } => {
+            crate::fds::ports::show(fd, crate::fds::ports::port_of(local), None);
             if *want != sum && *n as usize == len {
                 cursor::diverge(
                     ld,

@@ -51,6 +51,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         // SAFETY: the program's address, as the caller promises.
         let family = unsafe { addr.as_ref() }.map_or(libc::AF_INET, |a| a.sa_family as c_int);
         refuse(ld, fd, family);
+        show_recorded_port(fd, &rec);
         let observed = connected(fd, remote, -1, libc::EINPROGRESS);
         finish_connect(ld, fd, &observed);
         sys::set_errno(libc::EINPROGRESS);
@@ -64,6 +65,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
         // A server outside the session: the LD plays it.
         let nonblock = sys::fcntl(fd, libc::F_GETFL, 0) & libc::O_NONBLOCK != 0;
         super::external::open(ld, Some(fd), nonblock);
+        show_recorded_port(fd, &rec);
         finish_connect(ld, fd, &rec);
         return match err {
             None => 0,
@@ -75,6 +77,7 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
     }
     // SAFETY: as the caller promises.
     unsafe { connect_when_listening(ld, fd, addr, len, &remote) };
+    show_recorded_port(fd, &rec);
     let local = fds::socket_addr(fd, false);
     let note = LdToGd::Connected {
         actor: ld.actor,
@@ -104,6 +107,13 @@ pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: sockle
 fn finish_connect(ld: &mut Ld, fd: c_int, observed: &Record) {
     note_connect(fd, observed);
     cursor::advance(ld, observed);
+}
+
+/// The program is shown the record's port for its end of the connection `rec` made.
+fn show_recorded_port(fd: c_int, rec: &Record) {
+    if let Record::Connect { local, .. } = rec {
+        fds::ports::show(fd, fds::ports::port_of(local), None);
+    }
 }
 
 /// A connect on `fd`, whose connect is under way or done: the program learns the outcome the

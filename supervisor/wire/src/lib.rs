@@ -116,6 +116,9 @@ pub mod env {
     /// inherits (the LD of a record sets it at every exec; an inherited pipe not listed came
     /// from outside the session and passes through).
     pub const PIPES: &str = "DDBX_PIPES";
+    /// `"<fd>:<inode>:<local port>:<remote port>,…"`: the ports a replayed image showed the
+    /// program for its sockets (the record's, not the kernel's), for the image an exec makes.
+    pub const PORTS: &str = "DDBX_PORTS";
     /// For tests of what a kill leaves: `connect` (`accept`) makes the LD of a record SIGKILL
     /// its process right after the first real connect of a socket (an accept) returns, before
     /// its record is written (the window an intent line covers for a connect:
