@@ -174,3 +174,23 @@ fn ephemeral_ports_reach_an_exec_d_handler() {
         recorded.stdout
     );
 }
+
+/// Names that mkstemp, mkostemp, mkstemps and mkdtemp make, and arc4random's numbers (glibc
+/// makes both from randomness inside itself, past the getrandom hook), come out in replay as
+/// the record's, the files and directory made for real (mkostemp's flags kept).
+#[test]
+fn temporary_names_and_arc4random_are_values() {
+    let dir = TempDir::new("temp-names");
+    let (_tmp, recorded) = DDBX.race(&progs().join("temp_names"), &[path_str(dir.path())], 0);
+    assert_eq!(
+        recorded.stdout.matches(" there\n").count(),
+        4,
+        "{}",
+        recorded.stdout
+    );
+    assert!(
+        recorded.stdout.contains("mkostemp O_APPEND set\n"),
+        "{}",
+        recorded.stdout
+    );
+}

@@ -13,6 +13,7 @@ pub mod dup;
 #[cfg(target_arch = "x86_64")]
 pub mod execl;
 pub mod io;
+pub mod libc_random;
 pub mod made;
 pub mod mask;
 pub mod nohang;
@@ -87,6 +88,13 @@ impl Outcome for usize {
     }
 }
 
+/// A call that returns nothing (arc4random_buf) never fails.
+impl Outcome for () {
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
 impl<T> Outcome for *mut T {
     fn failed(&self) -> bool {
         self.is_null()
@@ -101,7 +109,7 @@ impl Outcome for i64 {
 }
 
 impl Outcome for u32 {
-    /// `sleep(3)`, which cannot fail.
+    /// `sleep(3)` and arc4random's numbers: they cannot fail.
     fn failed(&self) -> bool {
         false
     }
