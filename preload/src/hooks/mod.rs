@@ -24,6 +24,7 @@ pub mod process;
 pub mod pthread;
 pub mod resolv;
 pub mod signal;
+pub mod sigwait;
 pub mod sleep;
 pub mod socket;
 pub mod stdio;

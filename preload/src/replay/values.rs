@@ -128,6 +128,15 @@ pub fn take_bound(ld: &mut Ld) -> Option<u16> {
     }
 }
 
+/// The signal the record's next sigwait-family call in this gap took (0: it timed out), if
+/// any.
+pub fn take_taken(ld: &mut Ld) -> Option<i32> {
+    match take(ld, |v| matches!(v, Value::Taken { .. }))? {
+        Value::Taken { sig } => Some(sig),
+        _ => None,
+    }
+}
+
 /// The turn the record logged for the next write into a shared file in this gap, if any,
 /// with the count of the reads of the file before it and the file's slot.
 pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64, FileSlot)> {

@@ -21,6 +21,7 @@
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
 //! ~b=34661             a bind to port 0 got port 34661
+//! ~v=10                sigwait (sigwaitinfo, sigtimedwait) took signal 10 (~v=0: timed out)
 //! ~a12                 a write into a shared file (O_APPEND, or standard output or error) was
 //!                      that file's 12th write (from 0) by any process of the session
 //! ~a12/3               … and 3 reads of the file (`~f` lines) came between it and the write before
@@ -106,6 +107,13 @@ pub enum Value {
     Bound {
         /// The port.
         port: u16,
+    },
+    /// A signal taken synchronously (`sigwait`, `sigwaitinfo`, `sigtimedwait`): its number,
+    /// or 0 when a `sigtimedwait` timed out. Replay waits for that signal alone, so that
+    /// signals from several senders are taken in the record's order.
+    Taken {
+        /// The signal number (0: none came in time).
+        sig: i32,
     },
     /// A write into a regular file that several processes may write (opened with O_APPEND, or
     /// a process's standard output or error): how many writes into that file by the
@@ -195,6 +203,8 @@ pub enum ValueKey {
     Waiting,
     /// The port a bind to port 0 got.
     Bound,
+    /// A signal taken by sigwait and friends.
+    Taken,
     /// A shared file's write turn.
     Appended,
     /// The writes a read of a shared file came after.
@@ -207,96 +217,6 @@ pub enum ValueKey {
     Freed,
     /// A file lock's turn.
     Locked,
-}
-
-impl Value {
-    /// The call this value answers.
-    pub fn key(&self) -> ValueKey {
-        match self {
-            Value::Clock { clock, .. } => ValueKey::Clock(*clock),
-            Value::TimeOfDay { .. } => ValueKey::TimeOfDay,
-            Value::Time { .. } => ValueKey::Time,
-            Value::Random { .. } => ValueKey::Random,
-            Value::Signal { .. } => ValueKey::Signal,
-            Value::Reaped { .. } => ValueKey::Reaped,
-            Value::Closed { .. } => ValueKey::Closed,
-            Value::Waiting { .. } => ValueKey::Waiting,
-            Value::Bound { .. } => ValueKey::Bound,
-            Value::Appended { .. } => ValueKey::Appended,
-            Value::ReadAfter { .. } => ValueKey::ReadAfter,
-            Value::Thread { .. } => ValueKey::Thread,
-            Value::Opened { .. } => ValueKey::Opened,
-            Value::Freed { .. } => ValueKey::Freed,
-            Value::Locked { .. } => ValueKey::Locked,
-        }
-    }
-
-    /// The numeric value (0 for random bytes, the number for a signal).
-    pub fn number(&self) -> i64 {
-        match self {
-            Value::Clock { ns, .. } => *ns,
-            Value::TimeOfDay { us } => *us,
-            Value::Time { s } => *s,
-            Value::Random { .. } => 0,
-            Value::Signal { sig, .. } => i64::from(*sig),
-            Value::Reaped { child } => i64::from(*child),
-            Value::Closed { fd } => i64::from(*fd),
-            Value::Waiting { n } => *n,
-            Value::Bound { port } => i64::from(*port),
-            Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
-            Value::ReadAfter { writes, .. } => i64::try_from(*writes).unwrap_or(i64::MAX),
-            Value::Thread { t } => i64::from(*t),
-            Value::Opened { fd, .. } | Value::Freed { fd, .. } => i64::from(*fd),
-            Value::Locked { turn, .. } => match turn {
-                Ok(turn) => i64::try_from(*turn).unwrap_or(i64::MAX),
-                Err(errno) => -i64::from(*errno),
-            },
-        }
-    }
-
-    /// A value of key `key` with number `n` (not for [`ValueKey::Random`] or
-    /// [`ValueKey::Signal`]).
-    pub fn numeric(key: ValueKey, n: i64) -> Value {
-        match key {
-            ValueKey::Clock(clock) => Value::Clock { clock, ns: n },
-            ValueKey::TimeOfDay => Value::TimeOfDay { us: n },
-            ValueKey::Reaped => Value::Reaped {
-                child: u32::try_from(n).unwrap_or(0),
-            },
-            ValueKey::Closed => Value::Closed {
-                fd: i32::try_from(n).unwrap_or(-1),
-            },
-            ValueKey::Waiting => Value::Waiting { n },
-            ValueKey::Bound => Value::Bound {
-                port: u16::try_from(n).unwrap_or(0),
-            },
-            ValueKey::Appended => Value::Appended {
-                turn: u64::try_from(n).unwrap_or(0),
-                reads: 0,
-                file: None,
-            },
-            ValueKey::ReadAfter => Value::ReadAfter {
-                writes: u64::try_from(n).unwrap_or(0),
-                file: None,
-            },
-            ValueKey::Thread => Value::Thread {
-                t: u32::try_from(n).unwrap_or(1),
-            },
-            ValueKey::Opened => Value::Opened {
-                t: 1,
-                fd: i32::try_from(n).unwrap_or(-1),
-            },
-            ValueKey::Freed => Value::Freed {
-                t: 1,
-                fd: i32::try_from(n).unwrap_or(-1),
-            },
-            ValueKey::Locked => Value::Locked {
-                turn: u64::try_from(n).map_err(|_| i32::try_from(-n).unwrap_or(0)),
-                file: None,
-            },
-            ValueKey::Time | ValueKey::Random | ValueKey::Signal => Value::Time { s: n },
-        }
-    }
 }
 
 /// How many keys have a delta base: clocks 0 to 15, gettimeofday, time.
@@ -345,6 +265,7 @@ impl Deltas {
                 ValueKey::Random => out.write_str("~r"),
                 ValueKey::Waiting => out.write_str("~q"),
                 ValueKey::Bound => out.write_str("~b"),
+                ValueKey::Taken => out.write_str("~v"),
                 ValueKey::Signal
                 | ValueKey::Reaped
                 | ValueKey::Closed
@@ -452,6 +373,7 @@ impl Deltas {
             ValueKey::Time => put(b"~s", &mut len)?,
             ValueKey::Waiting => put(b"~q", &mut len)?,
             ValueKey::Bound => put(b"~b", &mut len)?,
+            ValueKey::Taken => put(b"~v", &mut len)?,
             ValueKey::Random
             | ValueKey::Signal
             | ValueKey::Reaped
@@ -555,6 +477,7 @@ impl Deltas {
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
             Some(b'b') => (ValueKey::Bound, &rest[1..]),
+            Some(b'v') => (ValueKey::Taken, &rest[1..]),
             _ => return Err(bad()),
         };
         let (absolute, digits) = match number.as_bytes().first() {
@@ -584,6 +507,9 @@ impl Deltas {
 mod names;
 pub use names::key_name;
 use names::{thread_value, turn_value, write_file};
+
+#[path = "value_numbers.rs"]
+mod numbers;
 
 #[path = "value_decimal.rs"]
 mod decimal;

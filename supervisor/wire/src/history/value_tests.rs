@@ -65,6 +65,8 @@ fn round_trip_with_deltas() {
         Value::Thread { t: 3 },
         Value::Opened { t: 3, fd: 23 },
         Value::Bound { port: 34661 },
+        Value::Taken { sig: 10 },
+        Value::Taken { sig: 0 },
     ];
     let mut w = Deltas::default();
     let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
