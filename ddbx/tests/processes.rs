@@ -421,3 +421,125 @@ fn images_started_by_execl_execle_and_execlp() {
         );
     }
 }
+
+/// `ddbx record` of a script that starts `program`, which runs unrecorded: exit 103 naming it
+/// (`because`), the recording's table still readable with the actor marked unrecorded, and a
+/// replay refused with a message that says why. `native` is what the script prints natively,
+/// which the record prints too.
+fn runs_unrecorded(tmp: &TempDir, script: &str, because: &str, native: &str) {
+    let path = tmp.join("script.sh");
+    std::fs::write(&path, script).unwrap();
+    let run = Run::new("bash").args([path_str(&path)]).output();
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, native),
+        "{}",
+        run.stderr
+    );
+    let rec = tmp.join("rec");
+    let recorded = DDBX
+        .run([
+            "record",
+            "-o",
+            path_str(&rec),
+            "--",
+            "bash",
+            path_str(&path),
+        ])
+        .output();
+    assert_eq!(recorded.code, 103, "{}", recorded.stderr);
+    assert!(recorded.stderr.contains(because), "{}", recorded.stderr);
+    assert_eq!(recorded.stdout, native);
+    let rows = ps(&rec);
+    assert!(
+        rows.iter().any(|r| r.exit.contains("unrecorded")),
+        "{rows:#?}"
+    );
+    let replayed = DDBX.run(["replay", path_str(&rec)]).output();
+    assert_eq!(replayed.code, 103, "{}", replayed.stderr);
+    assert!(
+        replayed.stderr.contains("ran unrecorded") && replayed.stderr.contains(because),
+        "{}",
+        replayed.stderr
+    );
+}
+
+/// A statically linked program started by a script: before, `record` said "not recorded" and
+/// exited 0, and the recording could not be read (`ps`, `replay`: "records are missing at
+/// the end, so this file was cut or damaged").
+#[test]
+fn a_static_program_in_the_tree_runs_unrecorded_and_says_so() {
+    let tmp = TempDir::new("static-in-tree");
+    let src = tmp.join("hello.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(void){puts(\"static hello\");return 0;}\n",
+    )
+    .unwrap();
+    let exe = tmp.join("hello-static");
+    let built = Run::new("gcc")
+        .args(["-static", "-o", path_str(&exe), path_str(&src)])
+        .output();
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    runs_unrecorded(
+        &tmp,
+        &format!("{}\necho after\n", path_str(&exe)),
+        "is statically linked",
+        "static hello\nafter\n",
+    );
+}
+
+/// A Go program (Debian's webhook, an HTTP server that runs commands) started by a script
+/// and asked by curl: the Go runtime bypasses libc, so before, `record` said nothing, the
+/// server's process got a history without an end and the recording could not be read. Its
+/// own children (webhook runs `echo`) do not join either. `record` refuses it as its root,
+/// and `ddbx doctor` names it.
+#[test]
+fn a_go_program_in_the_tree_runs_unrecorded_and_says_so() {
+    let webhook = Path::new("/usr/bin/webhook");
+    if !webhook.exists() {
+        eprintln!("skipped: /usr/bin/webhook (Debian's webhook package) is not installed");
+        return;
+    }
+    let tmp = TempDir::new("go-in-tree");
+    let hooks = tmp.join("hooks.json");
+    std::fs::write(
+        &hooks,
+        r#"[{"id": "hi", "execute-command": "/bin/echo", "response-message": "hello\n"}]"#,
+    )
+    .unwrap();
+    let script = format!(
+        r#"set -e
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+{webhook} -hooks {hooks} -ip 127.0.0.1 -port $port > {log} 2>&1 &
+server=$!
+until curl -sf http://127.0.0.1:$port/hooks/hi; do sleep 0.1; done
+curl -sf http://127.0.0.1:$port/hooks/hi
+kill $server
+wait $server || true
+"#,
+        webhook = webhook.display(),
+        hooks = path_str(&hooks),
+        log = path_str(&tmp.join("webhook.log")),
+    );
+    runs_unrecorded(&tmp, &script, "is a Go program", "hello\nhello\n");
+
+    let root = DDBX
+        .run([
+            "record",
+            "-o",
+            path_str(&tmp.join("root")),
+            "--",
+            "/usr/bin/webhook",
+        ])
+        .output();
+    assert_eq!(root.code, 103, "{}", root.stderr);
+    assert!(root.stderr.contains("is a Go program"), "{}", root.stderr);
+    let doctor = DDBX.run(["doctor", "/usr/bin/webhook"]).output();
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("is a Go program"),
+        "{}",
+        doctor.stdout
+    );
+}

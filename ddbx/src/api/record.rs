@@ -62,7 +62,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
     let env = session_env();
     let program = resolve_program(program_name, path_variable(&env), &cwd)?;
-    refuse_static(&program)?;
+    refuse_unseen(&program)?;
     let out_dir = match &options.out_dir {
         Some(dir) => {
             prepare_empty_dir(dir, "-o")?;
@@ -118,8 +118,9 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
     })
 }
 
-/// A statically linked program ignores LD_PRELOAD: ddbx would see none of its calls.
-pub(super) fn refuse_static(program: &Path) -> Result<(), Error> {
+/// A statically linked program ignores LD_PRELOAD, and a Go program's runtime bypasses libc:
+/// ddbx would see none of their calls.
+pub(super) fn refuse_unseen(program: &Path) -> Result<(), Error> {
     use ddbx_supervisor::wire::elf;
     use std::io::Read;
     let mut head = Vec::with_capacity(elf::HEADER_BYTES);
@@ -130,6 +131,14 @@ pub(super) fn refuse_static(program: &Path) -> Result<(), Error> {
         return Err(Error::Unsupported(format!(
             "{} is statically linked: it does not load ddbx's preload library, so none of its \
              calls can be recorded (record a dynamically linked build of it)",
+            program.display()
+        )));
+    }
+    if elf::is_go(&head) {
+        return Err(Error::Unsupported(format!(
+            "{} is a Go program: the Go runtime makes its system calls itself, not through \
+             libc, so ddbx's preload library sees none of them and nothing it does can be \
+             recorded",
             program.display()
         )));
     }

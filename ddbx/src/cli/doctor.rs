@@ -395,6 +395,13 @@ fn program_check(name: &str) -> Check {
             format!("{shown} is not an ELF program ddbx knows"),
             None,
         ),
+        Some(false) if elf::is_go(head) => Check::problem(
+            NAME,
+            format!(
+                "{shown} is a Go program: the Go runtime makes its system calls without libc, so the preload sees none of them"
+            ),
+            "ddbx records programs that make their calls through libc (C, C++, Rust, Python, …)",
+        ),
         Some(false) if uses_io_uring(&bytes) => Check::problem(
             NAME,
             format!(

@@ -11,7 +11,7 @@
 use super::nohang::{after_wait, before_wait};
 use super::{active, hook};
 use crate::guard::Guard;
-use crate::ld::exec::{CStringArray, exec_environment};
+use crate::ld::exec::{CStringArray, Unseen, exec_environment, without_ld};
 use crate::ld::lifecycle::{self, Joined};
 use crate::ld::{self, Ld};
 use crate::{real, record, replay, sys};
@@ -235,7 +235,7 @@ unsafe fn prepare_exec(
     envp: *const *const c_char,
 ) -> CStringArray {
     // SAFETY: as the caller promises.
-    let is_static = unsafe { report_if_static(path, search) };
+    let unseen = unsafe { report_if_unrecorded(path, search, true) };
     super::socket::let_go_at_exec();
     if let Some(ld) = ld::running() {
         match ld.mode {
@@ -244,7 +244,9 @@ unsafe fn prepare_exec(
             Mode::Replay => ld.flush_values(),
         }
     }
-    if !is_static && let Some(ld) = active() {
+    if unseen.is_none()
+        && let Some(ld) = active()
+    {
         let name = if path.is_null() {
             &[][..]
         } else {
@@ -255,22 +257,26 @@ unsafe fn prepare_exec(
     }
     // SAFETY: as the caller promises.
     let program = unsafe { read_env(envp) };
-    CStringArray::new(&exec_environment(program, active().as_deref(), &[]))
+    let mut env = exec_environment(program, active().as_deref(), &[]);
+    if unseen == Some(Unseen::Go) {
+        without_ld(&mut env);
+    }
+    CStringArray::new(&env)
 }
 
-/// Reports a statically linked program about to be exec'd (it will not load the LD); returns
-/// whether it is one.
+/// Reports a program about to be exec'd (`exec`) or spawned that will run unrecorded (static,
+/// or Go: [`Ld::report_if_unrecorded`]); returns what it is, if one.
 ///
 /// # Safety
 /// `path` must be null or a C string.
-unsafe fn report_if_static(path: *const c_char, search: bool) -> bool {
+unsafe fn report_if_unrecorded(path: *const c_char, search: bool, exec: bool) -> Option<Unseen> {
     if path.is_null() {
-        return false;
+        return None;
     }
-    let Some(ld) = active() else { return false };
+    let ld = active()?;
     // SAFETY: a C string (not null), as the caller promises.
     let name = unsafe { CStr::from_ptr(path) }.to_bytes();
-    ld.report_if_static(name, search)
+    ld.report_if_unrecorded(name, search, exec)
 }
 
 /// An exec returned (`r`, always -1): it failed, and the image announced to the GD goes on.
@@ -369,7 +375,7 @@ unsafe fn on_spawn(
     search: bool,
 ) -> c_int {
     // SAFETY: as the caller promises.
-    let is_static = unsafe { report_if_static(path, search) };
+    let unseen = unsafe { report_if_unrecorded(path, search, false) };
     let Some(ld) = active() else {
         return spawn(envp);
     };
@@ -381,14 +387,17 @@ unsafe fn on_spawn(
     }
     // SAFETY: as the caller promises.
     let program = unsafe { read_env(envp as *const *const c_char) };
-    let env = exec_environment(
+    let mut env = exec_environment(
         program,
         Some(ld),
         &[(ddbx_wire::env::SPAWN, claim.into_bytes())],
     );
+    if unseen == Some(Unseen::Go) {
+        without_ld(&mut env);
+    }
     let env = CStringArray::new(&env);
     let r = spawn(env.as_ptr() as *const *mut c_char);
-    if r == 0 && !is_static {
+    if r == 0 && unseen.is_none() {
         let saved = crate::sys::errno();
         let name = if path.is_null() {
             &[][..]

@@ -52,6 +52,35 @@ pub fn exec_environment(
     entries
 }
 
+/// A program whose calls the LD cannot see ([`Ld::report_if_unrecorded`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Unseen {
+    /// Statically linked: the loader does not load the LD.
+    Static,
+    /// A Go program: the loader would load the LD, but its runtime bypasses libc. It gets an
+    /// environment without the LD ([`without_ld`]), so that neither it nor what it starts
+    /// joins the session half-seen.
+    Go,
+}
+
+/// Takes ddbx's preload out of `LD_PRELOAD` in an exec's environment (`NAME=value` entries),
+/// keeping any other library the user preloads.
+pub fn without_ld(entries: &mut Vec<Vec<u8>>) {
+    let Some(i) = entries.iter().position(|e| e.starts_with(b"LD_PRELOAD=")) else {
+        return;
+    };
+    let value = &entries[i][b"LD_PRELOAD=".len()..];
+    let kept: Vec<&[u8]> = value
+        .split(|b| *b == b':' || *b == b' ')
+        .filter(|lib| !lib.is_empty() && !lib.ends_with(b"libddbx_preload.so"))
+        .collect();
+    if kept.is_empty() {
+        entries.remove(i);
+    } else {
+        entries[i] = [&b"LD_PRELOAD="[..], &kept.join(&b':')].concat();
+    }
+}
+
 /// NUL-terminated copies of some byte strings and the null-terminated pointer array that
 /// execve and posix_spawn want (valid while this lives).
 pub struct CStringArray {
@@ -86,10 +115,17 @@ impl CStringArray {
 }
 
 impl Ld {
-    /// Reports a statically linked program about to be exec'd: it will not load the LD, so
-    /// nothing it does is recorded. `search` looks `name` up in PATH (execvp and friends).
-    /// Returns whether it is one.
-    pub fn report_if_static(&mut self, name: &[u8], search: bool) -> bool {
+    /// Reports a program about to be exec'd (`exec`) or spawned that will run unrecorded: a
+    /// statically linked one (it will not load the LD) or a Go program (its runtime makes its
+    /// system calls without libc). An exec's actor runs unrecorded from then on, which the
+    /// session reports at its end; a spawned child never becomes an actor. `search` looks
+    /// `name` up in PATH (execvp and friends). Returns what it is, if one.
+    pub fn report_if_unrecorded(
+        &mut self,
+        name: &[u8],
+        search: bool,
+        exec: bool,
+    ) -> Option<Unseen> {
         let candidates: Vec<Vec<u8>> = if !search || name.contains(&b'/') {
             vec![name.to_vec()]
         } else {
@@ -111,21 +147,27 @@ impl Ld {
             let mut head = [0u8; ddbx_wire::elf::HEADER_BYTES];
             let n = crate::sys::read(fd, &mut head).max(0) as usize;
             crate::sys::close(fd);
-            if ddbx_wire::elf::is_static(&head[..n]) == Some(true) {
+            let program = String::from_utf8_lossy(&candidate);
+            let (unseen, what) = if ddbx_wire::elf::is_static(&head[..n]) == Some(true) {
+                let what = format!("{program} is statically linked: nothing it does is recorded");
+                (Unseen::Static, what)
+            } else if ddbx_wire::elf::is_go(&head[..n]) {
                 let what = format!(
-                    "{} is statically linked and was started by {}: nothing it does is recorded",
-                    String::from_utf8_lossy(&candidate),
-                    self.actor
+                    "{program} is a Go program: the Go runtime makes its system calls without libc, so nothing it does is recorded"
                 );
-                self.send(&ddbx_wire::proto::LdToGd::Passthrough {
-                    actor: self.actor,
-                    what,
-                });
-                return true;
-            }
-            return false;
+                (Unseen::Go, what)
+            } else {
+                return None;
+            };
+            let actor = self.actor;
+            self.send(&if exec {
+                ddbx_wire::proto::LdToGd::RunsUnrecorded { actor, what }
+            } else {
+                ddbx_wire::proto::LdToGd::Passthrough { actor, what }
+            });
+            return Some(unseen);
         }
-        false
+        None
     }
 
     /// Tells the GD that this image is about to exec `program`: the new image must join (the

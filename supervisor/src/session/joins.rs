@@ -32,6 +32,9 @@ enum Joiner {
 #[derive(Debug, Default)]
 pub(crate) struct Execs {
     by_process: BTreeMap<Joiner, ExecCount>,
+    /// Images exec'd to run unrecorded (their LD said why: a static or a Go program), by
+    /// actor and pid.
+    unrecorded: BTreeMap<(ActorId, i32), String>,
 }
 
 impl Execs {
@@ -61,8 +64,17 @@ impl Execs {
             .joined += 1;
     }
 
+    /// `actor` (process `pid`) is about to exec a program that will run unrecorded (`what`
+    /// says which and why).
+    pub(crate) fn unrecorded(&mut self, actor: ActorId, pid: i32, what: String) {
+        self.unrecorded.insert((actor, pid), what);
+    }
+
     /// The exec `actor` (process `pid`) announced failed.
     pub(crate) fn failed(&mut self, actor: ActorId, pid: i32) {
+        if self.unrecorded.remove(&(actor, pid)).is_some() {
+            return; // an exec to run unrecorded, which was not announced
+        }
         self.by_process
             .entry(Joiner::Exec(actor, pid))
             .or_default()
@@ -77,9 +89,10 @@ impl Execs {
             .joined += 1;
     }
 
-    /// The execs and spawns whose new image never joined: the actor (the one that exec'd, or
-    /// the spawning parent), what happened, for the user, and whether the actor itself ran
-    /// unrecorded from then on (an exec; a spawned child never became an actor).
+    /// The execs and spawns whose new image never joined, and the images exec'd to run
+    /// unrecorded: the actor (the one that exec'd, or the spawning parent), what happened, for
+    /// the user, and whether the actor itself ran unrecorded from then on (an exec; a spawned
+    /// child never became an actor).
     pub(crate) fn lost(&self) -> Vec<(ActorId, String, bool)> {
         self.by_process
             .iter()
@@ -114,6 +127,11 @@ impl Execs {
                 );
                 (actor, what, matches!(joiner, Joiner::Exec(..)))
             })
+            .chain(
+                self.unrecorded
+                    .iter()
+                    .map(|((actor, _), what)| (*actor, what.clone(), true)),
+            )
             .collect()
     }
 }

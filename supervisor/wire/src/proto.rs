@@ -235,6 +235,14 @@ pub enum LdToGd {
         /// Its real and effective uid at the exec.
         uid: (u32, u32),
     },
+    /// The actor is about to exec `what`'s program, which will run unrecorded (statically
+    /// linked, or a Go program): the actor's history ends here, and the session reports it.
+    RunsUnrecorded {
+        /// The actor.
+        actor: ActorId,
+        /// One line saying what and why.
+        what: String,
+    },
     /// The exec announced by [`LdToGd::Execing`] failed: the image goes on.
     ExecFailed {
         /// The actor.

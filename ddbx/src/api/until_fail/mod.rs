@@ -15,7 +15,7 @@
 //! directory, `ddbx-<pid>-<random>`, so they never meet). Without a binary the runs are
 //! recorded in this process, one after the other.
 
-use super::record::{default_out_dir, refuse_static, session_env};
+use super::record::{default_out_dir, refuse_unseen, session_env};
 use super::{
     OutcomeKind, RecordOptions, RecordOutcome, open_sink, path_variable, prepare_empty_dir,
     private_dir, record, resolve_program,
@@ -235,7 +235,7 @@ fn check(options: &RecordOptions, until: &UntilFail) -> Result<(), Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
     let env = session_env();
-    refuse_static(&resolve_program(program, path_variable(&env), &cwd)?)?;
+    refuse_unseen(&resolve_program(program, path_variable(&env), &cwd)?)?;
     if let Some(text) = &until.fail_if {
         ddbx_supervisor::predicate::parse(text)
             .map_err(|e| Error::Usage(format!("--fail-if: {}", e.render(text))))?;

@@ -44,6 +44,7 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
         LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
         LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
         LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
+        LdToGd::RunsUnrecorded { actor, what } => gd.lock().execs.unrecorded(actor, from.pid, what),
         LdToGd::Reaped {
             actor: _,
             events,
