@@ -266,13 +266,13 @@ fn redis_server_with_concurrent_redis_cli_clients() {
 }
 
 #[test]
+#[ignore = "class 5 at shutdown in a process with threads: on 2026-12-07, 16 test runs of 16 passed in loops (10 under two CPU hogs) after eventfd's fds kept their numbers, but the full suite's run then diverged (`expected Close(fd: 4), found an epoll_wait on epoll fd 3`: the main loop ran once more after the SIGTERM handler, as on 2026-12-02). A signal that lands in computation in a process with threads runs its handler where it lands, which replay cannot place (node's failure too)"]
 fn memcached_thread_pool_with_concurrent_clients() {
     // A thread-pool server: one thread accepts and hands each connection to one of 4 worker
     // threads (each an epoll loop), plus background threads; 8 bash clients append to one
-    // item at once; the item's value is the order the workers took the appends. (Ignored
-    // until 2026-12-07: 1 test run in 4-5 diverged at startup, its fds made by eventfd in
-    // worker threads numbered otherwise in replay; those fds keep their numbers since, and
-    // 16 test runs of 16 passed, 10 of them under two CPU hogs.)
+    // item at once; the item's value is the order the workers took the appends. (Its
+    // startup divergence, 1 test run in 4-5 before 2026-12-07, is gone: fds made by eventfd
+    // in worker threads keep their numbers.)
     if installed(&["memcached"]) {
         corpus("memcached.sh", &[]);
     }
