@@ -209,3 +209,44 @@ fn a_dns_query_built_by_libc_keeps_its_id() {
         recorded.stdout
     );
 }
+
+/// Unix datagram sockets are recorded as UDP's are: `unix_dgram named` (clients bound to
+/// their own paths, answered by the server) replays the race, halts where `ddbx inf` says
+/// (each datagram paired with its send by the sender's path) and `ddbx races` lists the
+/// server's first receive; `unix_dgram connect` (clients connecting to a server that binds
+/// late, retrying while refused) replays how many tries each connect took (`~d` values).
+#[test]
+fn unix_datagram_sockets() {
+    let program = progs().join("unix_dgram");
+    let dir = TempDir::new("unix-dgram");
+    let (tmp, recorded) = DDBX.race(&program, &["named", path_str(dir.path())], 20);
+    assert!(
+        recorded.stdout.starts_with("order: "),
+        "{}",
+        recorded.stdout
+    );
+    let rec = tmp.join("rec");
+    let h = histories(&rec);
+    let received = h["p1"]
+        .iter()
+        .filter(|r| matches!(r, Record::RecvDatagram { .. }))
+        .count();
+    assert_eq!(received, 4, "{:?}", h["p1"]);
+    for k in 6..=h["p1"].len() {
+        DDBX.halts_where_inf_says(&rec, &format!("p1.events >= {k}"));
+    }
+    let races = DDBX.json(["races", path_str(&rec), "--json"]);
+    assert_eq!(
+        races["races"][0]["kind"].as_str(),
+        Some("datagram"),
+        "{races}"
+    );
+
+    let (_tmp, recorded) = DDBX.race(&program, &["connect", path_str(dir.path())], 20);
+    assert_eq!(
+        recorded.stdout.matches(" r").count(),
+        4,
+        "{}",
+        recorded.stdout
+    );
+}

@@ -72,8 +72,8 @@ pub const ENDPOINT_NOTED: u32 = 16384;
 /// regular file, or a pipe or terminal from outside the session (ddbx's own output: the order
 /// in which the processes' lines reach it is what the user sees).
 pub const TURNS: u32 = 32768;
-/// A UDP socket (IPv4 or IPv6; [`OTHER_SOCKET`] is set too): its datagrams are recorded
-/// (`record/datagram.rs`).
+/// A datagram socket: UDP (IPv4 or IPv6) or a Unix datagram socket ([`OTHER_SOCKET`] is set
+/// too): its datagrams are recorded (`record/datagram.rs`).
 pub const DATAGRAM: u32 = 65536;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
@@ -449,7 +449,7 @@ pub fn socket_bits(domain: c_int, ty: c_int) -> u32 {
     let stream_domain = matches!(domain, libc::AF_INET | libc::AF_INET6 | libc::AF_UNIX);
     let kind = if base == libc::SOCK_STREAM && stream_domain {
         STREAM
-    } else if base == libc::SOCK_DGRAM && matches!(domain, libc::AF_INET | libc::AF_INET6) {
+    } else if base == libc::SOCK_DGRAM && stream_domain {
         OTHER_SOCKET | DATAGRAM
     } else {
         OTHER_SOCKET

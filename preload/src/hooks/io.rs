@@ -5,7 +5,7 @@
 //! real call on a part of the buffers, one copies bytes out of them.
 
 mod buffers;
-mod datagram;
+pub(super) mod datagram;
 
 use super::{hook, ld_for_io};
 use crate::{real, record, replay};

@@ -140,7 +140,7 @@ pub fn keep_errno(errno: c_int, r: &impl Outcome) {
 pub mod passthrough {
     /// Pipes.
     pub const PIPE: u32 = 1;
-    /// Sockets that are neither stream sockets nor UDP (Unix datagram, netlink, …).
+    /// Sockets that are neither stream nor datagram sockets ddbx records (netlink, …).
     pub const OTHER_SOCKET: u32 = 2;
     // 16 and 32: signals (`crate::signals::PASSTHROUGH_IN_COMPUTATION`, `PASSTHROUGH_LOST`).
     /// Pipes of the session used by a thread other than the actor's.
@@ -288,8 +288,8 @@ pub fn ld_for_io(fd: c_int) -> Option<&'static mut Ld> {
     {
         ld.passthrough(
             passthrough::OTHER_SOCKET,
-            "sockets other than TCP, UDP and Unix stream sockets (Unix datagram, netlink, …): \
-             what they send and receive",
+            "sockets other than TCP, UDP and Unix stream and datagram sockets (netlink, raw, \
+             Unix seqpacket, …): what they send and receive",
         );
     }
     None

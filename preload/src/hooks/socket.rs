@@ -94,7 +94,12 @@ hook! {
     /// peer): it passes through unreported; what such a socket sends and receives is
     /// reported by those calls.
     fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-        let datagram = fds::kind(fd) & fds::OTHER_SOCKET != 0;
+        let kind = fds::kind(fd);
+        if kind & fds::DATAGRAM != 0 {
+            // SAFETY: the program's arguments.
+            return unsafe { super::io::datagram::connect(fd, addr, len) };
+        }
+        let datagram = kind & fds::OTHER_SOCKET != 0;
         let Some(ld) = (!datagram).then(|| super::ld_for_io(fd)).flatten() else {
             // SAFETY: the program's arguments, passed on unchanged.
             return unsafe { real::connect(fd, addr, len) };

@@ -1,4 +1,4 @@
-//! Record of UDP sockets: every datagram received (which one came, and from whom, differs from
+//! Record of UDP and Unix datagram sockets: every datagram received (which one came, and from whom, differs from
 //! run to run) with its bytes, its sender and its ancillary data, and every datagram sent.
 //!
 //! A UDP socket has no connection, so there is no channel to order in replay: the receiving

@@ -1,4 +1,4 @@
-//! Replay of UDP sockets: each receive gets the recorded datagram from the history (its bytes,
+//! Replay of UDP and Unix datagram sockets: each receive gets the recorded datagram from the history (its bytes,
 //! its sender's address, its ancillary data), and each send returns what the record's did
 //! without sending anything.
 //!
@@ -99,7 +99,7 @@ pub fn send(ld: &mut Ld, fd: c_int, len: usize, sum: u64) -> isize {
                 cursor::diverge(
                     ld,
                     &format!(
-                        "a send of {len} bytes on UDP socket fd {fd} whose bytes differ from the record's"
+                        "a send of {len} bytes on datagram socket fd {fd} whose bytes differ from the record's"
                     ),
                 );
             }
@@ -170,9 +170,13 @@ fn drop_waiting(fd: c_int) {
     }
 }
 
-/// The sockaddr bytes of an address as histories write it (`127.0.0.1:53`, `[::1]:53`); none
-/// for `?` or anything else.
+/// The sockaddr bytes of an address as histories write it (`127.0.0.1:53`, `[::1]:53`,
+/// `unix:/run/log`, `unix:@abstract`, `unix:` for an unnamed sender); none for `?` or anything
+/// else.
 fn sockaddr_of(addr: &str) -> Vec<u8> {
+    if let Some(path) = addr.strip_prefix("unix:") {
+        return unix_sockaddr(path);
+    }
     let Ok(a) = addr.parse::<std::net::SocketAddr>() else {
         return Vec::new();
     };
@@ -195,6 +199,26 @@ fn sockaddr_of(addr: &str) -> Vec<u8> {
             }
         }
     }
+}
+
+/// A Unix socket address: `path` (`@name`: in the abstract namespace; empty: unnamed), as
+/// long as the kernel would have given it.
+fn unix_sockaddr(path: &str) -> Vec<u8> {
+    let family = (libc::AF_UNIX as libc::sa_family_t).to_ne_bytes();
+    let mut out = family.to_vec();
+    match path.strip_prefix('@') {
+        Some(name) => {
+            out.push(0);
+            out.extend_from_slice(name.as_bytes());
+        }
+        None if path.is_empty() => {}
+        None => {
+            out.extend_from_slice(path.as_bytes());
+            out.push(0);
+        }
+    }
+    out.truncate(std::mem::size_of::<libc::sockaddr_un>());
+    out
 }
 
 /// The bytes of a plain C struct.

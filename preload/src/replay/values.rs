@@ -128,6 +128,15 @@ pub fn take_bound(ld: &mut Ld) -> Option<u16> {
     }
 }
 
+/// What the record's next connect of a datagram socket in this gap returned (0 or the errno),
+/// if it logged one.
+pub fn take_linked(ld: &mut Ld) -> Option<i32> {
+    match take(ld, |v| matches!(v, Value::Linked { .. }))? {
+        Value::Linked { err } => Some(err),
+        _ => None,
+    }
+}
+
 /// The signal the record's next sigwait-family call in this gap took (0: it timed out), if
 /// any.
 pub fn take_taken(ld: &mut Ld) -> Option<i32> {

@@ -192,3 +192,37 @@ pub unsafe fn sendmmsg(
     }
     if done == 0 { -1 } else { done as c_int }
 }
+
+/// connect(2) of a UDP or Unix datagram socket: what it returned is a value (`~d`). A Unix
+/// datagram socket's connect fails while its server has not bound its path: a race with the
+/// server's start, which replay must not run again. Replay returns the record's error without
+/// the call, or makes the call and returns success as the record's did (the socket's sends
+/// are not made in replay: its peer's receives come from their histories).
+///
+/// # Safety
+/// The program's arguments, valid for connect(2).
+pub unsafe fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    let Some(ld) = crate::hooks::values::values_ld() else {
+        // SAFETY: as the caller promises.
+        return unsafe { real::connect(fd, addr, len) };
+    };
+    use ddbx_wire::history::value::Value;
+    if ld.mode == Mode::Replay
+        && let Some(err) = replay::values::take_linked(ld)
+    {
+        ld.log_value(&Value::Linked { err });
+        if err != 0 {
+            crate::sys::set_errno(err);
+            return -1;
+        }
+        // SAFETY: as the caller promises.
+        unsafe { real::connect(fd, addr, len) };
+        return 0;
+    }
+    // SAFETY: as the caller promises.
+    let r = unsafe { real::connect(fd, addr, len) };
+    let err = if r == 0 { 0 } else { crate::sys::errno() };
+    ld.log_value(&Value::Linked { err });
+    crate::sys::set_errno(err);
+    r
+}

@@ -17,23 +17,47 @@ use ddbx_wire::history::{Call, Record, datagram_sum};
 use ddbx_wire::{ActorId, Events, History};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-/// The port of an address as histories write it (`127.0.0.1:53`, `[::1]:53`).
-fn port(addr: &str) -> Option<u16> {
-    addr.rsplit_once(':')?.1.parse().ok()
+/// What names a datagram socket's end in an address as histories write it: the port of
+/// `127.0.0.1:53` or `[::1]:53`, the path of `unix:/run/log` (or `unix:@name`). `None` for an
+/// unnamed Unix socket (`unix:`: a socketpair's end, a client that did not bind), whose
+/// datagrams cannot be told apart by their sender.
+pub fn port(addr: &str) -> Option<Endpoint> {
+    if let Some(path) = addr.strip_prefix("unix:") {
+        return (!path.is_empty()).then(|| Endpoint::Path(path.to_string()));
+    }
+    addr.rsplit_once(':')?.1.parse().ok().map(Endpoint::Port)
+}
+
+/// A datagram socket's end: a UDP port or a Unix socket's path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Endpoint {
+    /// A UDP port.
+    Port(u16),
+    /// A Unix datagram socket's path (`@name` in the abstract namespace).
+    Path(String),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Port(p) => write!(f, "port {p}"),
+            Endpoint::Path(path) => write!(f, "{path}"),
+        }
+    }
 }
 
 /// One send that a receive may pair with.
 struct Sent {
     event: Event,
     sum: u64,
-    /// The port it was sent to.
-    to: Option<u16>,
+    /// The port (or path) it was sent to.
+    to: Option<Endpoint>,
     paired: bool,
 }
 
 /// Each received datagram's send (receive → (send, the port it was sent to)).
-fn pair(by_actor: &BTreeMap<ActorId, &History>) -> HashMap<Event, (Event, Option<u16>)> {
-    let mut sends: HashMap<(u16, u64), Vec<Sent>> = HashMap::new();
+fn pair(by_actor: &BTreeMap<ActorId, &History>) -> HashMap<Event, (Event, Option<Endpoint>)> {
+    let mut sends: HashMap<(Endpoint, u64), Vec<Sent>> = HashMap::new();
     for (&a, h) in by_actor {
         for (i, r) in h.records.iter().enumerate() {
             if let Record::SendDatagram {
@@ -66,7 +90,7 @@ fn pair(by_actor: &BTreeMap<ActorId, &History>) -> HashMap<Event, (Event, Option
                 .find(|s| !s.paired && (!whole || s.sum == sum))
             {
                 s.paired = true;
-                pairs.insert((a, i as u64 + 1), (s.event, s.to));
+                pairs.insert((a, i as u64 + 1), (s.event, s.to.clone()));
             }
         }
     }
@@ -105,16 +129,16 @@ impl Deps {
     /// Datagrams: see the module docs.
     pub(super) fn add_datagram_needs(&mut self, by_actor: &BTreeMap<ActorId, &History>) {
         let pairs = pair(by_actor);
-        let mut receivers: HashMap<u16, BTreeSet<ActorId>> = HashMap::new();
-        for (&(a, _), &(_, to)) in &pairs {
+        let mut receivers: HashMap<&Endpoint, BTreeSet<ActorId>> = HashMap::new();
+        for (&(a, _), (_, to)) in &pairs {
             if let Some(to) = to {
                 receivers.entry(to).or_default().insert(a);
             }
         }
-        let shared: HashSet<u16> = receivers
+        let shared: HashSet<Endpoint> = receivers
             .into_iter()
             .filter(|(_, actors)| actors.len() > 1)
-            .map(|(p, _)| p)
+            .map(|(p, _)| p.clone())
             .collect();
         for (&a, h) in by_actor {
             for (i, r) in h.records.iter().enumerate() {
@@ -128,10 +152,10 @@ impl Deps {
                     Record::Ready { fds, .. } => {
                         for f in fds.iter().filter(|f| f.ev.contains(Events::IN)) {
                             let next = next_datagram(h, i, f.fd).map(|k| (a, k));
-                            if let Some(&(send, to)) = next.and_then(|e| pairs.get(&e))
-                                && !to.is_some_and(|p| shared.contains(&p))
+                            if let Some((send, to)) = next.and_then(|e| pairs.get(&e))
+                                && !to.as_ref().is_some_and(|p| shared.contains(p))
                             {
-                                self.add_need(here, send);
+                                self.add_need(here, *send);
                             }
                         }
                     }

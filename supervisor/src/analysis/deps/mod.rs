@@ -100,7 +100,7 @@ mod roles;
 mod stream;
 mod turns;
 
-pub use datagrams::datagram_senders;
+pub use datagrams::{Endpoint, datagram_senders, port as endpoint};
 
 use crate::analysis::channels::{Channel, match_channels};
 use crate::recording::Recording;
@@ -181,7 +181,7 @@ pub struct Deps {
     /// The shared files a read saw only some writes of, with their horizon (`turns.rs`).
     ordered_files: Vec<(u32, u64)>,
     /// Each received datagram's send and the port it was sent to (`datagrams.rs`).
-    datagrams: HashMap<Event, (Event, Option<u16>)>,
+    datagrams: HashMap<Event, (Event, Option<Endpoint>)>,
 }
 
 impl Deps {
@@ -319,7 +319,7 @@ impl Deps {
 
     /// For each received datagram (`RecvDatagram`) paired with a send: that `SendDatagram`
     /// and the port it was sent to (the receiving socket's).
-    pub fn datagram_pairs(&self) -> &HashMap<Event, (Event, Option<u16>)> {
+    pub fn datagram_pairs(&self) -> &HashMap<Event, (Event, Option<Endpoint>)> {
         &self.datagrams
     }
 

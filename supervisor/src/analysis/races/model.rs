@@ -9,6 +9,7 @@
 //! they check each other.
 
 use super::{Message, MessageKind};
+use crate::analysis::deps::Endpoint;
 use crate::analysis::deps::{ChannelId, DataRange, Deps, Direction, Event};
 use crate::recording::Recording;
 use ddbx_wire::history::{ConnectOutcome, Origin, ReadyFd, Record, connect_outcome};
@@ -85,10 +86,10 @@ pub(crate) struct RaceModel<'a> {
     pub(crate) origins: HashMap<ActorId, Origin>,
     /// Every `SendDatagram` paired with a receive or not, by the port it was sent to, in
     /// (actor, event) order.
-    pub(crate) datagrams_to: BTreeMap<u16, Vec<Event>>,
+    pub(crate) datagrams_to: BTreeMap<Endpoint, Vec<Event>>,
     /// Each received datagram's send (from the dependencies' pairing) and the receiving
     /// socket's port.
-    datagram_got: HashMap<Event, (Option<Event>, Option<u16>)>,
+    datagram_got: HashMap<Event, (Option<Event>, Option<Endpoint>)>,
     /// The receive that got each paired datagram.
     datagram_received_by: HashMap<Event, Event>,
 }
@@ -131,18 +132,18 @@ impl<'a> RaceModel<'a> {
     fn read_datagrams(&mut self, deps: &Deps) {
         let pairs = deps.datagram_pairs();
         for (&a, records) in &self.histories {
-            let mut port_of_fd: HashMap<i32, u16> = HashMap::new();
+            let mut port_of_fd: HashMap<i32, Endpoint> = HashMap::new();
             for (i, r) in records.iter().enumerate() {
                 let e = (a, i as u64 + 1);
                 match r {
                     Record::SendDatagram { to, .. } => {
-                        if let Some(p) = to.rsplit_once(':').and_then(|(_, p)| p.parse().ok()) {
+                        if let Some(p) = crate::analysis::deps::endpoint(to) {
                             self.datagrams_to.entry(p).or_default().push(e);
                         }
                     }
                     Record::RecvDatagram { fd, .. } => {
-                        if let Some(&(_, Some(p))) = pairs.get(&e) {
-                            port_of_fd.entry(*fd).or_insert(p);
+                        if let Some((_, Some(p))) = pairs.get(&e) {
+                            port_of_fd.entry(*fd).or_insert_with(|| p.clone());
                         }
                     }
                     _ => {}
@@ -151,8 +152,10 @@ impl<'a> RaceModel<'a> {
             for (i, r) in records.iter().enumerate() {
                 if let Record::RecvDatagram { fd, .. } = r {
                     let e = (a, i as u64 + 1);
-                    let (send, port) = pairs.get(&e).map_or((None, None), |(s, p)| (Some(*s), *p));
-                    let port = port.or_else(|| port_of_fd.get(fd).copied());
+                    let (send, port) = pairs
+                        .get(&e)
+                        .map_or((None, None), |(s, p)| (Some(*s), p.clone()));
+                    let port = port.or_else(|| port_of_fd.get(fd).cloned());
                     self.datagram_got.insert(e, (send, port));
                     if let Some(s) = send {
                         self.datagram_received_by.insert(s, e);
@@ -175,9 +178,9 @@ impl<'a> RaceModel<'a> {
 
     /// What datagram receive `here` got (its send, or a peer outside the recording), and the
     /// port of its socket when known.
-    pub(crate) fn datagram_received(&self, here: Event) -> (Message, Option<u16>) {
+    pub(crate) fn datagram_received(&self, here: Event) -> (Message, Option<Endpoint>) {
         match self.datagram_got.get(&here) {
-            Some(&(Some(s), port)) => (self.datagram_message(s), port),
+            Some((Some(s), port)) => (self.datagram_message(*s), port.clone()),
             other => (
                 Message {
                     kind: MessageKind::External,
@@ -186,7 +189,7 @@ impl<'a> RaceModel<'a> {
                     bytes: None,
                     received_by: Some(here),
                 },
-                other.and_then(|(_, p)| *p),
+                other.and_then(|(_, p)| p.clone()),
             ),
         }
     }

@@ -57,6 +57,7 @@ mod pass1;
 mod pass2;
 
 use crate::analysis::clock::Clocks;
+use crate::analysis::deps::Endpoint;
 use crate::analysis::deps::{ChannelId, DataRange, Deps, Direction, Event};
 use crate::analysis::races::model::{FlowId, RaceModel};
 use crate::analysis::races::{Component, Message, MessageKind, RaceKind, stop_before};
@@ -138,7 +139,7 @@ struct Receive {
     /// Watched listening addresses.
     listening: BTreeSet<String>,
     /// A datagram receive's socket, by its port.
-    port: Option<u16>,
+    port: Option<Endpoint>,
     /// Pass 1's votes: messages that could have been its outcome, with their channel.
     votes: BTreeMap<(MessageKind, Event), String>,
 }
@@ -244,7 +245,9 @@ impl<'a> Passes<'_, 'a> {
                 r.listening.contains(addr) && self.pending_at(e, r.at)
             }
             MessageKind::Datagram => {
-                r.port.is_some_and(|p| self.datagram_to(e) == Some(p))
+                r.port
+                    .as_ref()
+                    .is_some_and(|p| self.datagram_to(e).as_ref() == Some(p))
                     && !self.hb(r.at, e)
                     && m.received_by.is_none_or(|x| x.0 == r.at.0 && x.1 > r.at.1)
             }
@@ -253,9 +256,9 @@ impl<'a> Passes<'_, 'a> {
     }
 
     /// The port datagram send `s` went to.
-    fn datagram_to(&self, s: Event) -> Option<u16> {
+    fn datagram_to(&self, s: Event) -> Option<Endpoint> {
         match self.model.histories.get(&s.0)?.get(s.1 as usize - 1)? {
-            Record::SendDatagram { to, .. } => to.rsplit_once(':')?.1.parse().ok(),
+            Record::SendDatagram { to, .. } => crate::analysis::deps::endpoint(to),
             _ => None,
         }
     }

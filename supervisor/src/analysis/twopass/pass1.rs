@@ -3,6 +3,7 @@
 //! have been delivered to, and each actor's cutoff (see the module docs of [`super`]).
 
 use super::{Cutoff, Passes, Receive};
+use crate::analysis::deps::Endpoint;
 use crate::analysis::deps::{ChannelId, Direction, Event};
 use crate::analysis::races::model::{End, FdUses, accept_fds, bind, reported_fds};
 use crate::analysis::races::{Message, MessageKind, RaceKind};
@@ -226,10 +227,10 @@ impl Passes<'_, '_> {
     /// to that it could have reached (its own receive, if any, comes later in that actor, and
     /// it was not sent after the receive).
     fn datagram_votes(&self, receives: &[Receive]) -> Vec<Vote> {
-        let mut on_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        let mut on_port: BTreeMap<Endpoint, Vec<usize>> = BTreeMap::new();
         for (i, r) in receives.iter().enumerate() {
-            if let Some(p) = r.port.filter(|_| r.kind == RaceKind::Datagram) {
-                on_port.entry(p).or_default().push(i);
+            if let Some(p) = r.port.as_ref().filter(|_| r.kind == RaceKind::Datagram) {
+                on_port.entry(p.clone()).or_default().push(i);
             }
         }
         let mut votes = Vec::new();
@@ -244,7 +245,7 @@ impl Passes<'_, '_> {
                             receive: i,
                             event: s,
                             kind: MessageKind::Datagram,
-                            channel: format!("datagrams to port {port}"),
+                            channel: format!("datagrams to {port}"),
                         });
                     }
                 }

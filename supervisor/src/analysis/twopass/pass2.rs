@@ -194,8 +194,8 @@ impl Passes<'_, '_> {
                 }
             }
         }
-        if let Some(port) = r.port {
-            for &s in self.model.datagrams_to.get(&port).into_iter().flatten() {
+        if let Some(port) = &r.port {
+            for &s in self.model.datagrams_to.get(port).into_iter().flatten() {
                 let m = self.model.datagram_message(s);
                 if self.could_be(r, &m) {
                     could.push(m);

@@ -22,6 +22,7 @@
 //! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
 //! ~b=34661             a bind to port 0 got port 34661
 //! ~v=10                sigwait (sigwaitinfo, sigtimedwait) took signal 10 (~v=0: timed out)
+//! ~d=111               a datagram socket's connect failed with errno 111 (~d=0: connected)
 //! ~a12                 a write into a shared file (O_APPEND, or standard output or error) was
 //!                      that file's 12th write (from 0) by any process of the session
 //! ~a12/3               … and 3 reads of the file (`~f` lines) came between it and the write before
@@ -107,6 +108,12 @@ pub enum Value {
     Bound {
         /// The port.
         port: u16,
+    },
+    /// A connect of a datagram socket (UDP, Unix): 0, or the errno it failed with (a Unix
+    /// datagram socket's server may not have bound its path yet). Replay returns it.
+    Linked {
+        /// 0 or the errno.
+        err: i32,
     },
     /// A signal taken synchronously (`sigwait`, `sigwaitinfo`, `sigtimedwait`): its number,
     /// or 0 when a `sigtimedwait` timed out. Replay waits for that signal alone, so that
@@ -205,6 +212,8 @@ pub enum ValueKey {
     Bound,
     /// A signal taken by sigwait and friends.
     Taken,
+    /// A datagram socket's connect.
+    Linked,
     /// A shared file's write turn.
     Appended,
     /// The writes a read of a shared file came after.
@@ -266,6 +275,7 @@ impl Deltas {
                 ValueKey::Waiting => out.write_str("~q"),
                 ValueKey::Bound => out.write_str("~b"),
                 ValueKey::Taken => out.write_str("~v"),
+                ValueKey::Linked => out.write_str("~d"),
                 ValueKey::Signal
                 | ValueKey::Reaped
                 | ValueKey::Closed
@@ -374,6 +384,7 @@ impl Deltas {
             ValueKey::Waiting => put(b"~q", &mut len)?,
             ValueKey::Bound => put(b"~b", &mut len)?,
             ValueKey::Taken => put(b"~v", &mut len)?,
+            ValueKey::Linked => put(b"~d", &mut len)?,
             ValueKey::Random
             | ValueKey::Signal
             | ValueKey::Reaped
@@ -478,6 +489,7 @@ impl Deltas {
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),
             Some(b'b') => (ValueKey::Bound, &rest[1..]),
             Some(b'v') => (ValueKey::Taken, &rest[1..]),
+            Some(b'd') => (ValueKey::Linked, &rest[1..]),
             _ => return Err(bad()),
         };
         let (absolute, digits) = match number.as_bytes().first() {

@@ -24,6 +24,7 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Waiting => "bytes waiting (FIONREAD)".into(),
         ValueKey::Bound => "port chosen at a bind".into(),
         ValueKey::Taken => "signal taken by sigwait".into(),
+        ValueKey::Linked => "datagram socket's connect".into(),
         ValueKey::Appended => "write turn in a shared file".into(),
         ValueKey::ReadAfter => "read of a shared file after its writes".into(),
         ValueKey::Thread => "thread".into(),

@@ -16,6 +16,7 @@ impl Value {
             Value::Waiting { .. } => ValueKey::Waiting,
             Value::Bound { .. } => ValueKey::Bound,
             Value::Taken { .. } => ValueKey::Taken,
+            Value::Linked { .. } => ValueKey::Linked,
             Value::Appended { .. } => ValueKey::Appended,
             Value::ReadAfter { .. } => ValueKey::ReadAfter,
             Value::Thread { .. } => ValueKey::Thread,
@@ -38,6 +39,7 @@ impl Value {
             Value::Waiting { n } => *n,
             Value::Bound { port } => i64::from(*port),
             Value::Taken { sig } => i64::from(*sig),
+            Value::Linked { err } => i64::from(*err),
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
             Value::ReadAfter { writes, .. } => i64::try_from(*writes).unwrap_or(i64::MAX),
             Value::Thread { t } => i64::from(*t),
@@ -67,6 +69,9 @@ impl Value {
             },
             ValueKey::Taken => Value::Taken {
                 sig: i32::try_from(n).unwrap_or(0),
+            },
+            ValueKey::Linked => Value::Linked {
+                err: i32::try_from(n).unwrap_or(0),
             },
             ValueKey::Appended => Value::Appended {
                 turn: u64::try_from(n).unwrap_or(0),

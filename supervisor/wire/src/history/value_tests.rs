@@ -67,6 +67,8 @@ fn round_trip_with_deltas() {
         Value::Bound { port: 34661 },
         Value::Taken { sig: 10 },
         Value::Taken { sig: 0 },
+        Value::Linked { err: 111 },
+        Value::Linked { err: 0 },
     ];
     let mut w = Deltas::default();
     let lines: Vec<String> = values.iter().map(|v| line(&mut w, v)).collect();
