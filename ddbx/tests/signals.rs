@@ -925,12 +925,13 @@ rm "$1""#;
     DDBX.assert_replays(&rec, &recorded, 2, &histories(&rec), &histories);
 }
 
-/// Signals taken synchronously (sigwait, sigwaitinfo, sigtimedwait) from three senders: the
-/// order differs natively; replay takes them in the record's order, with the senders' pids
-/// as the program knows them, and a sigtimedwait that timed out times out again.
+/// Signals taken synchronously (sigwait, sigwaitinfo, sigtimedwait, reads of a signalfd)
+/// from three senders: the order differs natively; replay takes them in the record's order,
+/// with the senders' pids as the program knows them, and a sigtimedwait that timed out (a
+/// signalfd read that found nothing) does so again.
 #[test]
 fn signals_taken_by_sigwait_come_in_the_record_s_order() {
-    for mode in ["wait", "info", "timed"] {
+    for mode in ["wait", "info", "timed", "fd"] {
         let (_tmp, recorded) = DDBX.race(&progs().join("sig_taken"), &[mode], 20);
         assert!(
             recorded.stdout.starts_with("taken: "),
@@ -945,6 +946,11 @@ fn signals_taken_by_sigwait_come_in_the_record_s_order() {
             ),
             "timed" => assert!(
                 recorded.stdout.contains("then: timed out\n"),
+                "{}",
+                recorded.stdout
+            ),
+            "fd" => assert!(
+                recorded.stdout.contains("senders: ok\nthen: EAGAIN\n"),
                 "{}",
                 recorded.stdout
             ),

@@ -75,6 +75,8 @@ pub const TURNS: u32 = 32768;
 /// A datagram socket: UDP (IPv4 or IPv6) or a Unix datagram socket ([`OTHER_SOCKET`] is set
 /// too): its datagrams are recorded (`record/datagram.rs`).
 pub const DATAGRAM: u32 = 65536;
+/// A signalfd this process made: which signals a read takes is recorded (`hooks/sigwait.rs`).
+pub const SIGNAL_FD: u32 = 131072;
 
 /// One open file description: its bits, and how many fds of this process refer to it.
 struct Description {

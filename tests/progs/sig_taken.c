@@ -11,8 +11,13 @@
  *            sender ("senders: ok")
  *     timed  sigtimedwait with a 10 s timeout; then one more with a zero timeout, which
  *            finds nothing ("then: timed out")
+ *     fd     reads of a signalfd with room for 2 signals each, until it has the 3 (a read
+ *            returns what is pending: 1 or 2); prints "reads: R", and that each ssi_pid is
+ *            the sender's ("senders: ok"); then a read of the non-blocking signalfd, which
+ *            finds nothing ("then: EAGAIN")
  */
 #include "common.h"
+#include <sys/signalfd.h>
 
 #define N 3
 
@@ -43,6 +48,36 @@ int main(int argc, char **argv)
         }
     }
     printf("taken:");
+    if (strcmp(mode, "fd") == 0) {
+        struct signalfd_siginfo got[2];
+        int fd = signalfd(-1, &m, SFD_NONBLOCK), reads = 0, k = 0;
+        struct pollfd p = { fd, POLLIN, 0 };
+
+        if (fd < 0)
+            die("signalfd");
+        while (k < N) {
+            ssize_t n;
+
+            if (poll(&p, 1, -1) < 0)
+                die("poll");
+            n = read(fd, got, sizeof got);
+            if (n < 0 && errno == EAGAIN)
+                continue;
+            if (n < 0)
+                die("read");
+            reads++;
+            for (i = 0; i < (int)(n / sizeof got[0]); i++, k++) {
+                printf(" %u", got[i].ssi_signo);
+                for (j = 0; j < N; j++)
+                    if (SIGS[j] == (int)got[i].ssi_signo && (pid_t)got[i].ssi_pid != pids[j])
+                        senders_ok = 0;
+            }
+        }
+        printf("\nreads: %d\nsenders: %s\n", reads, senders_ok ? "ok" : "wrong");
+        printf("then: %s\n", read(fd, got, sizeof got) < 0 && errno == EAGAIN ? "EAGAIN" : "a signal");
+        wait_all_ok(pids, N);
+        return 0;
+    }
     for (i = 0; i < N; i++) {
         if (strcmp(mode, "wait") == 0) {
             if (sigwait(&m, &sig) != 0)

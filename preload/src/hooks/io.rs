@@ -229,6 +229,10 @@ unsafe fn send_from(
 hook! {
     /// read(2).
     fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+        if crate::fds::known_kind(fd) & crate::fds::SIGNAL_FD != 0 {
+            // SAFETY: `buf` holds `n` writable bytes (read's contract).
+            return unsafe { super::sigwait::signalfd_read(fd, buf, n) };
+        }
         // SAFETY: `buf` holds `n` writable bytes (read's contract).
         unsafe { recv_into(fd, buf, n, 0, NO_ADDRESS, |m| real::read(fd, buf, m)) }
     }

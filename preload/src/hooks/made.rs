@@ -6,7 +6,7 @@
 //! their loop while the main thread makes its listening sockets).
 
 use super::hook;
-use crate::real;
+use crate::{fds, real};
 use libc::{c_char, c_int, c_uint, sigset_t};
 
 hook! {
@@ -27,13 +27,19 @@ hook! {
 
 hook! {
     /// signalfd(2): a new fd when `fd` is -1 (else it changes the mask of an existing one).
+    /// What its reads take is recorded (`sigwait.rs`).
     fn signalfd(fd: c_int, mask: *const sigset_t, flags: c_int) -> c_int {
         if fd != -1 {
             // SAFETY: the program's arguments (signalfd's contract).
             return unsafe { real::signalfd(fd, mask, flags) };
         }
         // SAFETY: as above.
-        super::made_fd(|| unsafe { real::signalfd(fd, mask, flags) })
+        let made = super::made_fd(|| unsafe { real::signalfd(fd, mask, flags) });
+        if made >= 0 {
+            let nonblock = if flags & libc::SFD_NONBLOCK != 0 { fds::NONBLOCK } else { 0 };
+            fds::set(made, fds::SIGNAL_FD | nonblock);
+        }
+        made
     }
 }
 

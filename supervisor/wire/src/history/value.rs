@@ -21,7 +21,8 @@
 //! ~w3                  a wait with WNOHANG returned the process's child number 3 (~w0: none)
 //! ~q=17                ioctl(FIONREAD) said 17 bytes were waiting on a recorded stream
 //! ~b=34661             a bind to port 0 got port 34661
-//! ~v=10                sigwait (sigwaitinfo, sigtimedwait) took signal 10 (~v=0: timed out)
+//! ~v=10                sigwait (sigwaitinfo, sigtimedwait, a signalfd read) took signal 10
+//!                      (~v=0: timed out; ends a signalfd read's list; ~v=-11: EAGAIN)
 //! ~d=111               a datagram socket's connect failed with errno 111 (~d=0: connected)
 //! ~a12                 a write into a shared file (O_APPEND, or standard output or error) was
 //!                      that file's 12th write (from 0) by any process of the session
