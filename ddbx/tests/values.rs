@@ -175,9 +175,10 @@ fn ephemeral_ports_reach_an_exec_d_handler() {
     );
 }
 
-/// Names that mkstemp, mkostemp, mkstemps and mkdtemp make, and arc4random's numbers (glibc
-/// makes both from randomness inside itself, past the getrandom hook), come out in replay as
-/// the record's, the files and directory made for real (mkostemp's flags kept).
+/// Names that mkstemp, mkostemp, mkstemps and mkdtemp make, arc4random's numbers and clock()'s
+/// processor time (glibc reads randomness and that clock inside itself, past the getrandom and
+/// clock_gettime hooks) come out in replay as the record's, the files and directory made for
+/// real (mkostemp's flags kept).
 #[test]
 fn temporary_names_and_arc4random_are_values() {
     let dir = TempDir::new("temp-names");

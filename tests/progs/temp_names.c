@@ -1,14 +1,17 @@
 /*
- * temp_names DIR: randomness that glibc makes inside itself (past the getrandom hook): the
- * names of temporary files and directories and arc4random's numbers.
+ * temp_names DIR: randomness and a clock that glibc reads inside itself (past the getrandom
+ * and clock_gettime hooks): the names of temporary files and directories, arc4random's
+ * numbers, and clock()'s processor time.
  *
  * Makes, in DIR, a file with mkstemp, one with mkostemp (O_APPEND), one with mkstemps (suffix
  * ".txt"), and a directory with mkdtemp, and prints each name's random part
  * and whether the file or directory is there (and the mkostemp file's O_APPEND); then
- * arc4random, arc4random_uniform(1000) and 8 bytes of arc4random_buf. It removes what it made.
+ * arc4random, arc4random_uniform(1000) and 8 bytes of arc4random_buf, and clock() (µs of
+ * processor time, other in every run). It removes what it made.
  */
 #include "common.h"
 #include <sys/stat.h>
+#include <time.h>
 
 static void show(const char *what, const char *path, const char *tail)
 {
@@ -46,6 +49,7 @@ int main(int argc, char **argv)
     for (i = 0; i < (int)sizeof bytes; i++)
         printf(" %02x", bytes[i]);
     printf("\n");
+    printf("clock %ld\n", (long)clock());
     close_or_die(fa);
     close_or_die(fb);
     close_or_die(fc);

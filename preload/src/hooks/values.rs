@@ -140,6 +140,32 @@ pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c
     })
 }
 
+/// clock(3): glibc's reads `CLOCK_PROCESS_CPUTIME_ID` inside libc, past the clock_gettime
+/// hook. The processor time is a value of that clock (`~c2`), returned in µs as clock()
+/// counts it.
+///
+/// # Safety
+/// Called by the program in place of libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clock() -> libc::clock_t {
+    super::keeping_errno(|| {
+        // SAFETY: all-zero is a valid timespec, for the call to fill.
+        let mut ts: timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: our own timespec.
+        if unsafe { real_clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+            return -1;
+        }
+        let real = ts.tv_sec.saturating_mul(NS).saturating_add(ts.tv_nsec);
+        let Some(_guard) = Guard::enter() else {
+            return real / 1000;
+        };
+        let Some(ld) = values_ld() else {
+            return real / 1000;
+        };
+        number(ld, ValueKey::Clock(libc::CLOCK_PROCESS_CPUTIME_ID), real) / 1000
+    })
+}
+
 /// clock_nanosleep(2). A sleep until an absolute time of a replayed clock: the program
 /// computed its deadline from the clock it was shown, the record's, which runs behind (or
 /// ahead of) the real one. The deadline moves by that difference, so the sleep lasts as long
