@@ -7,11 +7,13 @@
  * ".txt"), and a directory with mkdtemp, and prints each name's random part
  * and whether the file or directory is there (and the mkostemp file's O_APPEND); then
  * arc4random, arc4random_uniform(1000) and 8 bytes of arc4random_buf, and clock() (µs of
- * processor time, other in every run). It removes what it made.
+ * processor time, other in every run); then 4 random bytes and the realtime clock's
+ * nanoseconds asked for through syscall(). It removes what it made.
  */
 #include "common.h"
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/syscall.h>
 
 static void show(const char *what, const char *path, const char *tail)
 {
@@ -50,6 +52,14 @@ int main(int argc, char **argv)
         printf(" %02x", bytes[i]);
     printf("\n");
     printf("clock %ld\n", (long)clock());
+    {
+        struct timespec ts;
+        unsigned int r = 0;
+
+        if (syscall(SYS_getrandom, &r, sizeof r, 0) != sizeof r || syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts) != 0)
+            die("syscall");
+        printf("syscall getrandom %u, clock_gettime ns %ld\n", r, (long)ts.tv_nsec);
+    }
     close_or_die(fa);
     close_or_die(fb);
     close_or_die(fc);

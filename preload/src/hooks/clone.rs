@@ -59,7 +59,8 @@ unsafe fn raw_syscall(n: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
 /// CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD, NULL)`): without this the child went
 /// on writing its events into its parent's history. Every other call is made as glibc makes
 /// it, but for the calls that take or return pids, which go where the libc functions' hooks
-/// go (`hooks/pids.rs`). (Declared with six `long` arguments after the number: on x86_64 a variadic call passes
+/// go (`hooks/pids.rs`), and the clock and random-byte calls, which are values
+/// (`hooks/values.rs`). (Declared with six `long` arguments after the number: on x86_64 a variadic call passes
 /// them in the same registers.)
 ///
 /// # Safety
@@ -84,6 +85,28 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_kill => {
             // SAFETY: no pointer arguments.
             let r = unsafe { super::signal::kill(a1 as c_int, a2 as c_int) };
+            return libc::c_long::from(r);
+        }
+        _ => {}
+    }
+    // Clocks and random bytes are values (`hooks/values.rs`), whichever way they are asked.
+    match n {
+        libc::SYS_getrandom => {
+            // SAFETY: the program's arguments, valid for the system call, are valid for
+            // the libc function of the same name.
+            let r = unsafe { super::values::getrandom(a1 as _, a2 as _, a3 as _) };
+            return r as libc::c_long;
+        }
+        libc::SYS_clock_gettime => {
+            // SAFETY: the program's arguments, valid for the system call, are valid for
+            // the libc function of the same name.
+            let r = unsafe { super::values::clock_gettime(a1 as _, a2 as _) };
+            return libc::c_long::from(r);
+        }
+        libc::SYS_gettimeofday => {
+            // SAFETY: the program's arguments, valid for the system call, are valid for
+            // the libc function of the same name.
+            let r = unsafe { super::values::gettimeofday(a1 as _, a2 as _) };
             return libc::c_long::from(r);
         }
         _ => {}
