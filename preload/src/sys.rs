@@ -485,18 +485,7 @@ pub fn has_signal_handlers() -> bool {
 /// the LD records): what orders the connects and accepts of one address pair when ports are
 /// reused (the `at` of `Connect` and `Accept`). 0 if the clock cannot be read.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a timespec we own; the system call checks its arguments.
-    let r = unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut ts) };
-    if r != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
+    kernel::monotonic_ns()
 }
 
 /// Whether child `pid` has ended (a zombie not reaped yet, or already reaped: no such child).

@@ -89,21 +89,24 @@ pub unsafe extern "C" fn syscall(
         }
         _ => {}
     }
-    // Clocks and random bytes are values (`hooks/values.rs`), whichever way they are asked.
+    // Clocks and random bytes are values (`hooks/values.rs`), whichever way they are asked;
+    // not the LD's own (inside the guard: those hooks' fallbacks make this very call, and
+    // would come back here for ever).
+    let program = !crate::guard::inside();
     match n {
-        libc::SYS_getrandom => {
+        libc::SYS_getrandom if program => {
             // SAFETY: the program's arguments, valid for the system call, are valid for
             // the libc function of the same name.
             let r = unsafe { super::values::getrandom(a1 as _, a2 as _, a3 as _) };
             return r as libc::c_long;
         }
-        libc::SYS_clock_gettime => {
+        libc::SYS_clock_gettime if program => {
             // SAFETY: the program's arguments, valid for the system call, are valid for
             // the libc function of the same name.
             let r = unsafe { super::values::clock_gettime(a1 as _, a2 as _) };
             return libc::c_long::from(r);
         }
-        libc::SYS_gettimeofday => {
+        libc::SYS_gettimeofday if program => {
             // SAFETY: the program's arguments, valid for the system call, are valid for
             // the libc function of the same name.
             let r = unsafe { super::values::gettimeofday(a1 as _, a2 as _) };

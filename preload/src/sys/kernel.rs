@@ -1,6 +1,6 @@
-//! The LD's own pid calls, made to the kernel directly: libc's `syscall`, which the LD
-//! exports (`hooks/clone.rs`), shows the program pids as its record had them, and the LD's
-//! own pids are the kernel's.
+//! The LD's own pid calls and clock reads, made to the kernel directly: libc's `syscall`,
+//! which the LD exports (`hooks/clone.rs`), shows the program pids as its record had them
+//! and its clock reads as values, and the LD's own are the kernel's.
 
 use super::set_errno;
 use libc::c_int;
@@ -16,8 +16,9 @@ fn kernel_call3(
 ) -> libc::c_long {
     let ret: libc::c_long;
     // SAFETY: the `syscall` instruction with the kernel's x86_64 convention (number in rax,
-    // arguments in rdi, rsi and rdx; rcx and r11 clobbered); only the pid and signal calls
-    // below, whose arguments are plain integers, come here.
+    // arguments in rdi, rsi and rdx; rcx and r11 clobbered; memory may be written: no
+    // `nomem`); only the calls below come here, with plain integers or a pointer to the
+    // caller's own timespec.
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -41,8 +42,8 @@ fn kernel_call3(
     b: libc::c_long,
     c: libc::c_long,
 ) -> libc::c_long {
-    // SAFETY: only the pid and signal calls below, whose arguments are plain integers, come
-    // here.
+    // SAFETY: only the calls below come here, with plain integers or a pointer to the
+    // caller's own timespec.
     let r = unsafe { libc::syscall(n, a, b, c) };
     if r == -1 {
         -libc::c_long::from(super::errno())
@@ -54,6 +55,25 @@ fn kernel_call3(
 /// [`kernel_call3`] with two arguments.
 fn kernel_call(n: libc::c_long, a: libc::c_long, b: libc::c_long) -> libc::c_long {
     kernel_call3(n, a, b, 0)
+}
+
+/// clock_gettime(2) of CLOCK_MONOTONIC: ns, or 0 if it cannot be read.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let r = kernel_call(
+        libc::SYS_clock_gettime,
+        libc::c_long::from(libc::CLOCK_MONOTONIC),
+        (&raw mut ts) as libc::c_long,
+    );
+    if r != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// getpid(2): the kernel's pid of this process.
