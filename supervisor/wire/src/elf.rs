@@ -10,88 +10,84 @@
 /// Bytes of the file start that [`is_static`] needs (headers of ordinary executables).
 pub const HEADER_BYTES: usize = 4096;
 
+/// The first bytes of a 64-bit little-endian ELF file, read as its header fields.
+struct Head<'a>(&'a [u8]);
+
+impl<'a> Head<'a> {
+    /// `head` if it starts like a 64-bit little-endian ELF file.
+    fn of(head: &'a [u8]) -> Option<Head<'a>> {
+        let elf = head.len() >= 64 && &head[..4] == b"\x7fELF" && head[4] == 2 && head[5] == 1;
+        elf.then_some(Head(head))
+    }
+
+    fn bytes<const N: usize>(&self, at: usize) -> Option<[u8; N]> {
+        self.0.get(at..at.checked_add(N)?)?.try_into().ok()
+    }
+
+    fn u16(&self, at: usize) -> Option<u16> {
+        self.bytes(at).map(u16::from_le_bytes)
+    }
+
+    fn u32(&self, at: usize) -> Option<u32> {
+        self.bytes(at).map(u32::from_le_bytes)
+    }
+
+    fn u64(&self, at: usize) -> Option<u64> {
+        self.bytes(at).map(u64::from_le_bytes)
+    }
+
+    /// The offsets of the program headers (`e_phoff`, `e_phentsize`, `e_phnum`).
+    fn program_headers(&self) -> Option<impl Iterator<Item = usize>> {
+        let phoff = self.u64(32)? as usize;
+        let phentsize = self.u16(54)? as usize;
+        let phnum = self.u16(56)? as usize;
+        (phentsize >= 4).then(|| (0..phnum).map(move |i| phoff + i * phentsize))
+    }
+}
+
 /// Whether `head` (the first bytes of an executable) is a statically linked ELF program:
 /// `Some(true)` static, `Some(false)` dynamic, `None` not a 64-bit little-endian ELF executable
 /// we can read (a script, another format, too short).
 pub fn is_static(head: &[u8]) -> Option<bool> {
-    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
-        return None;
-    }
-    let u16_at = |o: usize| head.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |o: usize| {
-        head.get(o..o + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let u64_at = |o: usize| {
-        head.get(o..o + 8).map(|b| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            u64::from_le_bytes(a)
-        })
-    };
-    let e_type = u16_at(16)?;
+    let head = Head::of(head)?;
+    let e_type = head.u16(16)?;
     if e_type != 2 && e_type != 3 {
         return None; // not an executable or a PIE
     }
-    let phoff = u64_at(32)? as usize;
-    let phentsize = u16_at(54)? as usize;
-    let phnum = u16_at(56)? as usize;
-    if phentsize < 4 {
-        return None;
-    }
-    let mut dynamic_section = false;
-    for i in 0..phnum {
-        let p_type = u32_at(phoff + i * phentsize)?;
-        match p_type {
-            3 => return Some(false), // PT_INTERP: the dynamic loader runs
-            2 => dynamic_section = true,
-            _ => {}
+    for ph in head.program_headers()? {
+        if head.u32(ph)? == 3 {
+            return Some(false); // PT_INTERP: the dynamic loader runs
         }
     }
     // No interpreter: static (including static-pie, which has PT_DYNAMIC but no loader).
-    let _ = dynamic_section;
     Some(true)
 }
 
 /// Whether `head` (the first bytes of an ELF executable) is a Go program: one of its `PT_NOTE`
 /// segments, within `head`, holds the Go toolchain's build id note (owner `Go`, type 4).
 pub fn is_go(head: &[u8]) -> bool {
-    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
-        return false;
-    }
-    let u16_at = |o: usize| head.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |o: usize| {
-        head.get(o..o + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let u64_at = |o: usize| {
-        head.get(o..o + 8).map(|b| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            u64::from_le_bytes(a)
-        })
-    };
-    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(32), u16_at(54), u16_at(56)) else {
+    let Some(h) = Head::of(head) else {
         return false;
     };
-    let (phoff, phentsize) = (phoff as usize, phentsize as usize);
-    (0..phnum as usize).any(|i| {
-        let ph = phoff + i * phentsize;
-        if u32_at(ph) != Some(4) {
+    let Some(mut headers) = h.program_headers() else {
+        return false;
+    };
+    headers.any(|ph| {
+        if h.u32(ph) != Some(4) {
             return false; // not PT_NOTE
         }
-        let (Some(offset), Some(size)) = (u64_at(ph + 8), u64_at(ph + 32)) else {
+        let (Some(offset), Some(size)) = (h.u64(ph + 8), h.u64(ph + 32)) else {
             return false;
         };
-        let (start, end) = (offset as usize, (offset + size) as usize);
-        let mut at = start;
-        while at + 12 <= end.min(head.len()) {
+        let end = (offset.saturating_add(size) as usize).min(head.len());
+        let mut at = offset as usize;
+        while at + 12 <= end {
             let (Some(namesz), Some(descsz), Some(kind)) =
-                (u32_at(at), u32_at(at + 4), u32_at(at + 8))
+                (h.u32(at), h.u32(at + 4), h.u32(at + 8))
             else {
                 return false;
             };
-            let name = head.get(at + 12..at + 12 + namesz as usize);
+            let name = head.get(at + 12..(at + 12).saturating_add(namesz as usize));
             if kind == 4 && name.is_some_and(|n| n.starts_with(b"Go\0")) {
                 return true;
             }
