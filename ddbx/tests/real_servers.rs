@@ -331,6 +331,16 @@ fn postgres_bin() -> Option<PathBuf> {
     found
 }
 
+/// Python's ThreadingHTTPServer: a thread per connection, each reading the clock for its log
+/// line (before: its threads' lock order was not recorded, the program's PLT `malloc` taken
+/// for another allocator, and the log times were the replay's own).
+#[test]
+fn python_threading_http_server_with_curl_clients() {
+    if installed(&["curl"]) {
+        corpus("http_server.sh", &[]);
+    }
+}
+
 #[test]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;

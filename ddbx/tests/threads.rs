@@ -4,7 +4,7 @@
 //! thread's socket I/O is refused (exit 103); a thread that does no socket I/O is recorded and
 //! replayed like any program.
 
-use ddbx_tests::{Ddbx, Run, TempDir, path_str, progs};
+use ddbx_tests::{Ddbx, Run, TempDir, native_outputs, path_str, progs};
 use ddbx_wire::manifest::{Manifest, SessionState};
 use std::path::Path;
 
@@ -191,6 +191,66 @@ fn fds_made_by_eventfd_and_its_kind_in_a_thread_keep_their_numbers() {
             recorded.stdout.starts_with("sockets: "),
             "{kind}: {}",
             recorded.stdout
+        );
+    }
+}
+
+/// Worker threads read the clock (clock_gettime, gettimeofday) and ask for random bytes
+/// (getrandom): each gets the record's values in replay, after a `~T` line naming it in the
+/// history. Before, only the thread of the process's socket I/O had its values recorded, and
+/// replay printed the workers' own times and bytes (a threaded HTTP server's log times). The
+/// program is built without -fPIE and takes malloc's address, as Debian's python3 is, which
+/// gives it a `malloc` symbol of its own (a PLT entry leading to glibc's): before, that was
+/// taken for another allocator and its threads' lock order went unrecorded.
+#[test]
+fn worker_threads_get_their_recorded_clock_reads_and_random_bytes() {
+    let (tmp, recorded) = DDBX.race(&progs().join("thread_values"), &[], 0);
+    assert!(
+        !recorded.stderr.contains("not recorded"),
+        "{}",
+        recorded.stderr
+    );
+    let history = std::fs::read_to_string(tmp.join("rec/history/p1.ron")).unwrap_or_default();
+    for t in 2..=5 {
+        assert!(
+            history.contains(&format!("\n~T{t}\n")),
+            "thread t{t}'s values are not named in the history:\n{history}"
+        );
+    }
+    assert_eq!(recorded.stdout.lines().count(), 5, "{}", recorded.stdout);
+}
+
+/// A thread takes a mutex as often as a flag in memory lets it (an atomic store, no lock and
+/// no call says when): replay cannot make it take the mutex as often as the record's did (the
+/// paper's limit), and its count differs. Replay still ends: the turns of a thread that has
+/// ended are stepped over, and a process whose threads all wait for each other's turns gives
+/// the order of locks up. Before, 3 replays of 3 waited for ever for the spinner's missing
+/// turns (Python's threads, whose interpreter lock is taken again on such a flag, hung so).
+#[test]
+fn a_thread_that_took_a_lock_fewer_times_than_recorded_does_not_hang_replay() {
+    let program = progs().join("lock_spin");
+    let outputs = native_outputs(&program, &[], 0, 2, 10);
+    assert!(
+        outputs.len() >= 2,
+        "10 native runs spun as often:\n{}",
+        outputs[0]
+    );
+    let tmp = TempDir::new("threads");
+    let rec = tmp.join("rec");
+    let recorded = DDBX.record_with(&[], &rec, &program, &[]).output();
+    assert_eq!(recorded.code, 0, "{}", recorded.stderr);
+    for i in 1..=3 {
+        let replayed = DDBX
+            .run(["replay", path_str(&rec)])
+            .limit(std::time::Duration::from_secs(60))
+            .output();
+        assert_eq!(replayed.code, 0, "replay {i}: {}", replayed.stderr);
+        assert!(
+            replayed
+                .stdout
+                .ends_with("done: main took the mutex after the spinner ended\n"),
+            "replay {i}: {}",
+            replayed.stdout
         );
     }
 }

@@ -78,6 +78,7 @@ pub fn forked_child() {
 
 /// An event happened (replay of a process with threads): wakes the threads waiting for theirs.
 pub fn event_happened() {
+    crate::locks::order::progressed();
     EVENTS.fetch_add(1, Ordering::SeqCst);
     futex_wake(&EVENTS);
 }
@@ -91,6 +92,7 @@ pub fn events_seen() -> u32 {
 /// while has passed: the caller checks again).
 pub fn await_event(seen: u32) {
     put_down_for(|| {
+        let _waiting = crate::locks::order::Waiting::now();
         if EVENTS.load(Ordering::SeqCst) == seen {
             futex_wait(&EVENTS, seen, 20_000_000);
         }
@@ -104,6 +106,7 @@ fn lock() {
     {
         return;
     }
+    let _waiting = crate::locks::order::Waiting::now();
     while WORD.swap(2, Ordering::Acquire) != 0 {
         futex_wait(&WORD, 2, 50_000_000);
     }

@@ -102,7 +102,7 @@ fn compile(out: &Path, build: &Build) {
 }
 
 /// Extra gcc flags of a test program, from a first line `// link: -pthread …` (only
-/// `-pthread`, `-rdynamic` and `-l…` flags are accepted).
+/// `-pthread`, `-rdynamic`, `-fno-pie`, `-no-pie` and `-l…` flags are accepted).
 fn link_flags(source: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(source).unwrap_or_default();
     let first = text.lines().next().unwrap_or("");
@@ -112,7 +112,11 @@ fn link_flags(source: &Path) -> Vec<String> {
     rest.split_whitespace()
         .map(|f| {
             assert!(
-                f == "-pthread" || f == "-rdynamic" || f.starts_with("-l"),
+                f == "-pthread"
+                    || f == "-rdynamic"
+                    || f == "-fno-pie"
+                    || f == "-no-pie"
+                    || f.starts_with("-l"),
                 "{}: unexpected link flag {f}",
                 source.display()
             );

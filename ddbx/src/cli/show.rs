@@ -330,7 +330,8 @@ fn values_after(history: &History, n: u64) -> Option<String> {
         .iter()
         .take_while(|(after, _)| *after == n)
         .map(|(_, v)| v)
-        .filter(|v| v.key() != ValueKey::Thread) // shown on the event lines
+        // Whose events (shown on the event lines) and whose values follow.
+        .filter(|v| !matches!(v.key(), ValueKey::Thread | ValueKey::ValuesOf))
         .collect();
     if gap.is_empty() {
         return None;

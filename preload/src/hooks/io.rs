@@ -60,7 +60,7 @@ fn random_read(
     use replay::held::Receiver;
     let len = into.len();
     let n = call(len);
-    let Some(ld) = super::values::values_ld() else {
+    let Some(ld) = super::values::own_values_ld() else {
         return n;
     };
     let errno = crate::sys::errno();

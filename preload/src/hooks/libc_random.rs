@@ -10,7 +10,7 @@
 //! replay goes on with it. Like the other value hooks these never start the LD, and each real
 //! function is found with `dlsym(RTLD_NEXT)` at its first call (arc4random is glibc 2.36's).
 
-use super::values::{random_in, values_ld};
+use super::values::{own_values_ld, random_in};
 use crate::guard::Guard;
 use crate::replay;
 use ddbx_wire::history::value::Value;
@@ -63,7 +63,9 @@ macro_rules! random_hook {
 
 /// A random number the real call returned, through the values: the record's in replay.
 fn random_u32(real: u32) -> u32 {
-    let Some(ld) = values_ld() else { return real };
+    let Some(ld) = own_values_ld() else {
+        return real;
+    };
     let mut bytes = real.to_ne_bytes();
     random_in(ld, &mut bytes, 4, true);
     u32::from_ne_bytes(bytes)
@@ -97,7 +99,7 @@ pub unsafe extern "C" fn arc4random_buf(buf: *mut c_void, n: size_t) {
         // SAFETY: the program's arguments, valid for the real function.
         unsafe { f(buf, n) };
         let Some(_guard) = Guard::enter() else { return };
-        if let Some(ld) = values_ld()
+        if let Some(ld) = own_values_ld()
             && !buf.is_null()
             && n > 0
         {
@@ -139,7 +141,7 @@ unsafe fn made_as_recorded(
     at: &std::ops::Range<usize>,
     made: Made,
 ) -> Option<c_int> {
-    let ld = values_ld()?;
+    let ld = own_values_ld()?;
     if ld.mode != Mode::Replay {
         return None;
     }
@@ -175,7 +177,7 @@ unsafe fn made_as_recorded(
 /// # Safety
 /// As for [`made_as_recorded`], after the real call succeeded.
 unsafe fn log_name(template: *mut c_char, at: &std::ops::Range<usize>) {
-    let Some(ld) = values_ld() else { return };
+    let Some(ld) = own_values_ld() else { return };
     // SAFETY: `at` lies within the template.
     let name = unsafe { std::slice::from_raw_parts_mut(template.cast::<u8>().add(at.start), 6) };
     let mut bytes = [0u8; 6];

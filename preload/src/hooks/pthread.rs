@@ -62,6 +62,9 @@ pub unsafe extern "C" fn pthread_create(
     };
     locks::creating(true);
     let r = real();
+    if r == 0 && locks::mode() == REPLAY {
+        order::started();
+    }
     if r == 0 && id != 0 && !thread.is_null() {
         // SAFETY: pthread_create wrote the handle.
         locks::register_thread(unsafe { *thread }, id);
@@ -76,8 +79,11 @@ pub unsafe extern "C" fn pthread_create(
 /// As for pthread_join.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_void) -> c_int {
+    // A replay's stalled order of locks may be what the joined thread waits for.
+    let waiting = (locks::threaded() && locks::mode() == REPLAY).then(order::Waiting::now);
     // SAFETY: the caller's arguments.
     let r = unsafe { real::pthread_join(thread, ret) };
+    drop(waiting);
     if r == 0 && locks::threaded() {
         let Some(_guard) = Guard::enter() else {
             return r;
@@ -158,6 +164,7 @@ fn acquire_as_recorded(m: *mut pthread_mutex_t, a: Access) -> c_int {
     if a.arg != 0 {
         return a.arg as c_int;
     }
+    let _waiting = order::Waiting::now();
     // SAFETY: the program's mutex, as it passed it.
     unsafe { real::pthread_mutex_lock(m) }
 }
@@ -393,6 +400,7 @@ fn cond_wait(
         match order::wait_turn(plan, object, me, op) {
             order::Turn::Mine(at, a) => {
                 if op == Op::Woke {
+                    let _waiting = order::Waiting::now();
                     // SAFETY: the program's mutex, taken back as the wait would have.
                     unsafe { real::pthread_mutex_lock(m) };
                 }

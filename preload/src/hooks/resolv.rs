@@ -6,7 +6,7 @@
 //! its answers until it times out). The id's two bytes are a value, like random bytes
 //! (`values.rs`).
 
-use super::values::{random_in, values_ld};
+use super::values::{own_values_ld, random_in};
 use crate::guard::Guard;
 use libc::{c_char, c_int, c_uchar, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,7 +55,7 @@ fn query_id(buf: *mut c_uchar, len: c_int) {
     if buf.is_null() || len < 2 {
         return;
     }
-    let Some(ld) = values_ld() else { return };
+    let Some(ld) = own_values_ld() else { return };
     // SAFETY: the builder wrote `len >= 2` bytes into the program's `buf`.
     let id = unsafe { std::slice::from_raw_parts_mut(buf, 2) };
     random_in(ld, id, 2, true);

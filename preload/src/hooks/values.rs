@@ -23,6 +23,18 @@ pub fn values_ld() -> Option<&'static mut Ld> {
     (ld.trace.is_none() && ld.values_thread()).then_some(ld)
 }
 
+/// [`values_ld`] for clock reads and random bytes, which in a process whose threads are
+/// ordered are every thread's, one thread at a time (the baton), each thread's its own
+/// (`record::values::log`).
+pub fn own_values_ld() -> Option<&'static mut Ld> {
+    let ld = ld::running()?;
+    if ld.threads_ordered() {
+        crate::baton::take(crate::guard::depth());
+        return Some(ld);
+    }
+    values_ld()
+}
+
 fn resolved(slot: &std::sync::atomic::AtomicUsize) -> bool {
     slot.load(Ordering::Relaxed) != 0
 }
@@ -129,7 +141,7 @@ pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c
         if r != 0 || tp.is_null() {
             return r;
         }
-        let Some(ld) = values_ld() else { return r };
+        let Some(ld) = own_values_ld() else { return r };
         // SAFETY: the real call just filled `*tp`.
         let ts = unsafe { &mut *tp };
         let real = ts.tv_sec.saturating_mul(NS).saturating_add(ts.tv_nsec);
@@ -159,7 +171,7 @@ pub unsafe extern "C" fn clock() -> libc::clock_t {
         let Some(_guard) = Guard::enter() else {
             return real / 1000;
         };
-        let Some(ld) = values_ld() else {
+        let Some(ld) = own_values_ld() else {
             return real / 1000;
         };
         number(ld, ValueKey::Clock(libc::CLOCK_PROCESS_CPUTIME_ID), real) / 1000
@@ -190,7 +202,7 @@ pub unsafe extern "C" fn clock_nanosleep(
         let mut deadline = req;
         if flags & libc::TIMER_ABSTIME != 0 && !req.is_null() {
             let guard = Guard::enter();
-            if let (Some(_), Some(ld)) = (&guard, values_ld())
+            if let (Some(_), Some(ld)) = (&guard, own_values_ld())
                 && ld.mode == Mode::Replay
                 && let Some(ahead) = replay::values::offset(ld, ValueKey::Clock(clock))
             {
@@ -225,7 +237,7 @@ pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_in
         if r != 0 || tv.is_null() {
             return r;
         }
-        let Some(ld) = values_ld() else { return r };
+        let Some(ld) = own_values_ld() else { return r };
         // SAFETY: the real call just filled `*tv`.
         let t = unsafe { &mut *tv };
         let real = t.tv_sec.saturating_mul(1_000_000).saturating_add(t.tv_usec);
@@ -252,7 +264,7 @@ pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
         if r == -1 {
             return r;
         }
-        let Some(ld) = values_ld() else { return r };
+        let Some(ld) = own_values_ld() else { return r };
         let s = number(ld, ValueKey::Time, r);
         if !t.is_null() {
             // SAFETY: the program's pointer, which the real call just wrote.
@@ -278,7 +290,7 @@ pub unsafe extern "C" fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -
         if r <= 0 || buf.is_null() {
             return r;
         }
-        let Some(ld) = values_ld() else { return r };
+        let Some(ld) = own_values_ld() else { return r };
         // SAFETY: the real call just wrote `r <= n` bytes of the program's buffer; replay may
         // write up to `n`.
         let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
@@ -303,7 +315,7 @@ pub unsafe extern "C" fn getentropy(buf: *mut c_void, n: size_t) -> c_int {
         if r != 0 || buf.is_null() || n == 0 {
             return r;
         }
-        let Some(ld) = values_ld() else { return r };
+        let Some(ld) = own_values_ld() else { return r };
         // SAFETY: the real call just filled the program's `n` bytes.
         let whole = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
         random_in(ld, whole, n, true);
@@ -343,7 +355,7 @@ fn openssl_rand(real: usize, buf: *mut u8, num: c_int) -> c_int {
     if r != 1 || buf.is_null() || num <= 0 {
         return r;
     }
-    let Some(ld) = values_ld() else { return r };
+    let Some(ld) = own_values_ld() else { return r };
     // SAFETY: OpenSSL just filled the program's `num` bytes.
     let whole = unsafe { std::slice::from_raw_parts_mut(buf, num as usize) };
     random_in(ld, whole, num as usize, true);

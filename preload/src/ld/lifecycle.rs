@@ -74,6 +74,7 @@ pub fn start() -> Option<Joined> {
         log_fd,
         io_tid: AtomicI32::new(0),
         thread_logged: 1,
+        values_of: 0,
         passthrough_seen: 0,
         argv,
         preload_env: getenv("LD_PRELOAD").unwrap_or_default(),
@@ -414,6 +415,7 @@ impl Ld {
         let threads = super::threads::runs(&mut history.values, &history.records);
         let made = super::threads::Made::take_from(&mut history.values, self.events());
         crate::signals::load_plan(&mut history.values, ordered, self.events());
+        let own = crate::replay::thread_values::split(&mut history.values, &threads, self.events());
         let done = (self.events() as usize).min(history.records.len());
         for r in &history.records[..done] {
             self.counters.count(r);
@@ -433,6 +435,7 @@ impl Ld {
                     .collect(),
                 cursor: 0,
                 last: [None; ddbx_wire::history::value::SLOT_COUNT],
+                own,
             },
             records: history.records,
             accepts: plan.accepts,

@@ -156,6 +156,9 @@ pub struct ReplayValues {
     /// Per numeric key with a delta slot: the last value returned to the program and the
     /// real clock's reading at that moment (for reads the record did not log).
     pub last: [Option<(i64, i64)>; 18],
+    /// In a process with threads: each thread's clock reads and random bytes (empty when the
+    /// history has no `~T` line).
+    pub own: Vec<crate::replay::thread_values::OwnValues>,
 }
 
 /// What replay follows and keeps between calls.
@@ -304,6 +307,9 @@ pub struct Ld {
     /// The thread whose events the history's last lines are (`~t` lines; 1 as an image
     /// starts).
     thread_logged: u32,
+    /// The thread whose clock and random values the history's last value lines are (`~T`
+    /// lines; 0: none written by this image).
+    pub values_of: u32,
     /// Kinds of unrecorded I/O already reported (bits of `hooks::passthrough`).
     passthrough_seen: u32,
     /// The program's command line.

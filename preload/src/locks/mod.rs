@@ -198,6 +198,9 @@ impl Drop for ExitNote {
         let me = ME.try_with(|me| me.get()).unwrap_or(0);
         if me != 0 && me != UNKNOWN {
             thread_table(me, Op::Exit, 0);
+            if mode() == REPLAY {
+                order::ended(me);
+            }
             log::thread_ends();
             // SAFETY: no arguments.
             thread_ended(unsafe { libc::pthread_self() });
@@ -212,9 +215,13 @@ thread_local! {
 
 /// An access to the thread table (object 0) by `me`: recorded, or waited for in replay.
 /// Returns the recorded access (replay), whose `arg` decides the outcome.
+///
+/// The thread table stays ordered after the other objects' order gave up ([`give_up`]): a
+/// thread created then still gets its recorded id, by which replay gives each thread its own
+/// events (without one, its socket I/O was refused as a second thread's, exit 103).
 pub fn thread_table(me: u32, op: Op, arg: u32) -> Option<Access> {
     if mode() == REPLAY {
-        let plan = replay_plan()?;
+        let plan = order::plan()?;
         return match order::wait_turn(plan, 0, me, op) {
             order::Turn::Mine(at, a) => {
                 order::advance(0, at);
@@ -236,6 +243,20 @@ pub fn set_me(id: u32) {
     let _ = ME.try_with(|me| me.set(id));
 }
 
+/// `dladdr1`'s request for the symbol table entry (glibc's `<dlfcn.h>`).
+const RTLD_DL_SYMENT: libc::c_int = 1;
+
+/// An ELF64 symbol table entry (`Elf64_Sym` of `<elf.h>`).
+#[repr(C)]
+struct Elf64Sym {
+    st_name: u32,
+    st_info: u8,
+    st_other: u8,
+    st_shndx: u16,
+    st_value: u64,
+    st_size: u64,
+}
+
 /// Writes a diagnostic to the LD's log.
 pub fn diag(msg: &str) {
     sys::diag(LOG_FD.load(Ordering::Relaxed), msg);
@@ -253,15 +274,24 @@ pub fn foreign_allocator() -> bool {
         2 => return true,
         _ => {}
     }
-    // SAFETY: a NUL-terminated name; dladdr fills the zeroed Dl_info we pass.
+    // SAFETY: a NUL-terminated name; dladdr1 fills the zeroed Dl_info we pass and points
+    // `sym` at the symbol table entry it found (or leaves it null).
     let foreign = unsafe {
         let p = libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr());
         let mut info: libc::Dl_info = std::mem::zeroed();
-        if p.is_null() || libc::dladdr(p, &mut info) == 0 || info.dli_fname.is_null() {
+        let mut sym: *mut libc::c_void = std::ptr::null_mut();
+        if p.is_null()
+            || libc::dladdr1(p, &mut info, &mut sym, RTLD_DL_SYMENT) == 0
+            || info.dli_fname.is_null()
+        {
             false
         } else {
             let name = std::ffi::CStr::from_ptr(info.dli_fname).to_bytes();
-            !name.windows(7).any(|w| w == b"libc.so")
+            // A program built without -fPIE that takes malloc's address (Debian's python3)
+            // has a `malloc` of its own that is only a PLT entry leading to libc's: its
+            // symbol is undefined in the program (section index 0), not another allocator.
+            let undefined = !sym.is_null() && (*sym.cast::<Elf64Sym>()).st_shndx == 0;
+            !undefined && !name.windows(7).any(|w| w == b"libc.so")
         }
     };
     SEEN.store(if foreign { 2 } else { 1 }, Ordering::Relaxed);
@@ -444,6 +474,23 @@ pub fn give_up(why: &order::Mismatch) {
         );
         diag(text.as_str());
     }
+}
+
+/// Replay: every live thread waits and nothing moves (`order::wait_turn`): the recorded
+/// order of locks cannot be followed. Said once in the LD's log; locks run freely from then
+/// on, while the events keep their recorded order.
+pub fn give_up_stalled() {
+    if !FREE.swap(true, Ordering::Relaxed) {
+        diag(
+            "ddbx-ld: lock order stalled: every thread waits for a turn another holds; \
+             locks run freely from here",
+        );
+    }
+}
+
+/// Replay: whether the order of locks was given up.
+pub fn free() -> bool {
+    FREE.load(Ordering::Relaxed)
 }
 
 /// In a forked child: the only thread left is the child's main thread, and none of its

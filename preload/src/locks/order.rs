@@ -12,7 +12,7 @@
 
 use ddbx_wire::locks::{Access, LockHistory, Op, Run, access_at};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use super::{MAX_OBJECTS, table};
 use crate::sys;
@@ -41,6 +41,97 @@ static SLEEPERS: AtomicU32 = AtomicU32::new(0);
 /// replay, or wait for a peer, as long as it takes).
 const PATIENCE_NS: u64 = 20_000_000_000;
 
+/// Threads of the process alive in this replay (the main thread, and each one created since
+/// the plan was installed, until it ends).
+static LIVE: AtomicU32 = AtomicU32::new(1);
+/// Threads waiting now for a turn, a birth, an event or the baton, or blocked in a mutex their
+/// turn let them take ([`Waiting`]).
+static WAITING: AtomicU32 = AtomicU32::new(0);
+/// Moves whenever a turn, a birth or an event of the process does.
+static PROGRESS: AtomicU32 = AtomicU32::new(0);
+/// How long every live thread may wait without anything moving before the order of locks is
+/// given up as one that cannot be followed.
+const STALL_NS: u64 = 2_000_000_000;
+
+/// A thread counted as waiting ([`WAITING`]) while this lives.
+pub struct Waiting(());
+
+impl Waiting {
+    /// Counts the calling thread as waiting until the result is dropped.
+    pub fn now() -> Waiting {
+        WAITING.fetch_add(1, Ordering::SeqCst);
+        Waiting(())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Something moved: a turn, a birth, or an event of the process.
+pub fn progressed() {
+    PROGRESS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Replay: a thread was created (it counts among the live ones until [`ended`]).
+pub fn started() {
+    LIVE.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Watches one wait for a stall: every live thread of the process waiting, and nothing moving
+/// for [`STALL_NS`]. The record's order of locks cannot then be followed (a thread took a
+/// lock more or fewer times than in the record, so its later accesses are matched with the
+/// wrong recorded ones): a cycle of threads each waiting for a turn another holds.
+struct Stall {
+    seen: u32,
+    since: u64,
+}
+
+impl Stall {
+    fn new() -> Stall {
+        Stall {
+            seen: PROGRESS.load(Ordering::SeqCst),
+            since: sys::monotonic_ns(),
+        }
+    }
+
+    /// Whether the process is stalled now.
+    fn stalled(&mut self) -> bool {
+        let now = sys::monotonic_ns();
+        let p = PROGRESS.load(Ordering::SeqCst);
+        if p != self.seen {
+            self.seen = p;
+            self.since = now;
+            return false;
+        }
+        WAITING.load(Ordering::SeqCst) >= LIVE.load(Ordering::SeqCst)
+            && now.saturating_sub(self.since) >= STALL_NS
+    }
+}
+
+/// Threads that have ended in this replay, a bit per thread id (ids from 4096 up are not
+/// kept: their accesses are waited for as before).
+static ENDED: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// Replay: thread `t` has ended. The record's accesses of it that are still to come can never
+/// be made, and the other threads' turns step over them (see [`wait_turn`]).
+pub fn ended(t: u32) {
+    if let Some(word) = ENDED.get(t as usize / 64) {
+        word.fetch_or(1 << (t % 64), Ordering::AcqRel);
+    }
+    LIVE.fetch_sub(1, Ordering::SeqCst);
+    progressed();
+}
+
+/// Whether thread `t` has ended in this replay.
+fn has_ended(t: u32) -> bool {
+    ENDED
+        .get(t as usize / 64)
+        .is_some_and(|w| w.load(Ordering::Acquire) & (1 << (t % 64)) != 0)
+}
+
 thread_local! {
     /// How many of its recorded births this thread has made.
     static BORN: Cell<u32> = const { Cell::new(0) };
@@ -64,6 +155,7 @@ pub fn install(history: LockHistory) {
     });
     TURNS[0].store(1, Ordering::Relaxed);
     NEXT_BIRTH.store(1, Ordering::Relaxed);
+    LIVE.store(1, Ordering::Relaxed);
     PLAN.store(Box::into_raw(plan), Ordering::Release);
 }
 
@@ -79,6 +171,9 @@ pub fn forget() {
     let born = NEXT_BIRTH.swap(1, Ordering::Relaxed) as usize;
     for t in TURNS.iter().take(born.min(MAX_OBJECTS)) {
         t.store(0, Ordering::Relaxed);
+    }
+    for w in &ENDED {
+        w.store(0, Ordering::Relaxed);
     }
     PLAN.store(std::ptr::null_mut(), Ordering::Relaxed);
     let _ = BORN.try_with(|b| b.set(0));
@@ -99,6 +194,8 @@ fn wait_on(
         }
         std::hint::spin_loop();
     }
+    let _waiting = Waiting::now();
+    let mut stall = Stall::new();
     let start = sys::monotonic_ns();
     let mut said = false;
     loop {
@@ -131,6 +228,10 @@ fn wait_on(
         if ready() {
             return true;
         }
+        if stall.stalled() {
+            super::give_up_stalled();
+            return ready();
+        }
         if !said && sys::monotonic_ns() - start > PATIENCE_NS {
             if give_up {
                 return false;
@@ -144,6 +245,12 @@ fn wait_on(
 /// Moves `word` to `value` and wakes its sleepers.
 fn publish(word: &AtomicU32, value: u32) {
     word.store(value, Ordering::SeqCst);
+    wake(word);
+}
+
+/// Wakes the sleepers on `word` (it moved).
+fn wake(word: &AtomicU32) {
+    progressed();
     if SLEEPERS.load(Ordering::SeqCst) > 0 {
         // SAFETY: a futex word of ours.
         unsafe {
@@ -182,10 +289,20 @@ pub struct Mismatch {
 }
 
 /// Waits until the turn of `object` is an access of thread `me`.
+///
+/// An access of a thread that has ended in this replay is stepped over: the thread made fewer
+/// accesses than the record's did, and none of them can come any more. Python's threads take
+/// the interpreter's lock again when they notice another thread's request to drop it, a
+/// memory flag that no call shows, so a thread may end having taken it a time or two less
+/// than in the record; waiting for its missing turns hung every thread of the process.
 pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
     let Some(list) = plan.objects.get(object as usize) else {
         return Turn::Free;
     };
+    if has_ended(me) {
+        // A thread-local destructor's call after the thread's end: its turns were given away.
+        return Turn::Free;
+    }
     let turn = &TURNS[object as usize];
     let late = || {
         let at = turn.load(Ordering::Acquire) as u64;
@@ -203,14 +320,34 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
             super::diag(text.as_str());
         }
     };
-    wait_on(
-        turn,
-        || access_at(list, turn.load(Ordering::Acquire) as u64).is_none_or(|a| a.thread == me),
-        false,
-        &late,
-    );
+    // The thread table stays ordered when the other objects' order is given up.
+    let ordered = || object == 0 || !super::free();
+    let ready = || {
+        loop {
+            if !ordered() {
+                return true;
+            }
+            let at = turn.load(Ordering::Acquire);
+            match access_at(list, at as u64) {
+                Some(a) if a.thread != me && has_ended(a.thread) => {
+                    if turn
+                        .compare_exchange(at, at + 1, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        wake(turn);
+                    }
+                }
+                next => return next.is_none_or(|a| a.thread == me),
+            }
+        }
+    };
+    wait_on(turn, ready, false, &late);
+    if !ordered() {
+        return Turn::Free;
+    }
     let at = turn.load(Ordering::Acquire);
-    let Some(access) = access_at(list, at as u64) else {
+    let Some(access) = access_at(list, at as u64).filter(|a| a.thread == me) else {
+        // No more accesses, or a stall on the thread table: on without it.
         return Turn::Free;
     };
     let same = access.op == op
@@ -255,7 +392,25 @@ pub fn object_of(plan: &Plan, addr: usize, me: u32) -> Option<u32> {
             found = Some(id);
             return true;
         }
-        mine.is_some_and(|id| NEXT_BIRTH.load(Ordering::Acquire) == id)
+        loop {
+            if super::free() {
+                return true;
+            }
+            // A birth of a thread that has ended without making it never comes.
+            let next = NEXT_BIRTH.load(Ordering::Acquire);
+            let by = plan.objects.get(next as usize).and_then(|l| l.first());
+            match by {
+                Some(run) if run.access.thread != me && has_ended(run.access.thread) => {
+                    if NEXT_BIRTH
+                        .compare_exchange(next, next + 1, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        wake(&NEXT_BIRTH);
+                    }
+                }
+                _ => return mine.is_some_and(|id| next == id),
+            }
+        }
     };
     wait_on(&NEXT_BIRTH, ready, true, &|| {});
     if found.is_some() {

@@ -19,6 +19,7 @@ pub mod reads;
 pub mod ready;
 pub mod signals;
 pub mod socket;
+pub mod thread_values;
 pub mod threads;
 pub mod values;
 

@@ -18,7 +18,9 @@
 //! * random bytes: a recorded value fits a request for at least as many bytes (exactly as
 //!   many for getentropy); otherwise the real bytes are used.
 
+use super::thread_values;
 use crate::ld::{Ld, ReplayValues};
+use crate::record::values::by_thread;
 use ddbx_wire::history::value::{Deltas, FileSlot, Value, ValueKey};
 
 /// Drops the values of the gaps before the current one.
@@ -74,7 +76,12 @@ fn monotonic(key: ValueKey) -> bool {
 
 /// A numeric read of `key` that really returned `real`: what the program gets.
 pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
-    let recorded = take(ld, |v| v.key() == key).map(|v| v.number());
+    let recorded = if by_thread(key) && thread_values::owned(ld) {
+        thread_values::take(ld, |v| v.key() == key)
+    } else {
+        take(ld, |v| v.key() == key)
+    }
+    .map(|v| v.number());
     let clock = matches!(
         key,
         ValueKey::Clock(_) | ValueKey::TimeOfDay | ValueKey::Time
@@ -98,7 +105,7 @@ pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
     if let (Some(i), Some(r)) = (slot, ld.replay.as_mut()) {
         r.values.last[i] = Some((value, real));
     }
-    ld.log_value(&Value::numeric(key, value));
+    crate::record::values::log(ld, &Value::numeric(key, value));
     value
 }
 
@@ -111,10 +118,13 @@ pub fn offset(ld: &Ld, key: ValueKey) -> Option<i64> {
 
 /// The recorded random bytes of this gap whose length `fits`, if any.
 pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>> {
-    match take(
-        ld,
-        |v| matches!(v, Value::Random { bytes } if fits(bytes.len())),
-    )? {
+    let fits = |v: &Value| matches!(v, Value::Random { bytes } if fits(bytes.len()));
+    let taken = if thread_values::owned(ld) {
+        thread_values::take(ld, fits)
+    } else {
+        take(ld, fits)
+    };
+    match taken? {
         Value::Random { bytes } => Some(bytes),
         _ => None,
     }

@@ -30,6 +30,8 @@
 //! ~f12                 a read of such a file came after its first 12 writes
 //! ~t3                  the events from here on are thread t3's (a process with threads),
 //!                      until the next `~t` line or the image's `Exec`
+//! ~T3                  the clock and random values from here on are thread t3's (a process
+//!                      with threads), until the next `~T` line or the image's `Exec`
 //! ~n3:23               thread t3 made fd 23 (socket, open, epoll_create, dup: not events)
 //! ~x3:23               thread t3 closed fd 23 (a close that is not an event)
 //! ~l4                  a lock on a file (flock, fcntl, lockf) was that file's 4th (from 0)
@@ -153,6 +155,13 @@ pub enum Value {
         /// The thread's logical id.
         t: u32,
     },
+    /// In a process with threads: the clock reads and random bytes after this line are thread
+    /// `t`'s, until the next such line (an image's values before its first one are its
+    /// main thread's). Replay hands each thread its own, resynchronised at its own events.
+    ValuesOf {
+        /// The thread's logical id.
+        t: u32,
+    },
     /// In a process with threads: thread `t` made fd `fd` with a call that is not an event
     /// (`socket`, `open`, `epoll_create`, `dup`). The kernel gives the lowest free number, which
     /// depends on what the other threads opened and closed meanwhile; replay moves the fd onto
@@ -221,6 +230,8 @@ pub enum ValueKey {
     ReadAfter,
     /// Whose events follow.
     Thread,
+    /// Whose clock and random values follow.
+    ValuesOf,
     /// An fd a thread made.
     Opened,
     /// An fd a thread closed.
@@ -283,6 +294,7 @@ impl Deltas {
                 | ValueKey::Appended
                 | ValueKey::ReadAfter
                 | ValueKey::Thread
+                | ValueKey::ValuesOf
                 | ValueKey::Opened
                 | ValueKey::Freed
                 | ValueKey::Locked => Ok(()),
@@ -328,6 +340,9 @@ impl Deltas {
         }
         if let Value::Thread { t } = value {
             return write!(out, "~t{t}");
+        }
+        if let Value::ValuesOf { t } = value {
+            return write!(out, "~T{t}");
         }
         if let Value::Opened { t, fd } | Value::Freed { t, fd } = value {
             let tag = if value.key() == ValueKey::Opened {
@@ -393,6 +408,7 @@ impl Deltas {
             | ValueKey::Appended
             | ValueKey::ReadAfter
             | ValueKey::Thread
+            | ValueKey::ValuesOf
             | ValueKey::Opened
             | ValueKey::Freed
             | ValueKey::Locked => {
@@ -484,7 +500,7 @@ impl Deltas {
                 return Ok(Value::Closed { fd });
             }
             Some(b'a' | b'f' | b'l') => return turn_value(rest).ok_or_else(bad),
-            Some(b't' | b'n' | b'x') => return thread_value(rest).ok_or_else(bad)?,
+            Some(b't' | b'T' | b'n' | b'x') => return thread_value(rest).ok_or_else(bad)?,
             Some(b'u') => (ValueKey::TimeOfDay, &rest[1..]),
             Some(b's') => (ValueKey::Time, &rest[1..]),
             Some(b'q') => (ValueKey::Waiting, &rest[1..]),

@@ -28,13 +28,15 @@ pub fn key_name(key: ValueKey) -> String {
         ValueKey::Appended => "write turn in a shared file".into(),
         ValueKey::ReadAfter => "read of a shared file after its writes".into(),
         ValueKey::Thread => "thread".into(),
+        ValueKey::ValuesOf => "thread of the values".into(),
         ValueKey::Opened => "fd made by a thread".into(),
         ValueKey::Freed => "fd closed by a thread".into(),
         ValueKey::Locked => "lock on a shared file".into(),
     }
 }
 
-/// A thread's value line without its `~`: `t3` (whose events follow), `n3:23` (thread 3 made
+/// A thread's value line without its `~`: `t3` (whose events follow), `T3` (whose values
+/// follow), `n3:23` (thread 3 made
 /// fd 23), `x3:23` (thread 3 closed fd 23). `None`: not one of those shapes; `Some(Err)`: a
 /// thread id 0 or a negative fd.
 pub(super) fn thread_value(rest: &str) -> Option<Result<Value, String>> {
@@ -43,10 +45,12 @@ pub(super) fn thread_value(rest: &str) -> Option<Result<Value, String>> {
             "expected a thread id from 1 up and an fd from 0 up, found `~{rest}`"
         ))
     };
-    if let Some(t) = rest.strip_prefix('t') {
+    if let Some(t) = rest.strip_prefix(['t', 'T']) {
         let t: u32 = t.parse().ok()?;
         return Some(if t == 0 {
             out_of_range()
+        } else if rest.starts_with('T') {
+            Ok(Value::ValuesOf { t })
         } else {
             Ok(Value::Thread { t })
         });

@@ -20,6 +20,7 @@ impl Value {
             Value::Appended { .. } => ValueKey::Appended,
             Value::ReadAfter { .. } => ValueKey::ReadAfter,
             Value::Thread { .. } => ValueKey::Thread,
+            Value::ValuesOf { .. } => ValueKey::ValuesOf,
             Value::Opened { .. } => ValueKey::Opened,
             Value::Freed { .. } => ValueKey::Freed,
             Value::Locked { .. } => ValueKey::Locked,
@@ -42,7 +43,7 @@ impl Value {
             Value::Linked { err } => i64::from(*err),
             Value::Appended { turn, .. } => i64::try_from(*turn).unwrap_or(i64::MAX),
             Value::ReadAfter { writes, .. } => i64::try_from(*writes).unwrap_or(i64::MAX),
-            Value::Thread { t } => i64::from(*t),
+            Value::Thread { t } | Value::ValuesOf { t } => i64::from(*t),
             Value::Opened { fd, .. } | Value::Freed { fd, .. } => i64::from(*fd),
             Value::Locked { turn, .. } => match turn {
                 Ok(turn) => i64::try_from(*turn).unwrap_or(i64::MAX),
@@ -83,6 +84,9 @@ impl Value {
                 file: None,
             },
             ValueKey::Thread => Value::Thread {
+                t: u32::try_from(n).unwrap_or(1),
+            },
+            ValueKey::ValuesOf => Value::ValuesOf {
                 t: u32::try_from(n).unwrap_or(1),
             },
             ValueKey::Opened => Value::Opened {

@@ -111,6 +111,15 @@ fn round_trip_with_deltas() {
 }
 
 #[test]
+fn a_threads_values_line_round_trips() {
+    let mut w = Deltas::default();
+    let text = line(&mut w, &Value::ValuesOf { t: 4 });
+    assert_eq!(text, "~T4");
+    assert_eq!(Deltas::default().parse(&text), Ok(Value::ValuesOf { t: 4 }));
+    assert!(Deltas::default().parse("~T0").is_err());
+}
+
+#[test]
 fn turns_round_trip_with_their_file_or_without() {
     let values = [
         Value::Appended {
