@@ -58,6 +58,20 @@ impl Ld {
         }
     }
 
+    /// [`Ld::log_value`], after a `~T` line naming the calling thread when the value is one a
+    /// thread reads as it goes ([`ValueKey::by_thread`]), the process's threads are ordered,
+    /// and another thread's values came last.
+    pub fn log_own_value(&mut self, value: &Value) {
+        if value.key().by_thread() && self.threads_ordered() {
+            let me = crate::locks::me();
+            if self.values_of != me {
+                self.values_of = me;
+                self.log_value(&Value::ValuesOf { t: me });
+            }
+        }
+        self.log_value(value);
+    }
+
     /// Logs what a clock or a source of randomness returned to the program (not an event): the
     /// line waits in [`super::ValueLog`] until the next event's line, or until it is full.
     pub fn log_value(&mut self, value: &Value) {

@@ -415,7 +415,7 @@ impl Ld {
         let threads = super::threads::runs(&mut history.values, &history.records);
         let made = super::threads::Made::take_from(&mut history.values, self.events());
         crate::signals::load_plan(&mut history.values, ordered, self.events());
-        let own = crate::replay::thread_values::split(&mut history.values, &threads, self.events());
+        let own = super::own_values::split(&mut history.values, &threads, self.events());
         let done = (self.events() as usize).min(history.records.len());
         for r in &history.records[..done] {
             self.counters.count(r);

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod gd;
 pub mod journal;
 pub mod lifecycle;
+pub mod own_values;
 pub mod pids;
 pub mod reaps;
 pub mod sent;
@@ -158,7 +159,7 @@ pub struct ReplayValues {
     pub last: [Option<(i64, i64)>; 18],
     /// In a process with threads: each thread's clock reads and random bytes (empty when the
     /// history has no `~T` line).
-    pub own: Vec<crate::replay::thread_values::OwnValues>,
+    pub own: Vec<own_values::OwnValues>,
 }
 
 /// What replay follows and keeps between calls.

@@ -4,30 +4,13 @@
 //! same way, in the replay's own history.
 //!
 //! In a process whose threads are ordered, every thread's clock reads and random bytes are
-//! values, each thread's after a `~T` line naming it (`Value::ValuesOf`): replay hands each
+//! values, each thread's after a `~T` line naming it (`Ld::log_own_value`): replay hands each
 //! thread its own (`preload/src/replay/thread_values.rs`).
 
 use crate::ld::Ld;
-use ddbx_wire::history::value::{Value, ValueKey};
+use ddbx_wire::history::value::Value;
 
 /// The program got `value`.
 pub fn log(ld: &mut Ld, value: &Value) {
-    if by_thread(value.key()) && ld.threads_ordered() {
-        let me = crate::locks::me();
-        if ld.values_of != me {
-            ld.values_of = me;
-            ld.log_value(&Value::ValuesOf { t: me });
-        }
-    }
-    ld.log_value(value);
-}
-
-/// Whether values of `key` belong to the thread that read them (in a process with threads):
-/// clocks and randomness, which any thread reads as it goes. The others answer calls that are
-/// ordered with the process's events.
-pub fn by_thread(key: ValueKey) -> bool {
-    matches!(
-        key,
-        ValueKey::Clock(_) | ValueKey::TimeOfDay | ValueKey::Time | ValueKey::Random
-    )
+    ld.log_own_value(value);
 }

@@ -20,7 +20,6 @@
 
 use super::thread_values;
 use crate::ld::{Ld, ReplayValues};
-use crate::record::values::by_thread;
 use ddbx_wire::history::value::{Deltas, FileSlot, Value, ValueKey};
 
 /// Drops the values of the gaps before the current one.
@@ -76,7 +75,7 @@ fn monotonic(key: ValueKey) -> bool {
 
 /// A numeric read of `key` that really returned `real`: what the program gets.
 pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
-    let recorded = if by_thread(key) && thread_values::owned(ld) {
+    let recorded = if key.by_thread() && thread_values::owned(ld) {
         thread_values::take(ld, |v| v.key() == key)
     } else {
         take(ld, |v| v.key() == key)
@@ -105,7 +104,7 @@ pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
     if let (Some(i), Some(r)) = (slot, ld.replay.as_mut()) {
         r.values.last[i] = Some((value, real));
     }
-    crate::record::values::log(ld, &Value::numeric(key, value));
+    ld.log_own_value(&Value::numeric(key, value));
     value
 }
 

@@ -2,6 +2,18 @@
 
 use super::{Value, ValueKey};
 
+impl ValueKey {
+    /// Whether values of this key belong to the thread that read them, in a process with
+    /// threads ([`Value::ValuesOf`]): clocks and randomness, which any thread reads as it
+    /// goes. The others answer calls that are ordered with the process's events.
+    pub fn by_thread(self) -> bool {
+        matches!(
+            self,
+            ValueKey::Clock(_) | ValueKey::TimeOfDay | ValueKey::Time | ValueKey::Random
+        )
+    }
+}
+
 impl Value {
     /// The call this value answers.
     pub fn key(&self) -> ValueKey {
