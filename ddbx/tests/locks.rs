@@ -213,3 +213,19 @@ fn pthread_exit_and_a_fork_from_a_threaded_process() {
         .stdout;
     assert_eq!(table.matches("  exit").count(), 3, "{table}");
 }
+
+/// Unnamed POSIX semaphores are lock objects: which thread's `sem_trywait` found a post, and
+/// how many found none before, is a race natively, and every replay prints the record's
+/// (before semaphores were ordered, replays printed other counts and another order). The lock
+/// history names the semaphore's posts and takes.
+#[test]
+fn semaphore_posts_and_trywaits_replay_the_recorded_order() {
+    let program = progs().join("sem_race");
+    assert_races_natively(&program, &[]);
+    let tmp = TempDir::new("locks-sem");
+    record_and_replay(&tmp, &program, &[]);
+    let locks = std::fs::read_to_string(tmp.join("rec/history/p1.locks")).unwrap_or_default();
+    for op in [" post ", " take 0", " take 11"] {
+        assert!(locks.contains(op), "no `{op}` in the lock history:\n{locks}");
+    }
+}

@@ -181,6 +181,13 @@ reals! {
     fn pthread_cond_broadcast(c: *mut libc::pthread_cond_t) -> c_int;
     fn pthread_cond_init(c: *mut libc::pthread_cond_t, attr: *const libc::pthread_condattr_t) -> c_int;
     fn pthread_cond_destroy(c: *mut libc::pthread_cond_t) -> c_int;
+    fn sem_init(s: *mut libc::sem_t, shared: c_int, value: c_uint) -> c_int;
+    fn sem_destroy(s: *mut libc::sem_t) -> c_int;
+    fn sem_post(s: *mut libc::sem_t) -> c_int;
+    fn sem_wait(s: *mut libc::sem_t) -> c_int;
+    fn sem_trywait(s: *mut libc::sem_t) -> c_int;
+    fn sem_timedwait(s: *mut libc::sem_t, t: *const timespec) -> c_int;
+    fn sem_clockwait(s: *mut libc::sem_t, clock: libc::clockid_t, t: *const timespec) -> c_int;
 }
 
 static FCNTL: AtomicUsize = AtomicUsize::new(0);

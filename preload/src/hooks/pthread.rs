@@ -102,12 +102,13 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_
 /// only test the guard, they do not enter it: what they call (the real lock, the LD's atomics
 /// and mapped file) never reaches a hook, and entering and leaving it cost as much as the
 /// record's line.
+#[macro_export]
 macro_rules! ordered_or {
     ($real:expr) => {{
-        if !locks::threaded() || crate::guard::inside() {
+        if !$crate::locks::threaded() || $crate::guard::inside() {
             return $real;
         }
-        let me = locks::me();
+        let me = $crate::locks::me();
         if me == 0 {
             return $real;
         }
@@ -118,7 +119,7 @@ macro_rules! ordered_or {
 /// One access to the object at `addr`: record makes the call (`call`) and notes its result;
 /// replay waits for the access's turn and lets `mine` make it come out as recorded (`free`:
 /// the call when replay does not order this object).
-fn access(
+pub(crate) fn access(
     addr: usize,
     kind: u32,
     me: u32,

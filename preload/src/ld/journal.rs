@@ -58,23 +58,24 @@ impl Ld {
         }
     }
 
-    /// [`Ld::log_value`], after a `~T` line naming the calling thread when the value is one a
-    /// thread reads as it goes ([`ValueKey::by_thread`]), the process's threads are ordered,
-    /// and another thread's values came last.
-    pub fn log_own_value(&mut self, value: &Value) {
+    /// Logs what a clock or a source of randomness returned to the program (not an event): the
+    /// line waits in [`super::ValueLog`] until the next event's line, or until it is full. A
+    /// value that answers the calling thread's own call ([`ValueKey::by_thread`]) in a process
+    /// whose threads are ordered comes after a `~T` line naming the thread, when another
+    /// thread's values came last.
+    pub fn log_value(&mut self, value: &Value) {
         if value.key().by_thread() && self.threads_ordered() {
             let me = crate::locks::me();
             if self.values_of != me {
                 self.values_of = me;
-                self.log_value(&Value::ValuesOf { t: me });
+                self.write_value(&Value::ValuesOf { t: me });
             }
         }
-        self.log_value(value);
+        self.write_value(value);
     }
 
-    /// Logs what a clock or a source of randomness returned to the program (not an event): the
-    /// line waits in [`super::ValueLog`] until the next event's line, or until it is full.
-    pub fn log_value(&mut self, value: &Value) {
+    /// [`Ld::log_value`] without the thread's line.
+    fn write_value(&mut self, value: &Value) {
         if self.history_fd < 0 {
             return;
         }

@@ -180,13 +180,14 @@ pub fn forget() {
 }
 
 /// Waits until `ready` holds, watching `word` (moved by whoever can make it hold). `give_up`:
-/// false once the wait lasted [`PATIENCE_NS`]; otherwise `late` is said then, and the wait
-/// goes on.
+/// false once the wait lasted [`PATIENCE_NS`]; otherwise `late(false)` is said then, and the
+/// wait goes on. A stall (see [`Stall`]) gives the order up: `late(true)` says where this
+/// thread waited, and the wait ends with what `ready` says then.
 fn wait_on(
     word: &AtomicU32,
     mut ready: impl FnMut() -> bool,
     give_up: bool,
-    late: &dyn Fn(),
+    late: &dyn Fn(bool),
 ) -> bool {
     for _ in 0..64 {
         if ready() {
@@ -229,6 +230,7 @@ fn wait_on(
             return true;
         }
         if stall.stalled() {
+            late(true);
             super::give_up_stalled();
             return ready();
         }
@@ -236,7 +238,7 @@ fn wait_on(
             if give_up {
                 return false;
             }
-            late();
+            late(false);
             said = true;
         }
     }
@@ -304,15 +306,19 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
         return Turn::Free;
     }
     let turn = &TURNS[object as usize];
-    let late = || {
+    let late = |stalled: bool| {
         let at = turn.load(Ordering::Acquire) as u64;
         if let Some(a) = access_at(list, at) {
             let mut text = super::StackText::new();
+            let how = if stalled {
+                "waits, with every live thread, "
+            } else {
+                "has waited 20 s "
+            };
             let _ = std::fmt::Write::write_fmt(
                 &mut text,
                 format_args!(
-                    "ddbx-ld: t{me} has waited 20 s for its turn on object {object}: access {at} \
-                 is t{}'s {} (still waiting)",
+                    "ddbx-ld: t{me} {how}for its turn on object {object}: access {at} is t{}'s {}",
                     a.thread,
                     a.op.name()
                 ),
@@ -412,7 +418,7 @@ pub fn object_of(plan: &Plan, addr: usize, me: u32) -> Option<u32> {
             }
         }
     };
-    wait_on(&NEXT_BIRTH, ready, true, &|| {});
+    wait_on(&NEXT_BIRTH, ready, true, &|_| {});
     if found.is_some() {
         return found;
     }

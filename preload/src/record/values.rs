@@ -4,7 +4,7 @@
 //! same way, in the replay's own history.
 //!
 //! In a process whose threads are ordered, every thread's clock reads and random bytes are
-//! values, each thread's after a `~T` line naming it (`Ld::log_own_value`): replay hands each
+//! values, each thread's after a `~T` line naming it (`Ld::log_value`): replay hands each
 //! thread its own (`preload/src/replay/thread_values.rs`).
 
 use crate::ld::Ld;
@@ -12,5 +12,5 @@ use ddbx_wire::history::value::Value;
 
 /// The program got `value`.
 pub fn log(ld: &mut Ld, value: &Value) {
-    ld.log_own_value(value);
+    ld.log_value(value);
 }

@@ -22,8 +22,8 @@ pub fn owned(ld: &Ld) -> bool {
 }
 
 /// The calling thread's next value of its current gap that `fits`, taken out of its list
-/// (values of earlier gaps are dropped on the way).
-pub fn take(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<Value> {
+/// (`take`) or left in it (values of earlier gaps are dropped on the way).
+pub fn find(ld: &mut Ld, fits: impl Fn(&Value) -> bool, take: bool) -> Option<Value> {
     let me = crate::locks::me();
     let events = ld.events();
     let replay = ld.replay.as_mut()?;
@@ -42,7 +42,7 @@ pub fn take(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<Value> {
             return None;
         }
         if v.as_ref().is_some_and(&fits) {
-            return v.take();
+            return if take { v.take() } else { v.clone() };
         }
         i += 1;
     }

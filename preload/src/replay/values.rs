@@ -33,8 +33,11 @@ fn skip_to_gap(values: &mut ReplayValues, gap: u64) {
     }
 }
 
-/// The first value of this gap that `fits`, left in the list.
-fn peek(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<&Value> {
+/// The first value of key `key` of this gap that `fits`, left in the list.
+fn peek(ld: &mut Ld, key: ValueKey, fits: impl Fn(&Value) -> bool) -> Option<Value> {
+    if key.by_thread() && thread_values::owned(ld) {
+        return thread_values::find(ld, fits, false);
+    }
     let gap = ld.events();
     let values = &mut ld.replay.as_mut()?.values;
     skip_to_gap(values, gap);
@@ -43,10 +46,15 @@ fn peek(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<&Value> {
         .take_while(|(after, _)| *after == gap)
         .filter_map(|(_, v)| v.as_ref())
         .find(|v| fits(v))
+        .cloned()
 }
 
-/// The first value of this gap that `fits`, taken out of the list.
-fn take(ld: &mut Ld, fits: impl Fn(&Value) -> bool) -> Option<Value> {
+/// The first value of key `key` of this gap that `fits`, taken out of the list (the calling
+/// thread's own list, for a key whose values are a thread's: `thread_values`).
+fn take(ld: &mut Ld, key: ValueKey, fits: impl Fn(&Value) -> bool) -> Option<Value> {
+    if key.by_thread() && thread_values::owned(ld) {
+        return thread_values::find(ld, fits, true);
+    }
     let gap = ld.events();
     let values = &mut ld.replay.as_mut()?.values;
     skip_to_gap(values, gap);
@@ -75,12 +83,7 @@ fn monotonic(key: ValueKey) -> bool {
 
 /// A numeric read of `key` that really returned `real`: what the program gets.
 pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
-    let recorded = if key.by_thread() && thread_values::owned(ld) {
-        thread_values::take(ld, |v| v.key() == key)
-    } else {
-        take(ld, |v| v.key() == key)
-    }
-    .map(|v| v.number());
+    let recorded = take(ld, key, |v| v.key() == key).map(|v| v.number());
     let clock = matches!(
         key,
         ValueKey::Clock(_) | ValueKey::TimeOfDay | ValueKey::Time
@@ -104,7 +107,7 @@ pub fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
     if let (Some(i), Some(r)) = (slot, ld.replay.as_mut()) {
         r.values.last[i] = Some((value, real));
     }
-    ld.log_own_value(&Value::numeric(key, value));
+    ld.log_value(&Value::numeric(key, value));
     value
 }
 
@@ -118,12 +121,7 @@ pub fn offset(ld: &Ld, key: ValueKey) -> Option<i64> {
 /// The recorded random bytes of this gap whose length `fits`, if any.
 pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>> {
     let fits = |v: &Value| matches!(v, Value::Random { bytes } if fits(bytes.len()));
-    let taken = if thread_values::owned(ld) {
-        thread_values::take(ld, fits)
-    } else {
-        take(ld, fits)
-    };
-    match taken? {
+    match take(ld, ValueKey::Random, fits)? {
         Value::Random { bytes } => Some(bytes),
         _ => None,
     }
@@ -131,7 +129,7 @@ pub fn take_random(ld: &mut Ld, fits: impl Fn(usize) -> bool) -> Option<Vec<u8>>
 
 /// The port the record's next bind to port 0 in this gap got, if any.
 pub fn take_bound(ld: &mut Ld) -> Option<u16> {
-    match take(ld, |v| matches!(v, Value::Bound { .. }))? {
+    match take(ld, ValueKey::Bound, |v| matches!(v, Value::Bound { .. }))? {
         Value::Bound { port } => Some(port),
         _ => None,
     }
@@ -140,7 +138,7 @@ pub fn take_bound(ld: &mut Ld) -> Option<u16> {
 /// What the record's next connect of a datagram socket in this gap returned (0 or the errno),
 /// if it logged one.
 pub fn take_linked(ld: &mut Ld) -> Option<i32> {
-    match take(ld, |v| matches!(v, Value::Linked { .. }))? {
+    match take(ld, ValueKey::Linked, |v| matches!(v, Value::Linked { .. }))? {
         Value::Linked { err } => Some(err),
         _ => None,
     }
@@ -149,7 +147,7 @@ pub fn take_linked(ld: &mut Ld) -> Option<i32> {
 /// The signal the record's next sigwait-family call in this gap took (0: it timed out), if
 /// any.
 pub fn take_taken(ld: &mut Ld) -> Option<i32> {
-    match take(ld, |v| matches!(v, Value::Taken { .. }))? {
+    match take(ld, ValueKey::Taken, |v| matches!(v, Value::Taken { .. }))? {
         Value::Taken { sig } => Some(sig),
         _ => None,
     }
@@ -158,7 +156,9 @@ pub fn take_taken(ld: &mut Ld) -> Option<i32> {
 /// The turn the record logged for the next write into a shared file in this gap, if any,
 /// with the count of the reads of the file before it and the file's slot.
 pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64, FileSlot)> {
-    match take(ld, |v| matches!(v, Value::Appended { .. }))? {
+    match take(ld, ValueKey::Appended, |v| {
+        matches!(v, Value::Appended { .. })
+    })? {
         Value::Appended { turn, reads, file } => Some((turn, reads, file)),
         _ => None,
     }
@@ -167,7 +167,7 @@ pub fn take_turn(ld: &mut Ld) -> Option<(u64, u64, FileSlot)> {
 /// What the record logged for the next lock on a shared file in this gap, if anything: its
 /// turn, or the errno it was refused with; and the file's slot.
 pub fn take_lock(ld: &mut Ld) -> Option<(Result<u64, i32>, FileSlot)> {
-    match take(ld, |v| matches!(v, Value::Locked { .. }))? {
+    match take(ld, ValueKey::Locked, |v| matches!(v, Value::Locked { .. }))? {
         Value::Locked { turn, file } => Some((turn, file)),
         _ => None,
     }
@@ -176,7 +176,9 @@ pub fn take_lock(ld: &mut Ld) -> Option<(Result<u64, i32>, FileSlot)> {
 /// The count of a shared file's writes the record logged for the next read of such a file
 /// in this gap, if any, with the file's slot.
 pub fn take_read_after(ld: &mut Ld) -> Option<(u64, FileSlot)> {
-    match take(ld, |v| matches!(v, Value::ReadAfter { .. }))? {
+    match take(ld, ValueKey::ReadAfter, |v| {
+        matches!(v, Value::ReadAfter { .. })
+    })? {
         Value::ReadAfter { writes, file } => Some((writes, file)),
         _ => None,
     }
@@ -185,8 +187,10 @@ pub fn take_read_after(ld: &mut Ld) -> Option<(u64, FileSlot)> {
 /// The turn the record logged for the next write into a shared file in this gap, if any,
 /// left for that write, with the file's slot.
 pub fn next_turn(ld: &mut Ld) -> Option<(u64, FileSlot)> {
-    match peek(ld, |v| matches!(v, Value::Appended { .. }))? {
-        Value::Appended { turn, file, .. } => Some((*turn, *file)),
+    match peek(ld, ValueKey::Appended, |v| {
+        matches!(v, Value::Appended { .. })
+    })? {
+        Value::Appended { turn, file, .. } => Some((turn, file)),
         _ => None,
     }
 }

@@ -3,13 +3,25 @@
 use super::{Value, ValueKey};
 
 impl ValueKey {
-    /// Whether values of this key belong to the thread that read them, in a process with
-    /// threads ([`Value::ValuesOf`]): clocks and randomness, which any thread reads as it
-    /// goes. The others answer calls that are ordered with the process's events.
+    /// Whether values of this key belong to the thread whose call they answer, in a process
+    /// with threads ([`Value::ValuesOf`]): clocks and randomness, which any thread reads as it
+    /// goes, and the outcomes of its calls that are not events (a shared file's turns, a
+    /// bind's port, `FIONREAD`, a datagram connect, a sigwait). The others (signals, waits
+    /// for children, the thread and fd lines) belong to the process.
     pub fn by_thread(self) -> bool {
         matches!(
             self,
-            ValueKey::Clock(_) | ValueKey::TimeOfDay | ValueKey::Time | ValueKey::Random
+            ValueKey::Clock(_)
+                | ValueKey::TimeOfDay
+                | ValueKey::Time
+                | ValueKey::Random
+                | ValueKey::Waiting
+                | ValueKey::Bound
+                | ValueKey::Linked
+                | ValueKey::Taken
+                | ValueKey::Appended
+                | ValueKey::ReadAfter
+                | ValueKey::Locked
         )
     }
 }

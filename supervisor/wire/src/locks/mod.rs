@@ -70,10 +70,15 @@ pub enum Op {
     Exit,
     /// `pthread_join` returned (object 0; `arg`: the joined thread).
     Join,
+    /// `sem_post` (noted before the count goes up, so a wait it ends comes after it).
+    Post,
+    /// `sem_wait`, `sem_trywait`, `sem_timedwait`, `sem_clockwait` returned (`arg` 0: it took
+    /// one; otherwise its errno: 11 EAGAIN, 110 ETIMEDOUT, 4 EINTR).
+    Take,
 }
 
 /// Every [`Op`], in `repr` order, with its name in the file.
-const OPS: [(Op, &str); 12] = [
+const OPS: [(Op, &str); 14] = [
     (Op::New, "new"),
     (Op::Lock, "lock"),
     (Op::TryLock, "trylock"),
@@ -86,6 +91,8 @@ const OPS: [(Op, &str); 12] = [
     (Op::Create, "create"),
     (Op::Exit, "exit"),
     (Op::Join, "join"),
+    (Op::Post, "post"),
+    (Op::Take, "take"),
 ];
 
 impl Op {
@@ -113,8 +120,10 @@ pub mod kind {
     pub const MUTEX: u32 = 1;
     /// A `pthread_cond_t`.
     pub const COND: u32 = 2;
+    /// A `sem_t` (an unnamed POSIX semaphore).
+    pub const SEM: u32 = 3;
     /// Names, by kind.
-    pub const NAMES: [&str; 3] = ["threads", "mutex", "cond"];
+    pub const NAMES: [&str; 4] = ["threads", "mutex", "cond", "sem"];
 }
 
 /// One access to a lock object.
