@@ -226,6 +226,9 @@ fn semaphore_posts_and_trywaits_replay_the_recorded_order() {
     record_and_replay(&tmp, &program, &[]);
     let locks = std::fs::read_to_string(tmp.join("rec/history/p1.locks")).unwrap_or_default();
     for op in [" post ", " take 0", " take 11"] {
-        assert!(locks.contains(op), "no `{op}` in the lock history:\n{locks}");
+        assert!(
+            locks.contains(op),
+            "no `{op}` in the lock history:\n{locks}"
+        );
     }
 }
