@@ -335,7 +335,6 @@ fn postgres_bin() -> Option<PathBuf> {
 /// line (before: its threads' lock order was not recorded, the program's PLT `malloc` taken
 /// for another allocator, and the log times were the replay's own).
 #[test]
-#[ignore = "threads under load: on 2026-12-07, 8 recordings x 5 replays and their halts passed on a quiet machine, but 1 replay of 12 under two CPU hogs, and the full suite's run, waited until the test's limit: the server's threads all waited in futexes (not diagnosed yet; the stall watch, which gives up a lock order that cannot be followed, did not fire, so some thread waits where it is not counted)"]
 fn python_threading_http_server_with_curl_clients() {
     if installed(&["curl"]) {
         corpus("http_server.sh", &[]);

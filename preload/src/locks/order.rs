@@ -326,8 +326,15 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
             super::diag(text.as_str());
         }
     };
-    // The thread table stays ordered when the other objects' order is given up.
-    let ordered = || object == 0 || !super::free();
+    // The thread table stays ordered when the other objects' order is given up, for its
+    // creations only (they give the new threads their ids): an exit or a join waiting for its
+    // turn then could wait for a thread that waits for a lock the waiting one holds (Python's
+    // main thread creates a thread holding the interpreter lock, which an ending thread needs).
+    let ordered = || (object == 0 && op == Op::Create) || !super::free();
+    let skippable = |a: &Access| {
+        a.thread != me
+            && (has_ended(a.thread) || (object == 0 && a.op != Op::Create && super::free()))
+    };
     let ready = || {
         loop {
             if !ordered() {
@@ -335,7 +342,7 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
             }
             let at = turn.load(Ordering::Acquire);
             match access_at(list, at as u64) {
-                Some(a) if a.thread != me && has_ended(a.thread) => {
+                Some(a) if skippable(&a) => {
                     if turn
                         .compare_exchange(at, at + 1, Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
