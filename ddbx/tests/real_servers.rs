@@ -341,6 +341,16 @@ fn python_threading_http_server_with_curl_clients() {
     }
 }
 
+/// The same server driven by a Python test driver whose requests go through a pool of 6
+/// threads (concurrent.futures): the client's threads' socket I/O, request ids and times
+/// (before: 1 replay in 3 hung, its threads' semaphores unordered).
+#[test]
+fn python_thread_pool_client_against_the_threading_http_server() {
+    if installed(&["curl"]) {
+        corpus("http_server.sh", &["pool"]);
+    }
+}
+
 #[test]
 fn gunicorn_prefork_sync_workers_serving_a_wsgi_app() {
     // An arbiter and 4 sync workers that select on and accept from one listening socket;
