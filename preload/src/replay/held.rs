@@ -211,7 +211,7 @@ pub fn wait_for(ld: &mut Ld, fd: c_int, n: usize, flags: c_int) {
         }
         let err = sys::errno();
         if err == libc::EAGAIN || err == libc::EINTR {
-            sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, -1);
+            crate::baton::put_down_for(|| sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, -1));
             continue;
         }
         if err == libc::ENOTSOCK {

@@ -135,7 +135,10 @@ fn untraced_recv(ld: &mut Ld, fd: c_int, len: usize, receiver: &mut impl Receive
         // Nothing described yet: the peer has not sent it, or closed.
         let held = held::held_bytes(ld, fd);
         let timeout = if held > 0 { 0 } else { 1000 };
-        let revents = sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, timeout);
+        // Baton down while it waits: another thread may read a clock meanwhile.
+        let revents = crate::baton::put_down_for(|| {
+            sys::poll_one(fd, libc::POLLIN | libc::POLLRDHUP, timeout)
+        });
         let waiting = sys::bytes_available(fd).max(0) as usize + held;
         if revents > 0 && revents & ended != 0 && waiting == 0 {
             break 0;
@@ -227,7 +230,7 @@ fn send_through(
         }
         let err = sys::errno();
         if r < 0 && (err == libc::EAGAIN || err == libc::EINTR) {
-            sys::poll_one(fd, libc::POLLOUT, 1000);
+            crate::baton::put_down_for(|| sys::poll_one(fd, libc::POLLOUT, 1000));
             continue;
         }
         return (sent, Some(err));

@@ -156,7 +156,9 @@ fn wait_until_ready(ld: &mut Ld, fd: c_int, ev: Events) {
     loop {
         // Hang-ups and errors are reported whether asked for or not.
         let asked = (missing & !(Events::HUP | Events::ERR)) as i16;
-        let got = sys::poll_one(fd, asked, -1);
+        // Baton down while it waits: another thread's clock read (which takes the baton) may
+        // be what makes the fd ready (node's main thread, while a helper thread's epoll waits).
+        let got = crate::baton::put_down_for(|| sys::poll_one(fd, asked, -1));
         if got < 0 && sys::errno() != libc::EINTR {
             return;
         }

@@ -254,7 +254,9 @@ unsafe fn connect_when_listening(
         }
         match e {
             libc::EINTR => {}
-            libc::ECONNREFUSED | libc::ENOENT | libc::EAGAIN => backoff.pause(),
+            libc::ECONNREFUSED | libc::ENOENT | libc::EAGAIN => {
+                crate::baton::put_down_for(|| backoff.pause())
+            }
             _ => {
                 let name = Errno(e);
                 cursor::diverge(
