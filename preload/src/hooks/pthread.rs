@@ -89,8 +89,14 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_
             return r;
         };
         let me = locks::me();
+        let joined = locks::thread_of(thread, true);
+        if joined != 0 && locks::mode() == REPLAY {
+            // It has ended for sure, even if it never learnt its id (a thread that made no
+            // hooked call notes no exit): its exit turn is stepped over.
+            order::ended(joined);
+        }
         if me != 0 {
-            locks::thread_table(me, Op::Join, locks::thread_of(thread, true));
+            locks::thread_table(me, Op::Join, joined);
         }
         locks::forget_thread(thread);
     }

@@ -118,10 +118,13 @@ static ENDED: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 /// Replay: thread `t` has ended. The record's accesses of it that are still to come can never
 /// be made, and the other threads' turns step over them (see [`wait_turn`]).
 pub fn ended(t: u32) {
-    if let Some(word) = ENDED.get(t as usize / 64) {
-        word.fetch_or(1 << (t % 64), Ordering::AcqRel);
+    let bit = 1 << (t % 64);
+    let first = ENDED
+        .get(t as usize / 64)
+        .is_none_or(|word| word.fetch_or(bit, Ordering::AcqRel) & bit == 0);
+    if first {
+        LIVE.fetch_sub(1, Ordering::SeqCst);
     }
-    LIVE.fetch_sub(1, Ordering::SeqCst);
     progressed();
 }
 
