@@ -96,9 +96,10 @@ pub mod preload;
 pub mod term;
 
 pub use api::{
-    DEFAULT_RUNS, Driver, Event, FailingRun, Failure, HaltingReplay, Messages, Observer,
-    OutcomeKind, RecordOptions, RecordOutcome, Recorder, ReplayOptions, ReplayOutcome, RunReport,
-    UntilFail, UntilFailOutcome, record, replay, replay_driven, resolve_program,
+    DEFAULT_PATIENCE, DEFAULT_RUNS, Driver, Event, ExploreOptions, ExploreOutcome, FailingRun,
+    Failure, Flip, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome,
+    Recorder, ReplayOptions, ReplayOutcome, RunReport, UntilFail, UntilFailOutcome, explore,
+    record, replay, replay_driven, resolve_program,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};

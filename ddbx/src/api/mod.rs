@@ -9,6 +9,9 @@
 //! * `until_fail.rs`: [`Recorder::until_fail`] records a program again and again until a run
 //!   fails, and keeps that run's recording.
 //!
+//! * `explore.rs`: [`explore`](explore()) flips races of a recording, one new recorded run
+//!   each.
+//!
 //! * `events.rs`: what a run tells an [`Observer`] as it happens ([`Event`]).
 //!
 //! This file holds what both directions share: where ddbx's lines go ([`Messages`]), how a
@@ -16,12 +19,14 @@
 
 pub mod environment;
 mod events;
+mod explore;
 mod halting;
 mod record;
 mod replay;
 mod until_fail;
 
 pub use events::{Event, Observer};
+pub use explore::{DEFAULT_PATIENCE, ExploreOptions, ExploreOutcome, Flip, explore};
 pub use halting::HaltingReplay;
 pub use record::{RecordOptions, RecordOutcome, record};
 pub use replay::{Driver, ReplayOptions, ReplayOutcome, replay, replay_driven};

@@ -2,8 +2,8 @@
 //! directory.
 
 use super::{
-    Event, Lines, Messages, Observer, OutcomeKind, end_code, environment, open_sink, path_variable,
-    prepare_empty_dir, resolve_program,
+    Event, Lines, Messages, Observer, OutcomeKind, end_code, environment, open_sink,
+    open_sink_append, path_variable, prepare_empty_dir, resolve_program,
 };
 use crate::error::Error;
 use ddbx_supervisor::session::{self, DDBX_VARIABLES, End, RuntimeDir, SessionConfig, SessionMode};
@@ -63,17 +63,56 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
     let env = session_env();
     let program = resolve_program(program_name, path_variable(&env), &cwd)?;
     refuse_unseen(&program)?;
+    let (stored, env_left_out) = environment::split(&env, &options.env_exclude);
+    let notes = environment::secret_note(&stored).into_iter().collect();
+    let run = Run {
+        argv: options.command.clone(),
+        cwd,
+        env,
+        env_left_out,
+        program,
+    };
+    record_run(&options, run, None, notes)
+}
+
+/// A run to record: the root's command, directory and environment.
+#[derive(Debug, Clone)]
+pub(super) struct Run {
+    /// The root's argv (`argv[0]` is what the program sees).
+    pub(super) argv: Vec<String>,
+    /// Its working directory.
+    pub(super) cwd: PathBuf,
+    /// Its environment.
+    pub(super) env: Vec<(String, String)>,
+    /// The variables of `env` the manifest leaves out.
+    pub(super) env_left_out: Vec<String>,
+    /// The program to start, resolved.
+    pub(super) program: PathBuf,
+}
+
+/// Records `run` into `options.out_dir` (steered by `steer`, if given), showing `notes` after
+/// the first line.
+pub(super) fn record_run(
+    options: &RecordOptions,
+    run: Run,
+    steer: Option<Box<session::Steering>>,
+    notes: Vec<String>,
+) -> Result<RecordOutcome, Error> {
     let out_dir = match &options.out_dir {
         Some(dir) => {
             prepare_empty_dir(dir, "-o")?;
             dir.clone()
         }
-        None => default_out_dir(&cwd)?,
+        None => default_out_dir(&run.cwd)?,
     };
-    let mut lines = Lines::new(open_sink(&options.messages)?);
+    // A steered run is one of several (`ddbx explore`): its lines follow the others'.
+    let sink = match steer {
+        Some(_) => open_sink_append(&options.messages),
+        None => open_sink(&options.messages)?,
+    };
+    let mut lines = Lines::new(sink);
     lines.show(format!("ddbx: recording to {}", out_dir.display()));
-    let (stored, env_left_out) = environment::split(&env, &options.env_exclude);
-    if let Some(note) = environment::secret_note(&stored) {
+    for note in notes {
         lines.show(note);
     }
 
@@ -86,12 +125,13 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
     let outcome = session::run(SessionConfig {
         mode: SessionMode::Record {
             out_dir: out_dir.clone(),
+            steer,
         },
-        argv: options.command.clone(),
-        program,
-        cwd,
-        env,
-        env_left_out,
+        argv: run.argv,
+        program: run.program,
+        cwd: run.cwd,
+        env: run.env,
+        env_left_out: run.env_left_out,
         preload,
         runtime,
         handle_signals: options.handle_signals,

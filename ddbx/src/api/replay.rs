@@ -91,11 +91,31 @@ pub fn replay(options: ReplayOptions) -> Result<ReplayOutcome, Error> {
 }
 
 /// What the recording says about the run to reproduce.
-struct Recorded {
+pub(super) struct Recorded {
     /// How to start it again.
     launch: Launch,
     /// How it ended.
     end: RecordedEnd,
+}
+
+impl Recorded {
+    /// The recorded command, to record again (`ddbx explore`).
+    pub(super) fn into_run(self) -> super::record::Run {
+        let Launch {
+            argv,
+            cwd,
+            env,
+            env_left_out,
+            program,
+        } = self.launch;
+        super::record::Run {
+            argv,
+            cwd,
+            env,
+            env_left_out,
+            program,
+        }
+    }
 }
 
 /// The root's command as recorded, kept while the recording itself goes to the session.
@@ -304,7 +324,7 @@ pub(super) fn debugger_for(
 
 /// The run a recording reproduces: its command (resolved as it was, in the recorded
 /// directory), environment and root.
-fn recorded_run(recording: &Recording, dir: &Path) -> Result<Recorded, Error> {
+pub(super) fn recorded_run(recording: &Recording, dir: &Path) -> Result<Recorded, Error> {
     let manifest = &recording.manifest;
     if manifest.command.is_empty() {
         return Err(Error::BadRecording(format!(

@@ -9,6 +9,7 @@
 //!   `--messages FILE`) instead of the `ddbx: …` lines (schemas in [`record`] and [`replay`]).
 
 pub mod doctor;
+pub mod explore;
 pub mod inf;
 pub mod json;
 pub mod json_lines;
@@ -44,6 +45,7 @@ Examples:
   ddbx inf ddbx-run-1 'x1==1 && x4==1'   the same state, computed offline
   ddbx races ddbx-run-1              the message races, locally-first and unaffected ones
   ddbx view ddbx-run-1 -o run.html   the event, first-race and affects views, one HTML file
+  ddbx explore ddbx-run-1 --race 2   a new recorded run in which race 2 has another winner
   ddbx replay --stop-if 'x1==1 && x4==1'
                                      without DIR: the latest recording made from this
                                      directory (also ps, show, inf, races, view)
@@ -98,6 +100,8 @@ pub enum Command {
     Inf(inf::Args),
     /// List the message races of a recording: locally-first, unaffected, affects.
     Races(races::Args),
+    /// Flip message races: a new recorded run in which a race has another winner.
+    Explore(explore::Args),
     /// Write the event, first-race, affects and abstract affects views as one HTML file (or a
     /// ShiViz log, or Chrome/Perfetto trace JSON).
     View(view::Args),
@@ -109,7 +113,7 @@ pub enum Command {
     Man(pages::ManArgs),
     /// Help on a command, or on a topic: `ddbx help predicates` (the `stop if` language).
     Help {
-        /// A command (record, replay, ps, show, inf, races, view, doctor, completions, man) or
+        /// A command (record, replay, ps, show, inf, races, explore, view, doctor, completions, man) or
         /// `predicates`.
         topic: Option<String>,
     },
@@ -138,7 +142,7 @@ fn help(topic: Option<&str>) -> Result<i32, Error> {
             }
             None => Err(Error::Usage(format!(
                 "no help topic `{name}`: expected a command (record, replay, ps, show, inf, races, \
-                 view, doctor, completions, man) or `predicates`"
+                 explore, view, doctor, completions, man) or `predicates`"
             ))),
         },
     }
@@ -168,6 +172,7 @@ fn refuse_optimal(command: &Command) -> Result<(), Error> {
         ),
         Command::Races(a) => (&a.dir, "`races` (it needs every send and receive)"),
         Command::View(a) => (&a.dir, "`view` (it needs every send and receive)"),
+        Command::Explore(a) => (&a.dir, "`explore` (it needs every send and receive)"),
         Command::Inf(a) => (&a.dir, "`inf` (it needs every send and receive)"),
         _ => return Ok(()),
     };
@@ -206,6 +211,7 @@ where
             Command::Inf(args) => inf::run(args),
             Command::Races(args) => races::run(args),
             Command::View(args) => view::run(args),
+            Command::Explore(args) => explore::run(args),
             Command::Doctor(args) => doctor::run(args),
             Command::Completions(args) => pages::completions(args),
             Command::Man(args) => pages::man(args),

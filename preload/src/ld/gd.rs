@@ -85,6 +85,16 @@ impl Ld {
         }
     }
 
+    /// Drops what came from the GD on the connection before this one (a forked child's copy
+    /// of its parent's): bytes not read and descriptors not claimed.
+    pub(super) fn forget_gd_input(&mut self) {
+        self.gd_pending.clear();
+        for fd in self.gd_fds.drain(..) {
+            crate::fds::forget_ours(fd);
+            sys::close(fd);
+        }
+    }
+
     fn read_line(&mut self) -> Option<String> {
         loop {
             if let Some(end) = self.gd_pending.iter().position(|b| *b == b'\n') {

@@ -28,6 +28,7 @@ impl Ld {
         self.note_signals_before(mark);
         self.write_values();
         self.count_event();
+        self.steer_after();
         self.counters.count(record);
         self.note_connection(record);
         if self.trace.as_ref().is_some_and(|t| t.recording) {
@@ -218,6 +219,7 @@ impl Ld {
         crate::guard::event_done();
         crate::guard::take_returned_mark();
         self.count_event();
+        self.steer_after();
         self.counters.count(record);
         self.note_connection(record);
         self.queue(record, decision);

@@ -56,6 +56,7 @@ pub fn start() -> Option<Joined> {
         fork_index: 0,
         replay: None,
         halt: None,
+        steer: None,
         in_wait: false,
         counters: Default::default(),
         probes: Vec::new(),
@@ -189,11 +190,7 @@ impl Ld {
             return None;
         }
         self.gd_fd = fds::mark_ours(sys::move_high(fd, fds::HIGH_FD));
-        self.gd_pending.clear();
-        for fd in self.gd_fds.drain(..) {
-            fds::forget_ours(fd);
-            sys::close(fd);
-        }
+        self.forget_gd_input();
         self.send(&LdToGd::Hello {
             protocol: PROTOCOL_VERSION,
             pid: self.pid,
@@ -233,9 +230,11 @@ impl Ld {
                 replay,
                 halting,
                 passed,
+                steer,
             } => {
                 let files = self.take_passed(&passed);
                 self.halt = halting.map(HaltState::new);
+                self.steer = steer.filter(|_| mode == Mode::Record);
                 self.actor = actor;
                 self.mode = mode;
                 let state_fd = files.state.unwrap_or_else(|| {

@@ -21,6 +21,7 @@ pub mod own_values;
 pub mod pids;
 pub mod reaps;
 pub mod sent;
+pub mod steer;
 pub mod threads;
 pub mod turns;
 
@@ -270,6 +271,8 @@ pub struct Ld {
     pub replay: Option<ReplayState>,
     /// Halting replay state (`None`: not halting).
     pub halt: Option<HaltState>,
+    /// Steered record (`ddbx explore`): which events wait for the GD, which are told to it.
+    pub steer: Option<ddbx_wire::proto::SteerPlan>,
     /// The call being replayed would block (a receive, accept, connect, readiness wait).
     pub in_wait: bool,
     /// Built-in counters.

@@ -63,6 +63,7 @@ pub fn send(
     (to, sum): (String, u64),
     call: impl FnOnce() -> isize,
 ) -> isize {
+    ld.steer_before();
     let r = call();
     crate::guard::call_returned();
     let err = sys::errno();

@@ -67,6 +67,7 @@ pub fn send(
     mut call: impl FnMut(usize, usize) -> isize,
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
+    ld.steer_before();
     if ld.trace.is_none() {
         super::peers::before_send(ld, fd);
         let (r, turn) = if crate::fds::pipes::is_recorded(fd) {

@@ -12,6 +12,7 @@ use libc::{c_int, sockaddr, socklen_t};
 /// # Safety
 /// `addr`/`len` as for connect(2): `addr` points to `len` readable bytes (or is null).
 pub unsafe fn connect(ld: &mut Ld, fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    ld.steer_before();
     let again = fds::kind(fd) & fds::CONNECTING != 0;
     // A first connect: what the record will say it connected to, said before the call (the
     // peer may accept the connection before this process writes its record, or if it dies

@@ -31,8 +31,9 @@ const MAX_UNPLACED: usize = 256;
 /// Whether the registry hands out new ids or follows a recording.
 #[derive(Debug, Clone)]
 enum Mode {
-    /// Record: the next id to hand out.
-    Record { next_id: u32 },
+    /// Record: the next id to hand out, and the actors of an earlier recording whose ids a
+    /// new process created the same way takes (a steered record, `ddbx explore`).
+    Record { next_id: u32, like: Vec<ActorInfo> },
     /// Replay: the recorded actors, looked up by origin.
     Replay { recorded: Vec<ActorInfo> },
 }
@@ -65,7 +66,22 @@ impl Registry {
     /// A registry for recording; `ddbx_pid` is the supervisor's own pid, `host` the host name
     /// stored in each new [`ActorInfo`].
     pub fn for_record(ddbx_pid: i32, host: &str) -> Registry {
-        Registry::new(Mode::Record { next_id: 2 }, ddbx_pid, host)
+        Registry::new(
+            Mode::Record {
+                next_id: 2,
+                like: Vec::new(),
+            },
+            ddbx_pid,
+            host,
+        )
+    }
+
+    /// A registry for recording that names a new process as the actor of `like` (an earlier
+    /// recording's actors) created the same way, when there is one; the others get ids above
+    /// all of `like`'s.
+    pub fn for_record_like(ddbx_pid: i32, host: &str, like: Vec<ActorInfo>) -> Registry {
+        let next_id = like.iter().map(|a| a.id.0 + 1).max().unwrap_or(2).max(2);
+        Registry::new(Mode::Record { next_id, like }, ddbx_pid, host)
     }
 
     /// A registry for replaying the recorded actors `recorded` (the recording's manifest).
@@ -100,6 +116,12 @@ impl Registry {
     /// The actor the process `pid` is or was (the latest one, if the pid was reused).
     pub fn actor_of_pid(&self, pid: i32) -> Option<ActorId> {
         self.procs.get(&pid).map(|p| p.actor)
+    }
+
+    /// Whether `actor` has appeared and every process it was has exited.
+    pub fn has_exited(&self, actor: ActorId) -> bool {
+        let mut procs = self.procs.values().filter(|p| p.actor == actor).peekable();
+        procs.peek().is_some() && procs.all(|p| p.exited)
     }
 
     /// The pids of every process that is an actor and has not exited, as far as the GD knows.

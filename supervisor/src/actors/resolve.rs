@@ -141,7 +141,10 @@ impl Registry {
         }
         match &mut self.mode {
             Mode::Record { .. } if origin == Origin::Root => Ok(ActorId::ROOT),
-            Mode::Record { next_id } => {
+            Mode::Record { next_id, like } => {
+                if let Some(earlier) = like.iter().find(|a| a.origin == origin) {
+                    return Ok(earlier.id);
+                }
                 let id = ActorId(*next_id);
                 *next_id += 1;
                 Ok(id)

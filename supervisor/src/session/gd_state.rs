@@ -13,6 +13,7 @@ use super::matcher::ConnectTable;
 use super::outcome::Divergence;
 use super::plans::RecordedEnd;
 use super::spares::Spares;
+use super::steer::{Steered, Steering};
 use crate::actors::Registry;
 use ddbx_wire::ActorId;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Manifest};
@@ -61,6 +62,8 @@ pub(super) struct Tables {
     pub(super) handovers: Handovers,
     /// The execs LDs announced, and whether each new image joined.
     pub(super) execs: Execs,
+    /// A steered record: the receives its orders wait for that were made.
+    pub(super) steered: Steered,
 }
 
 /// The state shared by the session's threads (see the module doc).
@@ -72,6 +75,8 @@ pub(crate) struct GdState {
     pub(super) plans: Option<HashMap<ActorId, ReplayPlan>>,
     /// Replay: where each recorded actor's history ends (`None` in record).
     ends: Option<HashMap<ActorId, RecordedEnd>>,
+    /// A steered record's orders (`ddbx explore`).
+    pub(super) steer: Option<Steering>,
     /// Where this run's histories and manifest go, if anywhere.
     pub(super) manifest_dir: Option<PathBuf>,
     /// Where the LDs keep their state files.
@@ -124,12 +129,18 @@ impl GdState {
             changed: Condvar::new(),
             plans,
             ends,
+            steer: None,
             spares: Spares::new(manifest_dir.as_ref().map(|d| d.join("history"))),
             manifest_dir,
             state_dir,
             access,
             events,
         }
+    }
+
+    /// The same state, steering a record by `steer` (`ddbx explore`).
+    pub(crate) fn steered_by(self, steer: Option<Steering>) -> GdState {
+        GdState { steer, ..self }
     }
 
     /// The tables, locked.
@@ -146,7 +157,7 @@ impl GdState {
 
     /// Waits on [`GdState::changed`] until `deadline` at the latest: `Ok` after a wait (the
     /// tables may have changed), `Err` when the deadline has passed.
-    fn wait_until<'a>(
+    pub(super) fn wait_until<'a>(
         &self,
         tables: MutexGuard<'a, Tables>,
         deadline: Instant,
@@ -466,6 +477,7 @@ impl Tables {
             observed: Vec::new(),
             handovers: Handovers::default(),
             execs: Execs::default(),
+            steered: Steered::default(),
         }
     }
 }

@@ -41,6 +41,7 @@ mod plans;
 pub mod procs;
 pub mod runtime_dir;
 mod spares;
+mod steer;
 mod strip;
 mod threads;
 mod transcript;
@@ -49,6 +50,7 @@ pub use events::SessionEvent;
 pub use halted::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation, Resume};
 pub use outcome::{Divergence, End, Outcome};
 pub use runtime_dir::RuntimeDir;
+pub use steer::{Order, Steering};
 
 use crate::actors::Registry;
 use crate::error::{Error, Result};
@@ -72,6 +74,9 @@ pub enum SessionMode {
     Record {
         /// The recording directory.
         out_dir: PathBuf,
+        /// A steered record (`ddbx explore`): the message orders to keep (`None`: a plain
+        /// record).
+        steer: Option<Box<Steering>>,
     },
     /// Replay a loaded recording.
     Replay {
@@ -137,7 +142,7 @@ impl SessionMode {
     /// Where this run's histories and manifest go, if anywhere.
     fn manifest_dir(&self) -> Option<&Path> {
         match self {
-            SessionMode::Record { out_dir } => Some(out_dir),
+            SessionMode::Record { out_dir, .. } => Some(out_dir),
             SessionMode::Replay { history_out, .. } => history_out.as_deref(),
         }
     }
@@ -155,6 +160,14 @@ impl SessionMode {
         match self {
             SessionMode::Record { .. } => None,
             SessionMode::Replay { halt, .. } => halt.as_ref(),
+        }
+    }
+
+    /// A steered record's orders.
+    fn steering(&self) -> Option<&Steering> {
+        match self {
+            SessionMode::Record { steer, .. } => steer.as_deref(),
+            SessionMode::Replay { .. } => None,
         }
     }
 
@@ -302,9 +315,10 @@ fn start_gd(
 ) -> Result<(Arc<GdState>, UnixListener)> {
     let recording = mode.recording();
     let ddbx_pid = access.ddbx_pid;
-    let registry = match recording {
-        None => Registry::for_record(ddbx_pid, facts.host),
-        Some(r) => Registry::for_replay(ddbx_pid, facts.host, r.manifest.actors.clone()),
+    let registry = match (recording, mode.steering()) {
+        (None, Some(steer)) => Registry::for_record_like(ddbx_pid, facts.host, steer.like.clone()),
+        (None, None) => Registry::for_record(ddbx_pid, facts.host),
+        (Some(r), _) => Registry::for_replay(ddbx_pid, facts.host, r.manifest.actors.clone()),
     };
     let first_manifest = manifest::first_manifest(facts);
     if let Some(dir) = manifest_dir {
@@ -332,14 +346,15 @@ fn start_gd(
         runtime.state_dir(),
         access,
         events.clone(),
-    );
+    )
+    .steered_by(mode.steering().cloned());
     Ok((Arc::new(gd), listener))
 }
 
 /// The line the sentinel writes if ddbx dies during the session (`lifeline`).
 fn death_notice(mode: &SessionMode, ddbx_pid: i32) -> String {
     match mode {
-        SessionMode::Record { out_dir } => format!(
+        SessionMode::Record { out_dir, .. } => format!(
             "ddbx: ddbx (pid {ddbx_pid}) died while recording into {}: the recorded processes \
              were killed with it; the recording ends where they stopped",
             crate::error::shown(out_dir)

@@ -248,6 +248,22 @@ pub enum LdToGd {
         /// The actor.
         actor: ActorId,
     },
+    /// Steered record (`ddbx explore`): the actor is about to make `event`, which its
+    /// [`SteerPlan`] holds; it waits for [`GdToLd::Go`].
+    Hold {
+        /// The actor.
+        actor: ActorId,
+        /// The event it is about to make.
+        event: u64,
+    },
+    /// Steered record: the actor made `event`, which its [`SteerPlan`] reports (others'
+    /// held events may wait for it).
+    Did {
+        /// The actor.
+        actor: ActorId,
+        /// The event it made.
+        event: u64,
+    },
     /// The actor's posix_spawn of `program` as `uid` made its child number `index`: that
     /// child must say `Hello` (claiming `Spawn { parent: actor, index }`).
     Spawned {
@@ -341,6 +357,16 @@ pub struct ReplayPlan {
     pub child_pids: Vec<(u32, i32)>,
 }
 
+/// What an LD must do in a steered record (`ddbx explore`): a live run whose messages come in
+/// an order the GD chooses, by holding their senders.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct SteerPlan {
+    /// Events (sends, connects) to ask for before making them ([`LdToGd::Hold`]), ascending.
+    pub hold: Vec<u64>,
+    /// Events to tell the GD of once made ([`LdToGd::Did`]), ascending.
+    pub report: Vec<u64>,
+}
+
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct HaltPlan {
@@ -391,6 +417,9 @@ pub enum GdToLd {
         /// is not among them).
         #[serde(default)]
         passed: Vec<Passed>,
+        /// Steered record only (`ddbx explore`): which events wait and which are told.
+        #[serde(default)]
+        steer: Option<SteerPlan>,
     },
     /// Answer to `WhoIs`: the connect event that made this connection (`None`: not managed).
     Peer {
@@ -430,6 +459,8 @@ pub enum GdToLd {
     },
     /// Answer to [`LdToGd::Kill`]: send it now.
     KillNow,
+    /// Answer to [`LdToGd::Hold`]: make the event now.
+    Go,
 }
 
 /// Encodes a message as one line (with its newline).

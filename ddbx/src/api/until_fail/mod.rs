@@ -237,10 +237,16 @@ fn check(options: &RecordOptions, until: &UntilFail) -> Result<(), Error> {
     let env = session_env();
     refuse_unseen(&resolve_program(program, path_variable(&env), &cwd)?)?;
     if let Some(text) = &until.fail_if {
-        ddbx_supervisor::predicate::parse(text)
-            .map_err(|e| Error::Usage(format!("--fail-if: {}", e.render(text))))?;
+        check_fail_if(text)?;
     }
     Ok(())
+}
+
+/// Refuses a `--fail-if` that does not parse.
+pub(super) fn check_fail_if(text: &str) -> Result<(), Error> {
+    ddbx_supervisor::predicate::parse(text)
+        .map(|_| ())
+        .map_err(|e| Error::Usage(format!("--fail-if: {}", e.render(text))))
 }
 
 /// How one run ended, as the search needs it.
@@ -278,7 +284,7 @@ enum Message {
 }
 
 /// The first consistent state of the recording in `dir` where `text` holds, if any.
-fn fail_if_holds(dir: &Path, text: &str) -> Result<Option<Cut>, Error> {
+pub(super) fn fail_if_holds(dir: &Path, text: &str) -> Result<Option<Cut>, Error> {
     let recording = Recording::open(dir)?;
     let watch = Watch::new(&recording, text, "--fail-if")?;
     let search = CutSearch::new(recording);

@@ -25,7 +25,13 @@ pub(super) struct Found {
 /// Every receive-from-any of the recording whose outcome could have been another message, in
 /// no particular order.
 pub(super) fn receives_that_race(model: &RaceModel<'_>, clocks: &Clocks) -> Vec<Found> {
-    let search = Search { model, clocks };
+    receives_from_any(model, clocks, false)
+}
+
+/// Every receive-from-any, with what it got; with `all`, also those that could have got
+/// nothing else.
+pub(super) fn receives_from_any(model: &RaceModel<'_>, clocks: &Clocks, all: bool) -> Vec<Found> {
+    let search = Search { model, clocks, all };
     let mut at_fork: HashMap<(ActorId, u32), BTreeMap<i32, End>> = HashMap::new();
     let mut found = Vec::new();
     for a in model.parents_first() {
@@ -37,6 +43,8 @@ pub(super) fn receives_that_race(model: &RaceModel<'_>, clocks: &Clocks) -> Vec<
 struct Search<'m, 'a> {
     model: &'m RaceModel<'a>,
     clocks: &'m Clocks,
+    /// Keep every receive-from-any, not only those that race.
+    all: bool,
 }
 
 impl Search<'_, '_> {
@@ -66,7 +74,7 @@ impl Search<'_, '_> {
                         .into_iter()
                         .filter(|m| m.event != got.event)
                         .collect();
-                    if !could.is_empty() {
+                    if !could.is_empty() || self.all {
                         found.push(Found {
                             receive: here,
                             kind: RaceKind::Accept,
@@ -159,7 +167,7 @@ impl Search<'_, '_> {
                 }
             }
         }
-        (got.len() + could.len() >= 2).then_some(Found {
+        (got.len() + could.len() >= 2 || self.all).then_some(Found {
             receive: here,
             kind: RaceKind::Ready,
             got,
@@ -181,7 +189,7 @@ impl Search<'_, '_> {
             .map(|s| self.model.datagram_message(*s))
             .filter(|m| m.received_by.is_none_or(|x| x.0 == here.0 && x.1 > here.1))
             .collect();
-        (!could.is_empty()).then_some(Found {
+        (!could.is_empty() || self.all).then_some(Found {
             receive: here,
             kind: RaceKind::Datagram,
             got: vec![got],

@@ -284,6 +284,21 @@ pub fn find_races(rec: &Recording, deps: &Deps, clocks: &Clocks) -> Races {
     }
 }
 
+/// What the receive-from-any `event` (a ready set, an accept, a datagram receive) got, race
+/// or not; `None` when `event` is no such receive.
+pub fn outcome_of(
+    rec: &Recording,
+    deps: &Deps,
+    clocks: &Clocks,
+    event: Event,
+) -> Option<Vec<Message>> {
+    let model = model::RaceModel::of(rec, deps);
+    exact::receives_from_any(&model, clocks, true)
+        .into_iter()
+        .find(|f| f.receive == event)
+        .map(|f| f.got)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

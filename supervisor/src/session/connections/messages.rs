@@ -1,6 +1,7 @@
 //! The messages an LD sends after its handshake, handled by kind: replay matching
 //! (`Connected`, `WhoIs`, `Kill`, `AtEnd`), facts about the processes (`Signal`, `Passthrough`,
-//! `Reaped`, `Exiting`, `Observed`, `Execing`, `ExecFailed`), problems that stop the session (`Diverged`,
+//! `Reaped`, `Exiting`, `Observed`, `Execing`, `ExecFailed`), a steered record's `Hold` and
+//! `Did`, problems that stop the session (`Diverged`,
 //! `Unsupported`), and the halting notes (`Need`, `Passive`, `State`).
 
 use super::note;
@@ -10,6 +11,7 @@ use crate::session::halted::{HaltedActor, Observation};
 use crate::session::halting::PassiveNote;
 use crate::session::outcome::{Divergence, End};
 use crate::session::procs;
+use crate::session::steer;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::Addr;
 use ddbx_wire::manifest::ExitStatus;
@@ -41,6 +43,8 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             peer_pid,
         } => return Some(who_is(gd, &local, &remote, peer_pid)),
         LdToGd::Kill { pid, sig } => return Some(kill_now(gd, pid, sig)),
+        LdToGd::Hold { actor, event } => return Some(steer::hold(gd, actor, event)),
+        LdToGd::Did { actor, event } => steer::did(gd, actor, event),
         LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
         LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
         LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
@@ -108,23 +112,33 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             next,
             vars,
             satisfied,
-        } => {
-            let vars = HaltedActor::in_order(vars);
-            report(
-                gd,
-                HaltedActor {
-                    actor,
-                    events,
-                    next,
-                    vars,
-                    satisfied,
-                    pid: Some(from.pid),
-                    status: "passive".into(),
-                },
-            )
-        }
+        } => state(gd, from, actor, events, next, vars, satisfied),
     }
     None
+}
+
+/// Halting: an LD's answer to `Report`.
+fn state(
+    gd: &GdState,
+    from: &Connection,
+    actor: ActorId,
+    events: u64,
+    next: Option<String>,
+    vars: Vec<(String, i64)>,
+    satisfied: Option<bool>,
+) {
+    report(
+        gd,
+        HaltedActor {
+            actor,
+            events,
+            next,
+            vars: HaltedActor::in_order(vars),
+            satisfied,
+            pid: Some(from.pid),
+            status: "passive".into(),
+        },
+    )
 }
 
 /// A message that never comes here: a second `Hello`, or a `Handover` (its descriptor is the

@@ -156,6 +156,7 @@ fn welcome_reply(
         replay,
         halting,
         passed,
+        steer: gd.steer.as_ref().and_then(|s| s.plan_for(actor)),
     };
     (reply, fds)
 }
