@@ -8,15 +8,14 @@
 //! Actors are named by the recording explored ([`Steering::like`]): a new process created the
 //! way one of its actors was gets that actor's id, so the orders' events name the same
 //! processes. A held event that waits longer than [`Steering::patience`] (its receive never
-//! comes: the run went another way) is let go, and the session says so.
+//! comes: the run went another way) is let go, and the session says so (the waits are the
+//! connection threads', `connections/messages.rs`).
 
-use super::events::MainEvent;
-use super::gd_state::GdState;
 use ddbx_wire::ActorId;
 use ddbx_wire::manifest::ActorInfo;
-use ddbx_wire::proto::{GdToLd, SteerPlan};
+use ddbx_wire::proto::SteerPlan;
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// An event of an actor: (actor, 1-based event number).
 pub type StepAt = (ActorId, u64);
@@ -69,51 +68,5 @@ impl Steering {
 #[derive(Debug, Default)]
 pub(crate) struct Steered {
     /// The receives made so far, of those the orders name.
-    done: HashSet<StepAt>,
-}
-
-/// `actor` made `event` (`Did`): the events held for it may go.
-pub(crate) fn did(gd: &GdState, actor: ActorId, event: u64) {
-    gd.lock().steered.done.insert((actor, event));
-    gd.changed.notify_all();
-}
-
-/// `actor` is about to make `event` (`Hold`): waits until every receive it is ordered after
-/// was made (or its actor has exited), at most [`Steering::patience`]; then `Go`.
-pub(crate) fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
-    let Some(steering) = gd.steer.as_ref() else {
-        return GdToLd::Go;
-    };
-    let firsts: Vec<StepAt> = steering
-        .orders
-        .iter()
-        .filter(|o| o.then == (actor, event))
-        .map(|o| o.first)
-        .collect();
-    let deadline = Instant::now() + steering.patience;
-    let mut tables = gd.lock();
-    loop {
-        let missing: Vec<StepAt> = firsts
-            .iter()
-            .copied()
-            .filter(|f| !tables.steered.done.contains(f) && !tables.registry.has_exited(f.0))
-            .collect();
-        if missing.is_empty() {
-            return GdToLd::Go;
-        }
-        match gd.wait_until(tables, deadline) {
-            Ok(t) => tables = t,
-            Err(t) => {
-                drop(t);
-                let list: Vec<String> = missing.iter().map(|(a, k)| format!("{a}:{k}")).collect();
-                gd.send(MainEvent::Note(format!(
-                    "ddbx: {actor}'s event {event} was held {} s for {}, which did not come: \
-                     it went on (the run took another way)",
-                    steering.patience.as_secs(),
-                    list.join(", ")
-                )));
-                return GdToLd::Go;
-            }
-        }
-    }
+    pub(crate) done: HashSet<StepAt>,
 }

@@ -11,11 +11,12 @@ use crate::session::halted::{HaltedActor, Observation};
 use crate::session::halting::PassiveNote;
 use crate::session::outcome::{Divergence, End};
 use crate::session::procs;
-use crate::session::steer;
+use crate::session::steer::StepAt;
 use ddbx_wire::ActorId;
 use ddbx_wire::history::Addr;
 use ddbx_wire::manifest::ExitStatus;
 use ddbx_wire::proto::{GdToLd, LdToGd};
+use std::time::Instant;
 
 /// Who is at the other end of a connection.
 pub(super) struct Connection {
@@ -43,8 +44,8 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
             peer_pid,
         } => return Some(who_is(gd, &local, &remote, peer_pid)),
         LdToGd::Kill { pid, sig } => return Some(kill_now(gd, pid, sig)),
-        LdToGd::Hold { actor, event } => return Some(steer::hold(gd, actor, event)),
-        LdToGd::Did { actor, event } => steer::did(gd, actor, event),
+        LdToGd::Hold { actor, event } => return Some(hold(gd, actor, event)),
+        LdToGd::Did { actor, event } => did(gd, actor, event),
         LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
         LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
         LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
@@ -351,4 +352,50 @@ fn report(gd: &GdState, actor: HaltedActor) {
         h.state(actor);
     }
     gd.changed.notify_all();
+}
+
+/// Steered record: `actor` made `event` (`Did`): the events held for it may go.
+fn did(gd: &GdState, actor: ActorId, event: u64) {
+    gd.lock().steered.done.insert((actor, event));
+    gd.changed.notify_all();
+}
+
+/// Steered record: `actor` is about to make `event` (`Hold`): waits until every receive it is ordered after
+/// was made (or its actor has exited), at most [`crate::session::Steering::patience`]; then `Go`.
+fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
+    let Some(steering) = gd.steer.as_ref() else {
+        return GdToLd::Go;
+    };
+    let firsts: Vec<StepAt> = steering
+        .orders
+        .iter()
+        .filter(|o| o.then == (actor, event))
+        .map(|o| o.first)
+        .collect();
+    let deadline = Instant::now() + steering.patience;
+    let mut tables = gd.lock();
+    loop {
+        let missing: Vec<StepAt> = firsts
+            .iter()
+            .copied()
+            .filter(|f| !tables.steered.done.contains(f) && !tables.registry.has_exited(f.0))
+            .collect();
+        if missing.is_empty() {
+            return GdToLd::Go;
+        }
+        match gd.wait_until(tables, deadline) {
+            Ok(t) => tables = t,
+            Err(t) => {
+                drop(t);
+                let list: Vec<String> = missing.iter().map(|(a, k)| format!("{a}:{k}")).collect();
+                gd.send(MainEvent::Note(format!(
+                    "ddbx: {actor}'s event {event} was held {} s for {}, which did not come: \
+                     it went on (the run took another way)",
+                    steering.patience.as_secs(),
+                    list.join(", ")
+                )));
+                return GdToLd::Go;
+            }
+        }
+    }
 }
