@@ -72,7 +72,7 @@ fn explore_all_finds_the_bug_of_the_late_winner_and_its_run_replays_it() {
     assert_eq!(flip["flipped"], true, "{flip}");
     assert_eq!(flip["failed"], true, "{flip}");
     assert_eq!(flip["exit_code"], 3, "{flip}");
-    assert_eq!(json["failing"], serde_json::json!([flip["race"].clone()]));
+    assert_eq!(json["failing"], serde_json::json!([flip["name"].clone()]));
     // The fast client's connect was what got held.
     let held = flip["held"].as_array().expect("held");
     assert_eq!(held.len(), 1, "{flip}");
@@ -175,4 +175,49 @@ fn a_race_that_does_not_exist_is_a_usage_error_and_makes_nothing() {
         .run(["explore", path_str(&tmp.join("nope")), "--all"])
         .output();
     assert_eq!(missing.code, 102, "{}", missing.stderr);
+}
+
+#[test]
+fn depth_two_on_paper_004s_figure_1_flips_the_races_next_in_line() {
+    let tmp = TempDir::new("explore-depth");
+    let rec = tmp.join("rec");
+    record(&rec, "race_fig004");
+    let out = tmp.join("flips");
+    let (code, json) = explore(&[
+        path_str(&rec),
+        "--all",
+        "--depth",
+        "2",
+        "-o",
+        path_str(&out),
+    ]);
+    assert_eq!(code, 0, "{json}");
+    let flips = json["flips"].as_array().expect("flips");
+    // Race x, then, in its run, races w and y (which only x affects).
+    let depth = |n: usize| {
+        flips
+            .iter()
+            .filter(move |f| f["path"].as_array().map(Vec::len) == Some(n))
+    };
+    assert_eq!(depth(1).count(), 1, "{json}");
+    assert_eq!(depth(2).count(), 2, "{json}");
+    for f in flips {
+        assert_eq!(f["flipped"], true, "{f}");
+        let name = f["name"].as_str().expect("name");
+        assert!(
+            out.join(format!("race-{name}/manifest.ron")).is_file(),
+            "{name}"
+        );
+    }
+    let first = depth(1).next().expect("depth 1")["name"]
+        .as_str()
+        .expect("name")
+        .to_string();
+    for f in depth(2) {
+        let name = f["name"].as_str().expect("name");
+        assert!(
+            name.starts_with(&format!("{first}.")),
+            "{name} comes from run {first}"
+        );
+    }
 }

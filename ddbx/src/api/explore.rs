@@ -9,11 +9,16 @@
 //! other messages are held until their receives are made. Everything else runs as it comes,
 //! and the new run is an ordinary recording (`ddbx replay`, `races`, `view` take it).
 //!
+//! With a depth above 1, each new run that flipped is explored in turn: its races that only
+//! the races flipped so far affect (the next layer of paper 004's debugging order: unaffected
+//! once those are set) are flipped, each run named by its path: `race-2.1` is race 1 of the
+//! run made by flipping race 2.
+//!
 //! A flip is checked on the new recording: `flipped` says whether `r` got m2's sender's
 //! message. A held event waits at most [`ExploreOptions::patience`] (the new run may not reach
 //! the receive at all); the session then says which one went on.
 
-use super::record::{RecordOptions, RecordOutcome, record_run};
+use super::record::{RecordOptions, RecordOutcome, Run, record_run};
 use super::{Messages, prepare_empty_dir};
 use crate::error::Error;
 use ddbx_supervisor::Recording;
@@ -44,6 +49,9 @@ pub struct ExploreOptions {
     pub messages: Messages,
     /// How long a held send waits at most for the receive it must follow.
     pub patience: Duration,
+    /// How many flips deep to go: 1 flips the recording's races; 2 also, in each new run that
+    /// flipped, the races that only the flipped ones affect, and so on.
+    pub depth: usize,
 }
 
 impl Default for ExploreOptions {
@@ -55,6 +63,7 @@ impl Default for ExploreOptions {
             fail_if: None,
             messages: Messages::Stderr,
             patience: DEFAULT_PATIENCE,
+            depth: 1,
         }
     }
 }
@@ -62,8 +71,13 @@ impl Default for ExploreOptions {
 /// One race flipped.
 #[derive(Debug, Clone)]
 pub struct Flip {
-    /// The race's id.
+    /// The race's id in the recording it was flipped in.
     pub race: usize,
+    /// The races flipped from the recording explored to this run, this one last (`[2]` at
+    /// depth 1; `[2, 1]`: race 1 of the run that flipped race 2).
+    pub path: Vec<usize>,
+    /// The path as text, `2.1`; the run is in `race-2.1`.
+    pub name: String,
     /// Its receive.
     pub receive: Event,
     /// The message made to win it, as `ddbx races` describes it.
@@ -76,6 +90,9 @@ pub struct Flip {
     pub failed: bool,
     /// Whether `fail_if` held (`None`: no `fail_if`).
     pub fail_if_held: Option<bool>,
+    /// When it did not flip: the events of the orders that the new run does not have as the
+    /// explored one had them (the run went another way before the race).
+    pub notes: Vec<String>,
     /// The new run's record.
     pub record: RecordOutcome,
 }
@@ -87,18 +104,19 @@ pub struct ExploreOutcome {
     pub dir: PathBuf,
     /// The races flipped, in id order.
     pub flips: Vec<Flip>,
-    /// The races that could not be flipped, with why.
-    pub skipped: Vec<(usize, String)>,
+    /// The races that could not be flipped (named as [`Flip::name`]), with why.
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Flips the races `options.races` (or every unaffected race) of a recording, one new run
-/// each.
+/// each; with `options.depth` above 1, then the unaffected races of each new run that flipped,
+/// and so on.
 pub fn explore(options: ExploreOptions) -> Result<ExploreOutcome, Error> {
     let dir = &options.recording;
     let recording = Recording::open(dir)?;
-    let (deps, clocks) = analyze(&recording)?;
-    let races = find_races(&recording, &deps, &clocks);
-    let chosen = chosen_races(&races, &options.races, dir)?;
+    if options.depth == 0 {
+        return Err(Error::Usage("--depth: expected at least 1, found 0".into()));
+    }
     if let Some(text) = &options.fail_if {
         super::until_fail::check_fail_if(text)?;
     }
@@ -107,9 +125,87 @@ pub fn explore(options: ExploreOptions) -> Result<ExploreOutcome, Error> {
         Some(out) => out.clone(),
         None => PathBuf::from(format!("{}-explore", dir.display())),
     };
-    prepare_empty_dir(&out, "-o")?;
-    if let Messages::File(path) = &options.messages {
-        // Started once: each run's lines are appended.
+    let mut todo = std::collections::VecDeque::from([Pending {
+        recording,
+        path: Vec::new(),
+        fixed: Vec::new(),
+    }]);
+    let mut outcome = ExploreOutcome {
+        dir: out.clone(),
+        flips: Vec::new(),
+        skipped: Vec::new(),
+    };
+    while let Some(pending) = todo.pop_front() {
+        let (deps, clocks) = analyze(&pending.recording)?;
+        let races = find_races(&pending.recording, &deps, &clocks);
+        let chosen = if pending.path.is_empty() {
+            let chosen = chosen_races(&races, &options.races, dir)?;
+            start_output(&out, &options.messages)?;
+            chosen
+        } else {
+            next_races(&races, &pending.fixed)
+        };
+        for race in chosen {
+            let flip = flip_one(&options, &run, &pending, race, &races, &clocks, &out)?;
+            let Some(flip) = flip else {
+                outcome
+                    .skipped
+                    .push((name(&pending.path, race.id), why_not(race)));
+                continue;
+            };
+            if flip.flipped && flip.path.len() < options.depth {
+                todo.push_back(Pending {
+                    recording: Recording::open(&flip.record.dir)?,
+                    path: flip.path.clone(),
+                    fixed: pending
+                        .fixed
+                        .iter()
+                        .copied()
+                        .chain([race.receive])
+                        .collect(),
+                });
+            }
+            outcome.flips.push(flip);
+        }
+    }
+    Ok(outcome)
+}
+
+/// A recording whose races are still to flip.
+struct Pending {
+    /// The recording.
+    recording: Recording,
+    /// The races flipped to make it (empty: the recording explored).
+    path: Vec<usize>,
+    /// Their receives.
+    fixed: Vec<Event>,
+}
+
+/// The races of a run made by flips (`fixed`: the receives flipped to make it) to flip next:
+/// those that only the flipped races affect (they are the unaffected ones once those are
+/// set), but not the flipped races themselves, which would only be flipped back.
+fn next_races<'r>(races: &'r Races, fixed: &[Event]) -> Vec<&'r Race> {
+    let is_fixed = |id: &usize| races.get(*id).is_some_and(|r| fixed.contains(&r.receive));
+    races
+        .races
+        .iter()
+        .filter(|r| !fixed.contains(&r.receive) && r.affected_by.iter().all(is_fixed))
+        .collect()
+}
+
+/// `2.1`: race 1 of the run made by flipping race 2.
+fn name(path: &[usize], race: usize) -> String {
+    path.iter()
+        .chain([&race])
+        .map(|id| id.to_string())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Makes the output directory and starts the messages file (each run's lines are appended).
+fn start_output(out: &Path, messages: &Messages) -> Result<(), Error> {
+    prepare_empty_dir(out, "-o")?;
+    if let Messages::File(path) = messages {
         std::fs::File::create(path).map_err(|e| {
             Error::Usage(format!(
                 "--messages {}: cannot create it: {e}",
@@ -117,47 +213,49 @@ pub fn explore(options: ExploreOptions) -> Result<ExploreOutcome, Error> {
             ))
         })?;
     }
-    let mut outcome = ExploreOutcome {
-        dir: out.clone(),
-        flips: Vec::new(),
-        skipped: Vec::new(),
+    Ok(())
+}
+
+/// Flips `race` of `pending`'s recording (`races`, `clocks`: its analysis) in a new run
+/// recorded into `out/race-<name>`; `None` when it cannot be flipped.
+fn flip_one(
+    options: &ExploreOptions,
+    run: &Run,
+    pending: &Pending,
+    race: &Race,
+    races: &Races,
+    clocks: &Clocks,
+    out: &Path,
+) -> Result<Option<Flip>, Error> {
+    let Some((wanted, orders)) = orders_for(race, races, clocks) else {
+        return Ok(None);
     };
-    for race in chosen {
-        let Some((wanted, orders)) = orders_for(race, &races, &clocks) else {
-            outcome.skipped.push((race.id, why_not(race)));
-            continue;
-        };
-        let steering = Steering {
-            orders: orders.clone(),
-            like: recording.manifest.actors.clone(),
-            patience: options.patience,
-        };
-        let record_options = RecordOptions {
-            out_dir: Some(out.join(format!("race-{}", race.id))),
-            messages: options.messages.clone(),
-            ..RecordOptions::default()
-        };
-        let record = record_run(
-            &record_options,
-            run.clone(),
-            Some(Box::new(steering)),
-            vec![format!(
-                "ddbx: race {}: {} made to win {}:{}",
-                race.id,
-                wanted.describe(),
-                race.receive.0,
-                race.receive.1
-            )],
-        )?;
-        outcome.flips.push(judge(
-            race,
-            &wanted,
-            orders,
-            record,
-            options.fail_if.as_deref(),
-        )?);
-    }
-    Ok(outcome)
+    let label = name(&pending.path, race.id);
+    let steering = Steering {
+        orders: orders.clone(),
+        like: pending.recording.manifest.actors.clone(),
+        patience: options.patience,
+    };
+    let record_options = RecordOptions {
+        out_dir: Some(out.join(format!("race-{label}"))),
+        messages: options.messages.clone(),
+        ..RecordOptions::default()
+    };
+    let record = record_run(
+        &record_options,
+        run.clone(),
+        Some(Box::new(steering)),
+        vec![format!(
+            "ddbx: race {label}: {} made to win {}:{}",
+            wanted.describe(),
+            race.receive.0,
+            race.receive.1
+        )],
+    )?;
+    let mut flip = judge(race, &wanted, orders, record, options.fail_if.as_deref())?;
+    flip.path = pending.path.iter().copied().chain([race.id]).collect();
+    flip.name = label;
+    Ok(Some(flip))
 }
 
 /// The dependencies and vector clocks of a recording.
@@ -271,14 +369,59 @@ fn judge(
     let mut held: Vec<Event> = orders.iter().map(|o| o.then).collect();
     held.sort_unstable();
     held.dedup();
+    let notes = if flipped {
+        Vec::new()
+    } else {
+        mismatches(&new, race.receive, &held)
+    };
     Ok(Flip {
         race: race.id,
+        path: vec![race.id],
+        name: race.id.to_string(),
         receive: race.receive,
         wanted: wanted.describe(),
         held,
         flipped,
         failed,
         fail_if_held,
+        notes,
         record,
     })
+}
+
+/// Why a flip may not have happened: the events the orders name that the new run does not
+/// have where the explored one had them (a run that went another way before the race: a
+/// script that polled its server more often forked its clients later, and they got other
+/// names).
+fn mismatches(new: &Recording, receive: Event, held: &[Event]) -> Vec<String> {
+    use ddbx_supervisor::wire::Record;
+    let at = |(a, k): Event| {
+        new.history(a)
+            .and_then(|h| h.records.get((k as usize).checked_sub(1)?))
+    };
+    let mut notes = Vec::new();
+    match at(receive) {
+        Some(Record::Ready { .. } | Record::Accept { .. } | Record::RecvDatagram { .. }) => {}
+        Some(other) => notes.push(format!(
+            "{}:{} is not the race's receive in the new run: {}",
+            receive.0,
+            receive.1,
+            other.kind()
+        )),
+        None => notes.push(format!(
+            "the new run has no {}:{} (the race's receive)",
+            receive.0, receive.1
+        )),
+    }
+    for &(a, k) in held {
+        match at((a, k)) {
+            Some(Record::Send { .. } | Record::Connect { .. } | Record::SendDatagram { .. }) => {}
+            Some(other) => notes.push(format!(
+                "{a}:{k} (held) is not a send or a connect in the new run: {}",
+                other.kind()
+            )),
+            None => notes.push(format!("the new run has no {a}:{k} (held)")),
+        }
+    }
+    notes
 }

@@ -7,14 +7,19 @@
 //!
 //! ```text
 //! {"command": "explore", "recording": "DIR", "dir": "DIR-explore",
-//!  "flips": [{"race": 1, "actor": "p1", "event": 4, "wanted": "p3 event 2 (Connect …)",
+//!  "flips": [{"race": 1, "path": [1], "name": "1", "actor": "p1", "event": 4,
+//!             "wanted": "p3 event 2 (Connect …)",
 //!             "held": ["p2:2", …], "flipped": true, "recording": "DIR-explore/race-1",
 //!             "exit_code": 3, "root_status": "exit 3" | "signal 6" | null,
 //!             "failed": true, "fail_if": true | false | null,
+//!             "notes": ["p24:13 (held) is not a send or a connect in the new run: …", …],
 //!             "replay": "ddbx replay DIR-explore/race-1"}, …],
-//!  "skipped": [{"race": 2, "why": "…"}],
-//!  "failing": [race ids whose new run failed]}
+//!  "skipped": [{"race": "2", "why": "…"}],
+//!  "failing": ["1", … the names of the runs that failed]}
 //! ```
+//!
+//! (`path`: the races flipped from RUN to this run, this one last; `name`: the path as `2.1`,
+//! the run's directory being `race-2.1`; `race`: the last id, in its parent run's numbering.)
 
 use super::json;
 use super::races::shell_word;
@@ -32,6 +37,7 @@ Examples:
                                         flip every unaffected race, one run each,
                                         and say which runs failed
   ddbx replay run1-explore/race-2       replay the new run, as often as needed
+  ddbx explore run1 --all --depth 2     then the races next in line in each new run
 
 For race N (a receive r that got message m1 and could have got m2), ddbx runs the
 recorded command again, live and recorded: every message of the race but m2 is held at
@@ -40,6 +46,10 @@ whose receive happened before r keep their recorded winners the same way; everyt
 else runs as it comes. A held send waits at most --patience seconds for its receive (the
 new run may never make it), then goes on, and ddbx says so. Each new run is an ordinary
 recording in DIR/race-N (DIR: -o, default RUN-explore), which replay, races and view take.
+
+With --depth D above 1, each new run that flipped is explored in turn: its races that
+only the races flipped so far affect (the next ones to debug once those are set) are
+flipped, D flips deep: race-2.1 is race 1 of the run made by flipping race 2.
 
 A flip is checked on the new recording (`flipped`: r got m2's sender's message). A run
 fails when its program does not exit 0 or --fail-if holds at some consistent state.
@@ -76,6 +86,10 @@ pub struct Args {
     /// How long a held send waits at most for the receive it must follow, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_PATIENCE.as_secs_f64())]
     pub patience: f64,
+    /// Go on from each new run that flipped: flip its races that only the races flipped so
+    /// far affect, and so on, D flips deep; each run is named by its path (`race-2.1`).
+    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub depth: u32,
     /// Print one JSON object at the end instead of ddbx's lines.
     #[arg(long)]
     pub json: bool,
@@ -106,6 +120,7 @@ pub fn run(args: Args) -> Result<i32, Error> {
             (None, false) => Messages::Stderr,
         },
         patience: Duration::from_secs_f64(args.patience),
+        depth: args.depth as usize,
     })?;
     if args.json {
         super::write_json_message(&to_json(&args, &outcome), args.messages.as_deref())?;
@@ -148,7 +163,7 @@ fn print_text(outcome: &ExploreOutcome, out: &mut Lines) {
         let (actor, event) = f.receive;
         out.say(format!(
             "race {}: {actor} event {event} made to get {}",
-            f.race, f.wanted
+            f.name, f.wanted
         ));
         let held: Vec<String> = f.held.iter().map(|(a, k)| format!("{a}:{k}")).collect();
         out.say(format!("  held until their receives: {}", held.join(", ")));
@@ -162,6 +177,9 @@ fn print_text(outcome: &ExploreOutcome, out: &mut Lines) {
             if f.failed { ", failed" } else { "" },
             if f.flipped { "yes" } else { "no" }
         ));
+        for note in &f.notes {
+            out.say(format!("  not flipped? {note}"));
+        }
         out.say(format!("  replay: {}", replay_command(f)));
     }
     for (race, why) in &outcome.skipped {
@@ -171,7 +189,7 @@ fn print_text(outcome: &ExploreOutcome, out: &mut Lines) {
         .flips
         .iter()
         .filter(|f| f.failed)
-        .map(|f| f.race.to_string())
+        .map(|f| f.name.clone())
         .collect();
     let flipped = outcome.flips.iter().filter(|f| f.flipped).count();
     out.say(format!(
@@ -195,6 +213,8 @@ fn to_json(args: &Args, outcome: &ExploreOutcome) -> Value {
         .map(|f| {
             json!({
                 "race": f.race,
+                "path": f.path,
+                "name": f.name,
                 "actor": f.receive.0.to_string(),
                 "event": f.receive.1,
                 "wanted": f.wanted,
@@ -205,6 +225,7 @@ fn to_json(args: &Args, outcome: &ExploreOutcome) -> Value {
                 "root_status": json::status(f.record.root_status),
                 "failed": f.failed,
                 "fail_if": f.fail_if_held,
+                "notes": f.notes,
                 "replay": replay_command(f),
             })
         })
@@ -214,11 +235,11 @@ fn to_json(args: &Args, outcome: &ExploreOutcome) -> Value {
         .iter()
         .map(|(race, why)| json!({"race": race, "why": why}))
         .collect();
-    let failing: Vec<usize> = outcome
+    let failing: Vec<&str> = outcome
         .flips
         .iter()
         .filter(|f| f.failed)
-        .map(|f| f.race)
+        .map(|f| f.name.as_str())
         .collect();
     json!({
         "command": "explore",
