@@ -20,7 +20,7 @@ for p in race_fig004 flaky_accept; do
     gcc -O1 -Wall -Wextra -Werror $inc -o "$dir/$p" "tests/progs/$p.c"
 done
 make -s -C examples/figure1 OUT="$dir/fig1"
-ms() { date +%s%N | awk '{ printf "%d", $1 / 1000000 }'; }
+ms() { echo $(($(date +%s%N) / 1000000)); }
 # one NAME CMD...: native, record, explore --all, RUNS times.
 one() {
     name=$1
