@@ -175,6 +175,27 @@ fn a_race_that_does_not_exist_is_a_usage_error_and_makes_nothing() {
         .run(["explore", path_str(&tmp.join("nope")), "--all"])
         .output();
     assert_eq!(missing.code, 102, "{}", missing.stderr);
+    // An optimal recording has no sends: no race can be found in it, so none is flipped.
+    let optimal = tmp.join("optimal");
+    let out = DDBX
+        .run([
+            "record",
+            "--trace",
+            "optimal",
+            "-o",
+            path_str(&optimal),
+            "--",
+        ])
+        .args([path_str(&progs().join("late_winner"))])
+        .output();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let refused = DDBX.run(["explore", path_str(&optimal), "--all"]).output();
+    assert_eq!(refused.code, 102, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("expected a full recording"),
+        "{}",
+        refused.stderr
+    );
 }
 
 #[test]

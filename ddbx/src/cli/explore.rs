@@ -38,6 +38,7 @@ Examples:
                                         and say which runs failed
   ddbx replay run1-explore/race-2       replay the new run, as often as needed
   ddbx explore run1 --all --depth 2     then the races next in line in each new run
+  ddbx explore --all                    the latest recording made from this directory
 
 For race N (a receive r that got message m1 and could have got m2), ddbx runs the
 recorded command again, live and recorded: every message of the race but m2 is held at
@@ -62,8 +63,12 @@ Exit codes: 0 when every chosen race was explored, 2 usage, 102 bad recording,
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The recording whose races to flip.
+    /// The recording whose races to flip [default: the latest recording made from this
+    /// directory].
     #[arg(value_name = "RUN")]
+    pub given_dir: Option<PathBuf>,
+    /// The recording: RUN, or the latest one (filled in before `run`).
+    #[arg(skip)]
     pub dir: PathBuf,
     /// A race to flip, by its id in `ddbx races` (repeatable).
     #[arg(

@@ -236,6 +236,7 @@ fn fill_in_recording(command: &mut Command) -> Result<(), Error> {
         Command::Ps(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
         Command::Races(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
         Command::View(a) => a.dir = dir_or_latest(a.given_dir.take(), false)?,
+        Command::Explore(a) => a.dir = dir_or_latest(a.given_dir.take(), a.json)?,
         Command::Show(a) if a.obj.is_some() => {
             // With --obj, ACTOR is optional: one positional is DIR when it is a recording.
             let (dir, actor) = split(a.given_dir.take(), a.given_actor.take(), is_recording);
