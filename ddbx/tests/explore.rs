@@ -13,7 +13,7 @@ use std::path::Path;
 const DDBX: Ddbx = Ddbx(env!("CARGO_BIN_EXE_ddbx"));
 const BUG: &str = "bug: client 2 came first";
 /// Native runs that must all pass (the slow client never wins natively).
-const NATIVE_RUNS: usize = 20;
+const NATIVE_RUNS: usize = 100;
 
 /// Records `prog` into `dir`; its stdout.
 fn record(dir: &Path, prog: &str) -> String {

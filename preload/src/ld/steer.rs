@@ -26,7 +26,7 @@ impl Ld {
         // The GD answers every hold (at the latest when it gives up waiting); a GD gone ends
         // the wait too.
         while let Some(message) = self.receive() {
-            if message == GdToLd::Go {
+            if message == (GdToLd::Go { event: next }) {
                 return;
             }
         }

@@ -460,7 +460,10 @@ pub enum GdToLd {
     /// Answer to [`LdToGd::Kill`]: send it now.
     KillNow,
     /// Answer to [`LdToGd::Hold`]: make the event now.
-    Go,
+    Go {
+        /// The event held.
+        event: u64,
+    },
 }
 
 /// Encodes a message as one line (with its newline).

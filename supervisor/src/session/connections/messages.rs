@@ -364,7 +364,7 @@ fn did(gd: &GdState, actor: ActorId, event: u64) {
 /// was made (or its actor has exited), at most [`crate::session::Steering::patience`]; then `Go`.
 fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
     let Some(steering) = gd.steer.as_ref() else {
-        return GdToLd::Go;
+        return GdToLd::Go { event };
     };
     let firsts: Vec<StepAt> = steering
         .orders
@@ -381,7 +381,7 @@ fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
             .filter(|f| !tables.steered.done.contains(f) && !tables.registry.has_exited(f.0))
             .collect();
         if missing.is_empty() {
-            return GdToLd::Go;
+            return GdToLd::Go { event };
         }
         match gd.wait_until(tables, deadline) {
             Ok(t) => tables = t,
@@ -394,7 +394,7 @@ fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
                     steering.patience.as_secs(),
                     list.join(", ")
                 )));
-                return GdToLd::Go;
+                return GdToLd::Go { event };
             }
         }
     }
