@@ -102,15 +102,15 @@ pub struct Flip {
 pub struct ExploreOutcome {
     /// The directory holding the new recordings.
     pub dir: PathBuf,
-    /// The races flipped, in id order.
+    /// The races flipped: the recording's in id order, then the next depth's, run by run.
     pub flips: Vec<Flip>,
     /// The races that could not be flipped (named as [`Flip::name`]), with why.
     pub skipped: Vec<(String, String)>,
 }
 
 /// Flips the races `options.races` (or every unaffected race) of a recording, one new run
-/// each; with `options.depth` above 1, then the unaffected races of each new run that flipped,
-/// and so on.
+/// each; with `options.depth` above 1, then, in each new run that flipped, the races that only
+/// the races flipped so far affect, and so on.
 pub fn explore(options: ExploreOptions) -> Result<ExploreOutcome, Error> {
     let dir = &options.recording;
     let recording = Recording::open(dir)?;
