@@ -360,8 +360,9 @@ fn did(gd: &GdState, actor: ActorId, event: u64) {
     gd.changed.notify_all();
 }
 
-/// Steered record: `actor` is about to make `event` (`Hold`): waits until every receive it is ordered after
-/// was made (or its actor has exited), at most [`crate::session::Steering::patience`]; then `Go`.
+/// Steered record: `actor` is about to make `event` (`Hold`): waits until every receive it is
+/// ordered after was made (or its actor has exited), at most
+/// [`crate::session::Steering::patience`]; then `Go`.
 fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
     let Some(steering) = gd.steer.as_ref() else {
         return GdToLd::Go { event };
@@ -389,9 +390,9 @@ fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
                 drop(t);
                 let list: Vec<String> = missing.iter().map(|(a, k)| format!("{a}:{k}")).collect();
                 gd.send(MainEvent::Note(format!(
-                    "ddbx: {actor}'s event {event} was held {} s for {}, which did not come: \
-                     it went on (the run took another way)",
-                    steering.patience.as_secs(),
+                    "ddbx: {actor}'s event {event} was held {:.1} s for {}, which did not \
+                     come: it went on (the run took another way)",
+                    steering.patience.as_secs_f64(),
                     list.join(", ")
                 )));
                 return GdToLd::Go { event };
