@@ -3,8 +3,10 @@
  * trylock_busy: threads that try a mutex instead of waiting for it.
  *
  * trylock_busy [THREADS [ROUNDS]] (default 3 threads, 40 rounds): the main thread holds the
- * mutex while the threads start (they meet it at a barrier), computes a little and lets go,
- * so every thread's first trylock finds it held. Each thread, ROUNDS times,
+ * mutex while the threads start (they meet it at a barrier) and lets go only once a thread's
+ * trylock has found it held (a flag that thread sets), so at least one EBUSY comes whatever
+ * the scheduler does (a fixed computation instead let a loaded machine run the threads only
+ * after it, and no trylock met the mutex held). Each thread, ROUNDS times,
  * calls pthread_mutex_trylock until it gets the mutex (counting each EBUSY), holds it for a
  * little computation, and unlocks; between rounds it computes a little more. Then it takes
  * one round with pthread_mutex_timedlock (an already-passed deadline: ETIMEDOUT while another
@@ -24,6 +26,7 @@ static long busy[16];
 static char pattern[16][1001];
 static int timedout[16];
 static pthread_barrier_t start;
+static int any_busy; /* a trylock found the mutex held (atomic) */
 
 static void *worker(void *arg)
 {
@@ -36,6 +39,7 @@ static void *worker(void *arg)
         while (pthread_mutex_trylock(&lock) == EBUSY) {
             busy[me]++;
             met = 1;
+            __atomic_store_n(&any_busy, 1, __ATOMIC_RELEASE);
             sched_yield();
         }
         for (unsigned i = 0; i < 5000u; i++)
@@ -74,9 +78,8 @@ int main(int argc, char **argv)
         if (pthread_create(&t[i], NULL, worker, (void *)(long)i) != 0)
             fail("pthread_create");
     pthread_barrier_wait(&start);
-    volatile unsigned spin = 0;
-    for (unsigned i = 0; i < 5000000u; i++)
-        spin += i;
+    while (!__atomic_load_n(&any_busy, __ATOMIC_ACQUIRE))
+        sched_yield();
     pthread_mutex_unlock(&lock);
     for (int i = 1; i <= threads; i++)
         pthread_join(t[i], NULL);
