@@ -76,8 +76,6 @@ pub struct Flip {
     /// The races flipped from the recording explored to this run, this one last (`[2]` at
     /// depth 1; `[2, 1]`: race 1 of the run that flipped race 2).
     pub path: Vec<usize>,
-    /// The path as text, `2.1`; the run is in `race-2.1`.
-    pub name: String,
     /// Its receive.
     pub receive: Event,
     /// The message made to win it, as `ddbx races` describes it.
@@ -95,6 +93,13 @@ pub struct Flip {
     pub notes: Vec<String>,
     /// The new run's record.
     pub record: RecordOutcome,
+}
+
+impl Flip {
+    /// The path as text, `2.1`; the run is in `race-2.1`.
+    pub fn name(&self) -> String {
+        dotted(&self.path)
+    }
 }
 
 /// What `explore` did.
@@ -150,7 +155,7 @@ pub fn explore(options: ExploreOptions) -> Result<ExploreOutcome, Error> {
             let Some(flip) = flip else {
                 outcome
                     .skipped
-                    .push((name(&pending.path, race.id), why_not(race)));
+                    .push((dotted(&path_to(&pending.path, race.id)), why_not(race)));
                 continue;
             };
             if flip.flipped && flip.path.len() < options.depth {
@@ -194,12 +199,16 @@ fn next_races<'r>(races: &'r Races, fixed: &[Event]) -> Vec<&'r Race> {
 }
 
 /// `2.1`: race 1 of the run made by flipping race 2.
-fn name(path: &[usize], race: usize) -> String {
+fn dotted(path: &[usize]) -> String {
     path.iter()
-        .chain([&race])
         .map(|id| id.to_string())
         .collect::<Vec<_>>()
         .join(".")
+}
+
+/// The path of race `race` of the run made by the flips `path`.
+fn path_to(path: &[usize], race: usize) -> Vec<usize> {
+    path.iter().copied().chain([race]).collect()
 }
 
 /// Makes the output directory and starts the messages file (each run's lines are appended).
@@ -230,7 +239,8 @@ fn flip_one(
     let Some((wanted, orders)) = orders_for(race, races, clocks) else {
         return Ok(None);
     };
-    let label = name(&pending.path, race.id);
+    let path = path_to(&pending.path, race.id);
+    let label = dotted(&path);
     let steering = Steering {
         orders: orders.clone(),
         like: pending.recording.manifest.actors.clone(),
@@ -252,9 +262,14 @@ fn flip_one(
             race.receive.1
         )],
     )?;
-    let mut flip = judge(race, &wanted, orders, record, options.fail_if.as_deref())?;
-    flip.path = pending.path.iter().copied().chain([race.id]).collect();
-    flip.name = label;
+    let flip = judge(
+        race,
+        &wanted,
+        orders,
+        record,
+        options.fail_if.as_deref(),
+        path,
+    )?;
     Ok(Some(flip))
 }
 
@@ -346,13 +361,15 @@ fn why_not(race: &Race) -> String {
     }
 }
 
-/// What the new run did with the race: its receive's outcome, its exit, `fail_if`.
+/// What the new run (made by the flips `path`) did with the race: its receive's outcome, its
+/// exit, `fail_if`.
 fn judge(
     race: &Race,
     wanted: &Message,
     orders: Vec<Order>,
     record: RecordOutcome,
     fail_if: Option<&str>,
+    path: Vec<usize>,
 ) -> Result<Flip, Error> {
     let new = Recording::open(&record.dir)?;
     let (deps, clocks) = analyze(&new)?;
@@ -376,8 +393,7 @@ fn judge(
     };
     Ok(Flip {
         race: race.id,
-        path: vec![race.id],
-        name: race.id.to_string(),
+        path,
         receive: race.receive,
         wanted: wanted.describe(),
         held,

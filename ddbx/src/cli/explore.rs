@@ -168,7 +168,8 @@ fn print_text(outcome: &ExploreOutcome, out: &mut Lines) {
         let (actor, event) = f.receive;
         out.say(format!(
             "race {}: {actor} event {event} made to get {}",
-            f.name, f.wanted
+            f.name(),
+            f.wanted
         ));
         let held: Vec<String> = f.held.iter().map(|(a, k)| format!("{a}:{k}")).collect();
         out.say(format!("  held until their receives: {}", held.join(", ")));
@@ -194,7 +195,7 @@ fn print_text(outcome: &ExploreOutcome, out: &mut Lines) {
         .flips
         .iter()
         .filter(|f| f.failed)
-        .map(|f| f.name.clone())
+        .map(Flip::name)
         .collect();
     let flipped = outcome.flips.iter().filter(|f| f.flipped).count();
     out.say(format!(
@@ -219,7 +220,7 @@ fn to_json(args: &Args, outcome: &ExploreOutcome) -> Value {
             json!({
                 "race": f.race,
                 "path": f.path,
-                "name": f.name,
+                "name": f.name(),
                 "actor": f.receive.0.to_string(),
                 "event": f.receive.1,
                 "wanted": f.wanted,
@@ -240,11 +241,11 @@ fn to_json(args: &Args, outcome: &ExploreOutcome) -> Value {
         .iter()
         .map(|(race, why)| json!({"race": race, "why": why}))
         .collect();
-    let failing: Vec<&str> = outcome
+    let failing: Vec<String> = outcome
         .flips
         .iter()
         .filter(|f| f.failed)
-        .map(|f| f.name.as_str())
+        .map(Flip::name)
         .collect();
     json!({
         "command": "explore",
