@@ -97,12 +97,14 @@ pub mod term;
 
 pub use api::{
     DEFAULT_PATIENCE, DEFAULT_RUNS, Driver, Event, ExploreOptions, ExploreOutcome, FailingRun,
-    Failure, Flip, HaltingReplay, Messages, Observer, OutcomeKind, RecordOptions, RecordOutcome,
-    Recorder, ReplayOptions, ReplayOutcome, RunReport, UntilFail, UntilFailOutcome, explore,
-    record, replay, replay_driven, resolve_program,
+    Failure, Flip, HaltingReplay, LiveDriver, Messages, Observer, OutcomeKind, RecordOptions,
+    RecordOutcome, Recorder, ReplayOptions, ReplayOutcome, RunOptions, RunOutcome, RunReport,
+    UntilFail, UntilFailOutcome, explore, record, replay, replay_driven, resolve_program, run_live,
 };
 pub use ddbx_supervisor::Recording;
 pub use ddbx_supervisor::analysis::channels::{Channel, Endpoint};
-pub use ddbx_supervisor::session::{Divergence, End, HaltedActor, HaltedState, SessionEvent};
+pub use ddbx_supervisor::session::{
+    Divergence, End, HaltAction, HaltedActor, HaltedState, Resume, SessionEvent,
+};
 pub use ddbx_supervisor::wire;
 pub use error::Error;

@@ -555,6 +555,11 @@ pub unsafe fn format_addr(addr: *const libc::sockaddr, len: libc::socklen_t) -> 
     out
 }
 
+/// An IPv4 (`1.2.3.4:5`) or IPv6 (`[::1]:5`) address, as [`socket_addr`] writes them.
+pub fn inet(a: &str) -> bool {
+    a.starts_with(|c: char| c.is_ascii_digit() || c == '[')
+}
+
 /// The local (`peer == false`) or remote address of a socket, as text.
 pub fn socket_addr(fd: c_int, peer: bool) -> String {
     // SAFETY: sockaddr_storage is large enough for any address.

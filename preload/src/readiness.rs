@@ -47,6 +47,21 @@ pub trait ReadinessCall {
 
     /// The real call without timeout, restarted after a signal.
     fn call_without_timeout(&mut self) -> c_int;
+
+    /// A live run: the real call again with a timeout of `us` microseconds (what is left of
+    /// the program's in virtual time); `None` if it cannot be made again (a select whose sets
+    /// the timeout cleared).
+    fn call_for(&mut self, us: u64) -> Option<c_int>;
+
+    /// Every fd the call waits on (an epoll set's registrations included).
+    fn waits_on(&self) -> Vec<c_int> {
+        self.watched()
+    }
+}
+
+/// Microseconds as the milliseconds of a poll or epoll timeout, rounded up.
+fn ms_of(us: u64) -> c_int {
+    us.div_ceil(1000).min(c_int::MAX as u64) as c_int
 }
 
 fn describe(call: &str, fds: impl Iterator<Item = c_int>) -> String {
@@ -178,6 +193,13 @@ impl<F: FnMut() -> c_int> ReadinessCall for PollCall<F> {
         let (entries, n) = (entries.as_mut_ptr(), entries.len() as nfds_t);
         // SAFETY: the program's array of `n` pollfds.
         sys::restart_on_eintr(|| unsafe { real::poll(entries, n, -1) })
+    }
+
+    fn call_for(&mut self, us: u64) -> Option<c_int> {
+        let entries = self.entries_mut();
+        let (entries, n) = (entries.as_mut_ptr(), entries.len() as nfds_t);
+        // SAFETY: the program's array of `n` pollfds.
+        Some(unsafe { real::poll(entries, n, ms_of(us)) })
     }
 }
 
@@ -360,6 +382,26 @@ impl<F: FnMut() -> c_int> ReadinessCall for SelectCall<F> {
             return r;
         }
     }
+
+    fn call_for(&mut self, us: u64) -> Option<c_int> {
+        let set = self.read_as_passed.filter(|_| self.only_reads)?;
+        // SAFETY: the program's read set (not null, since it was saved).
+        unsafe { *self.read = set };
+        let mut tv = libc::timeval {
+            tv_sec: (us / 1_000_000) as libc::time_t,
+            tv_usec: (us % 1_000_000) as libc::suseconds_t,
+        };
+        // SAFETY: the program's sets and a timeval of ours.
+        Some(unsafe {
+            real::select(
+                self.n,
+                self.read,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut tv,
+            )
+        })
+    }
 }
 
 /// An epoll_wait (or epoll_pwait, epoll_pwait2) into the program's epoll_event array, valid
@@ -510,5 +552,18 @@ impl<F: FnMut() -> c_int> ReadinessCall for EpollCall<F> {
         self.translate(r);
         sys::set_errno(err);
         r
+    }
+
+    fn call_for(&mut self, us: u64) -> Option<c_int> {
+        // SAFETY: the program's array of `max` events (epoll_wait's contract).
+        let r = unsafe { real::epoll_wait(self.ep, self.events, self.max, ms_of(us)) };
+        let err = sys::errno();
+        self.translate(r);
+        sys::set_errno(err);
+        Some(r)
+    }
+
+    fn waits_on(&self) -> Vec<c_int> {
+        epoll::registered(self.ep)
     }
 }

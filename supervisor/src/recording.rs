@@ -84,6 +84,17 @@ pub struct Sketch {
     /// because its peers' histories show that they happened: a connect the killed process
     /// never logged (`supervisor/src/recording/unlogged.rs`).
     pub unlogged: Vec<Record>,
+    /// The origins of the children it created (its `Fork` and `Spawn` records).
+    pub children: Vec<Origin>,
+}
+
+/// The origin of the child that `parent`'s `Fork` or `Spawn` record created.
+fn child_of(parent: ActorId, record: &Record) -> Option<Origin> {
+    match *record {
+        Record::Fork { index } => Some(Origin::Fork { parent, index }),
+        Record::Spawn { index } => Some(Origin::Spawn { parent, index }),
+        _ => None,
+    }
 }
 
 impl Sketch {
@@ -105,6 +116,11 @@ impl Sketch {
                 .collect(),
             unlogged_connect: history.unlogged_connect.clone(),
             unlogged: Vec::new(),
+            children: history
+                .records
+                .iter()
+                .filter_map(|r| child_of(history.actor, r))
+                .collect(),
         }
     }
 
@@ -126,6 +142,7 @@ impl Sketch {
             kept: Vec::new(),
             unlogged_connect: None,
             unlogged: Vec::new(),
+            children: Vec::new(),
         };
         while let Some(entry) = reader.next_entry()? {
             match entry {
@@ -134,6 +151,7 @@ impl Sketch {
                     if filter.keep(&record) {
                         sketch.kept.push((event, record.clone()));
                     }
+                    sketch.children.extend(child_of(sketch.actor, &record));
                     if sketch.first.is_none() {
                         sketch.first = Some(record.clone());
                     }
@@ -364,6 +382,18 @@ impl Recording {
                 s.unlogged.push(u.record);
             }
         }
+    }
+
+    /// The children the record created that never joined its session (killed before they
+    /// said `Hello`): their parents' histories have the fork, the manifest has no actor for
+    /// them. A replay creates them again; they have nothing to replay.
+    pub fn unjoined_children(&self) -> Vec<Origin> {
+        let known = |o: &Origin| self.manifest.actors.iter().any(|a| a.origin == *o);
+        self.sketches
+            .iter()
+            .flat_map(|s| s.children.iter().copied())
+            .filter(|o| !known(o))
+            .collect()
     }
 
     /// The history of an actor.

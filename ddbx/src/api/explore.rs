@@ -255,6 +255,7 @@ fn flip_one(
         &record_options,
         run.clone(),
         Some(Box::new(steering)),
+        None,
         vec![format!(
             "ddbx: race {label}: {} made to win {}:{}",
             wanted.describe(),

@@ -12,6 +12,9 @@
 //! * `explore.rs`: [`explore`](explore()) flips races of a recording, one new recorded run
 //!   each.
 //!
+//! * `live.rs`: [`run_live`] runs a program live, recorded, and halts it without replay where
+//!   a predicate first holds (paper 001's lazy halting).
+//!
 //! * `events.rs`: what a run tells an [`Observer`] as it happens ([`Event`]).
 //!
 //! This file holds what both directions share: where ddbx's lines go ([`Messages`]), how a
@@ -21,6 +24,7 @@ pub mod environment;
 mod events;
 mod explore;
 mod halting;
+mod live;
 mod record;
 mod replay;
 mod until_fail;
@@ -28,6 +32,7 @@ mod until_fail;
 pub use events::{Event, Observer};
 pub use explore::{DEFAULT_PATIENCE, ExploreOptions, ExploreOutcome, Flip, explore};
 pub use halting::HaltingReplay;
+pub use live::{LiveDriver, RunOptions, RunOutcome, describe_live, run_live};
 pub use record::{RecordOptions, RecordOutcome, record};
 pub use replay::{Driver, ReplayOptions, ReplayOutcome, replay, replay_driven};
 pub use until_fail::{
@@ -228,7 +233,7 @@ fn open_sink(messages: &Messages) -> Result<Sink, Error> {
 
 /// Like [`open_sink`], appending to a file already started (where it cannot be opened any
 /// more, the lines go nowhere).
-fn open_sink_append(messages: &Messages) -> Sink {
+pub(crate) fn open_sink_append(messages: &Messages) -> Sink {
     let Messages::File(path) = messages else {
         return open_sink(messages).unwrap_or_else(|_| Box::new(|_: &str| {}));
     };

@@ -72,7 +72,7 @@ pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
         env_left_out,
         program,
     };
-    record_run(&options, run, None, notes)
+    record_run(&options, run, None, None, notes)
 }
 
 /// A run to record: the root's command, directory and environment.
@@ -90,12 +90,14 @@ pub(super) struct Run {
     pub(super) program: PathBuf,
 }
 
-/// Records `run` into `options.out_dir` (steered by `steer`, if given), showing `notes` after
-/// the first line.
+/// Records `run` into `options.out_dir` (steered by `steer`, or halted live where `live`'s
+/// request holds and then driven by its callback, if given), showing `notes` after the first
+/// line.
 pub(super) fn record_run(
     options: &RecordOptions,
     run: Run,
     steer: Option<Box<session::Steering>>,
+    live: Option<(session::HaltRequest, session::OnHalt)>,
     notes: Vec<String>,
 ) -> Result<RecordOutcome, Error> {
     let out_dir = match &options.out_dir {
@@ -122,10 +124,12 @@ pub(super) fn record_run(
         state_dir: &runtime.state_dir(),
         total_events: None,
     });
+    let (live, on_halt) = live.unzip();
     let outcome = session::run(SessionConfig {
         mode: SessionMode::Record {
             out_dir: out_dir.clone(),
             steer,
+            live,
         },
         argv: run.argv,
         program: run.program,
@@ -136,12 +140,13 @@ pub(super) fn record_run(
         runtime,
         handle_signals: options.handle_signals,
         on_message: lines.sink,
-        on_halt: None,
+        on_halt,
         on_event: options.observer.session_callback(),
     })?;
     let kind = OutcomeKind::of(&outcome.end);
     let exit_code = match &outcome.end {
         End::Complete | End::ReachedEnd => outcome.root_status.map_or(0, ExitStatus::code),
+        End::Halted(_) => 0,
         other => end_code(other),
     };
     let mut messages = lines.kept;

@@ -140,6 +140,12 @@ fn session_json(event: &SessionEvent) -> Option<Value> {
             "actor": actor.map(|a| a.to_string()),
             "what": what,
         }),
+        SessionEvent::ActorStopped { actor, events, why } => json!({
+            "event": "actor_stopped",
+            "actor": actor.to_string(),
+            "events": events,
+            "why": why,
+        }),
         SessionEvent::Stopped(_) => return None,
         SessionEvent::Finishing => json!({"event": "finishing"}),
     })

@@ -22,6 +22,7 @@ pub mod ps;
 pub mod races;
 pub mod record;
 pub mod replay;
+pub mod run;
 pub mod show;
 pub mod until_fail;
 pub mod view;
@@ -46,6 +47,9 @@ Examples:
   ddbx races ddbx-run-1              the message races, locally-first and unaffected ones
   ddbx view ddbx-run-1 -o run.html   the event, first-race and affects views, one HTML file
   ddbx explore ddbx-run-1 --race 2   a new recorded run in which race 2 has another winner
+  ddbx run --break-if 'p1.x == 1' -- ./server
+                                     halt a live run where it holds, no replay (the others
+                                     stop lazily, when they next talk to a stopped process)
   ddbx replay --stop-if 'x1==1 && x4==1'
                                      without DIR: the latest recording made from this
                                      directory (also ps, show, inf, races, view)
@@ -102,6 +106,8 @@ pub enum Command {
     Races(races::Args),
     /// Flip message races: a new recorded run in which a race has another winner.
     Explore(explore::Args),
+    /// Run a program live, recorded, and halt it without replay where a predicate first holds.
+    Run(run::Args),
     /// Write the event, first-race, affects and abstract affects views as one HTML file (or a
     /// ShiViz log, or Chrome/Perfetto trace JSON).
     View(view::Args),
@@ -113,7 +119,7 @@ pub enum Command {
     Man(pages::ManArgs),
     /// Help on a command, or on a topic: `ddbx help predicates` (the `stop if` language).
     Help {
-        /// A command (record, replay, ps, show, inf, races, explore, view, doctor, completions, man) or
+        /// A command (record, replay, run, ps, show, inf, races, explore, view, doctor, completions, man) or
         /// `predicates`.
         topic: Option<String>,
     },
@@ -141,7 +147,7 @@ fn help(topic: Option<&str>) -> Result<i32, Error> {
                 Ok(0)
             }
             None => Err(Error::Usage(format!(
-                "no help topic `{name}`: expected a command (record, replay, ps, show, inf, races, \
+                "no help topic `{name}`: expected a command (record, replay, run, ps, show, inf, races, \
                  explore, view, doctor, completions, man) or `predicates`"
             ))),
         },
@@ -151,10 +157,10 @@ fn help(topic: Option<&str>) -> Result<i32, Error> {
 /// Runs `ddbx` with the process's arguments; returns the exit code.
 pub fn main() -> i32 {
     let command = std::env::args().nth(1).unwrap_or_default();
-    if !matches!(command.as_str(), "record" | "replay") {
+    if !matches!(command.as_str(), "record" | "replay" | "run" | "explore") {
         // Commands that only print end quietly when their reader goes away (`| head`), like
-        // other Unix tools. (record and replay keep ignoring SIGPIPE: the GD writes to LD
-        // sockets that a dying process may have closed.)
+        // other Unix tools. (The commands that run sessions keep ignoring SIGPIPE: the GD
+        // writes to LD sockets that a dying process may have closed.)
         // SAFETY: resetting a signal disposition to its default installs no handler, and no
         // other thread runs yet.
         let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
@@ -212,6 +218,7 @@ where
             Command::Races(args) => races::run(args),
             Command::View(args) => view::run(args),
             Command::Explore(args) => explore::run(args),
+            Command::Run(args) => run::run(args),
             Command::Doctor(args) => doctor::run(args),
             Command::Completions(args) => pages::completions(args),
             Command::Man(args) => pages::man(args),

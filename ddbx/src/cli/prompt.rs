@@ -334,7 +334,8 @@ fn words(text: &str) -> Vec<String> {
     out
 }
 
-fn gdb(state: &HaltedState, rest: &str, out: &mut dyn Write) {
+/// `gdb pN [ARGS…]`: gdb on a process held at a halt (a replay's passive one, a live run's).
+pub(crate) fn gdb(state: &HaltedState, rest: &str, out: &mut dyn Write) {
     let args = words(rest);
     let Some(actor) = args.first() else {
         let _ = writeln!(out, "expected `gdb pN`");
@@ -344,7 +345,10 @@ fn gdb(state: &HaltedState, rest: &str, out: &mut dyn Write) {
         let _ = writeln!(out, "gdb: no actor `{actor}` (`ps` lists them)");
         return;
     };
-    let Some(pid) = a.pid.filter(|_| a.status.starts_with("passive")) else {
+    let held = ["passive", "stopped", "running"]
+        .iter()
+        .any(|s| a.status.starts_with(s));
+    let Some(pid) = a.pid.filter(|_| held) else {
         let _ = writeln!(
             out,
             "gdb: {actor} is not a live held process ({})",

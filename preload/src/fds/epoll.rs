@@ -149,3 +149,15 @@ pub fn fd_of(ep: c_int, data: u64) -> Option<c_int> {
             .then(|| r.fd.load(Ordering::Relaxed))
     })
 }
+
+/// Every fd registered in `ep` (a scan of the whole table: for the rare waits that need it).
+pub fn registered(ep: c_int) -> Vec<c_int> {
+    let Some(key) = id(ep).map(|i| i.key()) else {
+        return Vec::new();
+    };
+    REGISTRATIONS
+        .iter()
+        .filter(|r| r.epoll.load(Ordering::Relaxed) == key)
+        .map(|r| r.fd.load(Ordering::Relaxed))
+        .collect()
+}

@@ -33,10 +33,15 @@ impl Ld {
         self.note_connection(record);
         if self.trace.as_ref().is_some_and(|t| t.recording) {
             self.queue(record, Decision::Logged);
-            return;
+        } else {
+            self.note_thread();
+            write_line(self.history_fd, record);
         }
-        self.note_thread();
-        write_line(self.history_fd, record);
+        // Last: an actor that stops here has its event in its history (a run that ends at
+        // the halt replays to it). Not at its exit: a process that ends does not stand.
+        if !matches!(record, Record::Exit { .. }) {
+            self.live_after();
+        }
     }
 
     /// In a process with threads: a `~t` line before an event of another thread than the
@@ -223,6 +228,7 @@ impl Ld {
         self.counters.count(record);
         self.note_connection(record);
         self.queue(record, decision);
+        self.live_after();
     }
 
     /// Optimal tracing: a connection just made finds its side channels now, while both

@@ -7,6 +7,7 @@
 //! caller (`hooks/process.rs`, which also registers the fork and exit handlers) hands it to
 //! `record/process.rs` or `replay/process.rs`.
 
+use super::live::LiveState;
 use super::{HaltState, Ld, ObservedGlobal, ReplayState};
 use crate::{fds, sys};
 use ddbx_wire::history::{Origin, Record};
@@ -57,6 +58,7 @@ pub fn start() -> Option<Joined> {
         replay: None,
         halt: None,
         steer: None,
+        live: None,
         in_wait: false,
         counters: Default::default(),
         probes: Vec::new(),
@@ -231,10 +233,12 @@ impl Ld {
                 halting,
                 passed,
                 steer,
+                live,
             } => {
                 let files = self.take_passed(&passed);
                 self.halt = halting.map(HaltState::new);
                 self.steer = steer.filter(|_| mode == Mode::Record);
+                self.live = live.filter(|_| mode == Mode::Record).map(LiveState::new);
                 self.actor = actor;
                 self.mode = mode;
                 let state_fd = files.state.unwrap_or_else(|| {
@@ -402,6 +406,8 @@ impl Ld {
         let path = std::path::Path::new(&plan.history);
         let loaded = match passed {
             Some(file) => ddbx_wire::History::load_file(path, file),
+            // A child killed before it joined (`Registry::expecting_unjoined`): no events.
+            None if plan.history.is_empty() => Ok(ddbx_wire::History::empty(self.actor)),
             None => ddbx_wire::History::load(path),
         };
         let mut history = match loaded {

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod gd;
 pub mod journal;
 pub mod lifecycle;
+pub mod live;
 pub mod own_values;
 pub mod pids;
 pub mod reaps;
@@ -24,6 +25,7 @@ pub mod sent;
 pub mod steer;
 pub mod threads;
 pub mod turns;
+pub mod variables;
 
 use ddbx_wire::counters::Counters;
 use ddbx_wire::history::Record;
@@ -273,6 +275,8 @@ pub struct Ld {
     pub halt: Option<HaltState>,
     /// Steered record (`ddbx explore`): which events wait for the GD, which are told to it.
     pub steer: Option<ddbx_wire::proto::SteerPlan>,
+    /// A live run (`ddbx run --break-if`): the breakpoint and the clock page.
+    pub live: Option<live::LiveState>,
     /// The call being replayed would block (a receive, accept, connect, readiness wait).
     pub in_wait: bool,
     /// Built-in counters.
@@ -415,6 +419,11 @@ impl Ld {
     /// Claims the next child number (fork or posix_spawn).
     pub fn next_child(&mut self) -> u32 {
         self.progress().children.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The number the next child will get, without taking it.
+    pub fn peek_next_child(&self) -> u32 {
+        self.progress().children.load(Ordering::Relaxed) + 1
     }
 
     /// Whether pipes made by the session's processes are channels here: always in a record; in

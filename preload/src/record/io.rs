@@ -25,8 +25,15 @@ pub fn recv(
     mut call: impl FnMut(usize) -> isize,
     (gather, passed): (impl Fn(usize) -> Vec<u8>, impl Fn() -> Vec<c_int>),
 ) -> isize {
+    ld.live_touch(fd, "a receive");
+    let start = ld.live_wait_start();
     // Logged once it returns, with the baton put down meanwhile (`baton.rs`).
-    let r = crate::baton::put_down_for(|| call(len));
+    let mut r = crate::baton::put_down_for(|| call(len));
+    if r < 0
+        && let Some(start) = start
+    {
+        r = recv_again(ld, fd, flags, start, || call(len)).unwrap_or(r);
+    }
     let err = sys::errno();
     let passed = if r > 0 { passed() } else { Vec::new() };
     if flags & libc::MSG_PEEK != 0 && r >= 0 {
@@ -58,6 +65,81 @@ pub fn recv(
     r
 }
 
+/// A live run: a blocking receive on `fd` that timed out (`SO_RCVTIMEO`) with a halt in
+/// between receives again for what is left of its timeout in virtual time, if its peer stood
+/// in the halt. `None`: the timeout stands.
+fn recv_again(
+    ld: &mut Ld,
+    fd: c_int,
+    flags: c_int,
+    start: crate::ld::live::WaitStart,
+    mut call: impl FnMut() -> isize,
+) -> Option<isize> {
+    if sys::errno() != libc::EAGAIN || flags & libc::MSG_DONTWAIT != 0 {
+        return None;
+    }
+    // SAFETY: F_GETFL reads the description's flags.
+    let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) };
+    if fl < 0 || fl as c_int & libc::O_NONBLOCK != 0 {
+        return None;
+    }
+    let timeout = receive_timeout(fd)?;
+    let mut r = None;
+    while let Some(left) = ld.live_timed_out(start, &[fd], timeout, "a receive") {
+        set_receive_timeout(fd, left);
+        let got = crate::baton::put_down_for(&mut call);
+        let err = sys::errno();
+        set_receive_timeout(fd, timeout);
+        sys::set_errno(err);
+        r = Some(got);
+        if got >= 0 || err != libc::EAGAIN {
+            break;
+        }
+    }
+    r
+}
+
+/// `fd`'s `SO_RCVTIMEO` in µs (`None`: none).
+fn receive_timeout(fd: c_int) -> Option<u64> {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: a timeval of ours and its length.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getsockopt,
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &mut tv as *mut libc::timeval,
+            &mut len as *mut libc::socklen_t,
+        )
+    };
+    let us = tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    (r == 0 && us > 0).then_some(us)
+}
+
+/// Sets `fd`'s `SO_RCVTIMEO` to `us` µs.
+fn set_receive_timeout(fd: c_int, us: u64) {
+    let tv = libc::timeval {
+        tv_sec: (us / 1_000_000) as libc::time_t,
+        tv_usec: (us % 1_000_000) as libc::suseconds_t,
+    };
+    // SAFETY: a timeval of ours and its length.
+    unsafe {
+        libc::syscall(
+            libc::SYS_setsockopt,
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const libc::timeval,
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+}
+
 /// A send of `len` bytes on `fd` that passes the fds `passed` (`SCM_RIGHTS`, sendmsg only);
 /// `call(offset, n)` sends bytes `offset..offset + n`; `gather(offset, n)` copies those bytes.
 pub fn send(
@@ -68,6 +150,7 @@ pub fn send(
     gather: impl Fn(usize, usize) -> Vec<u8>,
 ) -> isize {
     ld.steer_before();
+    ld.live_touch(fd, "a send");
     if ld.trace.is_none() {
         super::peers::before_send(ld, fd);
         let (r, turn) = if crate::fds::pipes::is_recorded(fd) {

@@ -32,8 +32,12 @@
 //!
 //! Unix stream sockets, and optimal tracing (whose side channels decide), are left as they
 //! were: bytes kept, the pass decides.
+//!
+//! In a live run (`ddbx run`) a connection's note is as long as its maker's pid (a sparse
+//! file: nothing is written), so that the other end can name the process it talks to
+//! (`preload/src/ld/live.rs`).
 
-use crate::fds;
+use crate::fds::{self, inet};
 use crate::ld::Ld;
 use libc::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -222,6 +226,12 @@ fn note_at(ld: &Ld, fd: c_int, name: &str) {
             0,
         )
     };
+    if r == 0 && ld.live.is_some() {
+        // A live run: the note's size is this process's pid (`peer_pid`); the file stays
+        // sparse, nothing is written.
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::syscall(libc::SYS_truncate, p, crate::sys::getpid() as libc::off_t) };
+    }
     if r == 0 || crate::sys::errno() == libc::EEXIST {
         fds::update(fd, fds::ENDPOINT_NOTED, 0);
         NOTED.store(true, Ordering::Relaxed);
@@ -263,17 +273,5 @@ fn exists_at(ld: &Ld, name: &str) -> bool {
 
 /// `<runtime>/ep/<from>><to>`, or `<runtime>/ep/<from>` when `to` is empty.
 fn path(ld: &Ld, from: &str, to: &str) -> Option<Vec<u8>> {
-    let mut path = ld.runtime_dir()?.to_vec();
-    path.extend_from_slice(b"/ep/");
-    path.extend_from_slice(from.as_bytes());
-    if !to.is_empty() {
-        path.push(b'>');
-        path.extend_from_slice(to.as_bytes());
-    }
-    Some(path)
-}
-
-/// An IPv4 (`1.2.3.4:5`) or IPv6 (`[::1]:5`) address.
-fn inet(a: &str) -> bool {
-    a.starts_with(|c: char| c.is_ascii_digit() || c == '[')
+    ld.endpoint_note(from, to)
 }

@@ -12,7 +12,13 @@ use libc::c_int;
 /// call that reported one fd readable, out of fds watched for reading only, may go unlogged.
 pub fn wait<C: ReadinessCall>(ld: &mut Ld, call: &mut C) -> c_int {
     // Logged once it returns, with the baton put down meanwhile (`baton.rs`).
-    let r = crate::baton::put_down_for(|| call.call());
+    let start = ld.live_wait_start();
+    let mut r = crate::baton::put_down_for(|| call.call());
+    if r == 0
+        && let (Some(start), Some(timeout)) = (start, call.timeout_us().filter(|t| *t > 0))
+    {
+        r = wait_again(ld, call, start, timeout);
+    }
     let err = sys::errno();
     let ready = match call.ready_fds(r) {
         Ok(ready) => ready,
@@ -29,6 +35,28 @@ pub fn wait<C: ReadinessCall>(ld: &mut Ld, call: &mut C) -> c_int {
     }
     sys::set_errno(err);
     r
+}
+
+/// A live run: a timed wait that timed out with a halt in between waits again for what is
+/// left of its timeout in virtual time, if a peer it waits for stood in the halt.
+fn wait_again<C: ReadinessCall>(
+    ld: &mut Ld,
+    call: &mut C,
+    start: crate::ld::live::WaitStart,
+    timeout: u64,
+) -> c_int {
+    let what = call.describe();
+    loop {
+        let fds = call.waits_on();
+        let Some(left) = ld.live_timed_out(start, &fds, timeout, &what) else {
+            return 0;
+        };
+        match crate::baton::put_down_for(|| call.call_for(left)) {
+            Some(0) => continue,
+            Some(r) => return r,
+            None => return 0,
+        }
+    }
 }
 
 /// The record of a readiness call that returned `r` with these ready fds.

@@ -24,9 +24,22 @@ pub fn start(ld: &mut Ld, first: &Record) {
     cursor::advance(ld, first);
 }
 
-/// Before a fork: a halting replay may hold the actor at it.
+/// Before a fork: a halting replay may hold the actor at it. Past the end of a history that
+/// was cut short (the recorded process was killed before this fork: a live run ended at its
+/// halt), the fork must not make a child the record never had: the process waits here for the
+/// end, as at any other event past its end (`cursor::diverge`).
 pub fn before_fork(ld: &mut Ld) {
     cursor::gate(ld);
+    if ld.next_record().is_none() {
+        let index = ld.peek_next_child();
+        let unlogged = ld
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.unlogged_children.contains(&index));
+        if !unlogged {
+            cursor::diverge(ld, &Record::Fork { index }.to_line());
+        }
+    }
 }
 
 /// After a fork, in the parent: the fork of child number `ld.fork_index`.

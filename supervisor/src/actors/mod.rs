@@ -22,6 +22,7 @@ mod resolve;
 pub use resolve::{HelloFacts, Resolution, describe};
 
 use ddbx_wire::ActorId;
+use ddbx_wire::history::Origin;
 use ddbx_wire::manifest::{ActorInfo, ExitStatus, Reap};
 use std::collections::HashMap;
 
@@ -34,8 +35,12 @@ enum Mode {
     /// Record: the next id to hand out, and the actors of an earlier recording whose ids a
     /// new process created the same way takes (a steered record, `ddbx explore`).
     Record { next_id: u32, like: Vec<ActorInfo> },
-    /// Replay: the recorded actors, looked up by origin.
-    Replay { recorded: Vec<ActorInfo> },
+    /// Replay: the recorded actors, looked up by origin; and the children the record created
+    /// that never joined (killed before their `Hello`), with the ids they get here.
+    Replay {
+        recorded: Vec<ActorInfo>,
+        unjoined: Vec<(Origin, ActorId)>,
+    },
 }
 
 /// A process the registry has seen.
@@ -86,7 +91,34 @@ impl Registry {
 
     /// A registry for replaying the recorded actors `recorded` (the recording's manifest).
     pub fn for_replay(ddbx_pid: i32, host: &str, recorded: Vec<ActorInfo>) -> Registry {
-        Registry::new(Mode::Replay { recorded }, ddbx_pid, host)
+        Registry::new(
+            Mode::Replay {
+                recorded,
+                unjoined: Vec::new(),
+            },
+            ddbx_pid,
+            host,
+        )
+    }
+
+    /// The same registry, expecting in replay the children of `unjoined` origins: created by
+    /// the record (their parents' histories have the fork) but killed before they joined
+    /// (a run that ended at a live halt, a kill right after a fork). Each gets an id above
+    /// the recorded ones; with no history, it waits at its end until the replay ends.
+    pub fn expecting_unjoined(mut self, unjoined: Vec<Origin>) -> Registry {
+        if let Mode::Replay {
+            recorded,
+            unjoined: expected,
+        } = &mut self.mode
+        {
+            let first = recorded.iter().map(|a| a.id.0 + 1).max().unwrap_or(2);
+            *expected = unjoined
+                .into_iter()
+                .zip(first..)
+                .map(|(origin, n)| (origin, ActorId(n)))
+                .collect();
+        }
+        self
     }
 
     fn new(mode: Mode, ddbx_pid: i32, host: &str) -> Registry {

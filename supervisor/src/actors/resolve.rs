@@ -149,8 +149,12 @@ impl Registry {
                 *next_id += 1;
                 Ok(id)
             }
-            Mode::Replay { recorded } => match recorded.iter().find(|a| a.origin == origin) {
+            Mode::Replay { recorded, unjoined } => match recorded
+                .iter()
+                .find(|a| a.origin == origin)
+            {
                 Some(info) => Ok(info.id),
+                None if let Some((_, id)) = unjoined.iter().find(|(o, _)| *o == origin) => Ok(*id),
                 None => Err(format!(
                     "a process the record did not have: created as {}",
                     describe(origin)

@@ -33,6 +33,16 @@ pub enum SessionEvent {
         /// How it ended.
         status: ExitStatus,
     },
+    /// A live run (`ddbx run`): an actor stopped, at its breakpoint or delayed by a stopped
+    /// one (paper 001's lazy halting).
+    ActorStopped {
+        /// The actor.
+        actor: ActorId,
+        /// Events it made.
+        events: u64,
+        /// `break`, or `delayed by p3`.
+        why: String,
+    },
     /// The session stops early: a divergence, an unsupported call (the first one only).
     Stopped(End),
     /// Every process is gone; the session writes its end (a record strips its channel data).

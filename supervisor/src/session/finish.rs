@@ -130,13 +130,20 @@ pub(super) fn outcome(
 /// right after the fork: `timeout` relaying a SIGTERM to its group) leaves an empty history
 /// file, and the recording would not load. Each such history gets its header, full or
 /// optimal as the root's, and the `Start` the GD knows of (pid, parent's pid, origin, command,
-/// host): the actor was killed after its first event, as its replay then is.
+/// host): the actor was killed after its first event, as its replay then is. A history
+/// killed after its header and before its `Start` (a live run ended at its halt right after a
+/// fork) gets the `Start` the same way.
 fn start_empty_histories(dir: &Path, actors: &[ActorInfo]) {
     use ddbx_wire::history::{Trace, header_line, header_line_optimal, trace_of};
     let optimal = trace_of(&Manifest::history_path(dir, ActorId::ROOT)) == Trace::Optimal;
     for info in actors {
         let path = Manifest::history_path(dir, info.id);
-        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let empty = meta.is_file() && meta.len() == 0;
+        let header_only = meta.is_file() && !empty && events_in(&path) == Some(0);
+        if !empty && !header_only {
             continue;
         }
         let parent = info.origin.parent();
@@ -148,14 +155,21 @@ fn start_empty_histories(dir: &Path, actors: &[ActorInfo]) {
             argv: info.argv.clone(),
             host: info.host.clone(),
         };
-        let mut text = if optimal {
-            header_line_optimal(info.id)
-        } else {
-            header_line(info.id)
+        let mut text = match (header_only, optimal) {
+            (true, _) => String::new(),
+            (false, true) => header_line_optimal(info.id),
+            (false, false) => header_line(info.id),
         };
         text.push_str(&start.to_line());
         text.push('\n');
-        let _ = std::fs::write(&path, text);
+        let _ = if header_only {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        } else {
+            std::fs::write(&path, text)
+        };
     }
 }
 

@@ -9,6 +9,7 @@ use super::halted::{HaltedState, Observation, Resume};
 use super::halting::Halting;
 use super::handover::Handovers;
 use super::joins::Execs;
+use super::live::Live;
 use super::matcher::ConnectTable;
 use super::outcome::Divergence;
 use super::plans::RecordedEnd;
@@ -64,6 +65,8 @@ pub(super) struct Tables {
     pub(super) execs: Execs,
     /// A steered record: the receives its orders wait for that were made.
     pub(super) steered: Steered,
+    /// A live run (`ddbx run --break-if`): its breakpoint and halts.
+    pub(super) live: Option<Live>,
 }
 
 /// The state shared by the session's threads (see the module doc).
@@ -429,6 +432,27 @@ impl GdState {
         self.lock().halting.as_mut().is_some_and(Halting::resend)
     }
 
+    /// Whether this is a live run (`ddbx run --break-if`).
+    pub(crate) fn is_live(&self) -> bool {
+        self.lock().live.is_some()
+    }
+
+    /// Live run: the halted state now, if a halt is on.
+    pub(crate) fn live_state(&self) -> Option<HaltedState> {
+        let tables = self.lock();
+        let live = tables.live.as_ref()?;
+        live.halt_on()?;
+        Some(live.state(&tables.registry))
+    }
+
+    /// Live run: `cont`: the halt is over, every stopped actor goes on.
+    pub(crate) fn live_resume(&self) {
+        if let Some(live) = self.lock().live.as_mut() {
+            live.resume();
+        }
+        self.changed.notify_all();
+    }
+
     /// Halting: the predicate still looked for (halting neither given up nor ended by a halt).
     pub(crate) fn pending_predicate(&self) -> Option<String> {
         let tables = self.lock();
@@ -478,6 +502,7 @@ impl Tables {
             handovers: Handovers::default(),
             execs: Execs::default(),
             steered: Steered::default(),
+            live: None,
         }
     }
 }

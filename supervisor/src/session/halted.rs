@@ -87,6 +87,9 @@ pub enum HaltAction {
     Hold,
     /// Run on from the halted state, and call the callback again at the next halt.
     Resume(Resume),
+    /// Look again: the callback is called anew with the state as it is now (a live run's
+    /// changes while it stands; a replay's does not).
+    Refresh,
 }
 
 /// Where a halted replay runs on to.

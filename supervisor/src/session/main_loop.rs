@@ -269,6 +269,11 @@ impl<'a> MainLoop<'a> {
     /// SIGINT or SIGTERM: a held halt ends halted; anything else ends interrupted.
     fn on_signal(&mut self, signal: i32) {
         if let Some(state) = self.held.take() {
+            let live = self.gd.live_state();
+            if live.is_some() {
+                procs::freeze_descendants();
+            }
+            let state = live.unwrap_or(state);
             self.stop = Some(End::Halted(Box::new(state)));
             self.held_until = Some(signal);
         } else if self.stop.is_none() {
@@ -295,6 +300,9 @@ impl<'a> MainLoop<'a> {
         if self.stop.is_some() {
             return;
         }
+        if self.gd.is_live() {
+            return self.on_live_halt();
+        }
         let Some(CollectedHalt { state, holds }) = self.gd.collect_halted_state(REPORT_LIMIT)
         else {
             return;
@@ -307,18 +315,53 @@ impl<'a> MainLoop<'a> {
             self.gd.release();
             return;
         }
-        let action = match self.on_halt.as_mut() {
-            Some(callback) => callback(&state),
-            None if self.hold => HaltAction::Hold,
-            None => HaltAction::Kill,
+        // A replay's halted state does not change while it stands: a `Refresh` asks again.
+        let action = loop {
+            let action = match self.on_halt.as_mut() {
+                Some(callback) => callback(&state),
+                None if self.hold => HaltAction::Hold,
+                None => HaltAction::Kill,
+            };
+            if action != HaltAction::Refresh {
+                break action;
+            }
         };
         match action {
             HaltAction::Resume(resume) => self.gd.resume(&resume),
             HaltAction::Hold => self.hold_at(state),
-            HaltAction::Kill => {
+            HaltAction::Kill | HaltAction::Refresh => {
                 self.stop = Some(End::Halted(Box::new(state)));
                 procs::kill_descendants();
             }
+        }
+    }
+
+    /// A live run halted (`ddbx run`): its state changes while it stands (actors that
+    /// interact with stopped ones stop in turn, others run on), so each look at it is made
+    /// anew; `cont` ends the halt.
+    fn on_live_halt(&mut self) {
+        loop {
+            let Some(state) = self.gd.live_state() else {
+                return;
+            };
+            let action = match self.on_halt.as_mut() {
+                Some(callback) => callback(&state),
+                None if self.hold => HaltAction::Hold,
+                None => HaltAction::Kill,
+            };
+            match action {
+                HaltAction::Refresh => continue,
+                HaltAction::Resume(_) => self.gd.live_resume(),
+                HaltAction::Hold => self.hold_at(state),
+                HaltAction::Kill => {
+                    let state = self.gd.live_state().unwrap_or(state);
+                    self.stop = Some(End::Halted(Box::new(state)));
+                    // No process may record another's death as its last event.
+                    procs::freeze_descendants();
+                    procs::kill_descendants();
+                }
+            }
+            return;
         }
     }
 
@@ -328,8 +371,10 @@ impl<'a> MainLoop<'a> {
             .actors
             .iter()
             .filter_map(|a| {
-                self.gd
-                    .halted_pid(a.actor)
+                // A live run's state has the pids; a halting replay's GD knows them.
+                a.pid
+                    .filter(|_| a.status.starts_with("stopped"))
+                    .or_else(|| self.gd.halted_pid(a.actor))
                     .map(|pid| format!("{} pid {pid}", a.actor))
             })
             .collect();

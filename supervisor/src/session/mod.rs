@@ -32,6 +32,7 @@ mod joins;
 mod launch;
 mod ld_writer;
 mod lifeline;
+mod live;
 mod main_loop;
 mod manifest;
 pub mod matcher;
@@ -77,6 +78,9 @@ pub enum SessionMode {
         /// A steered record (`ddbx explore`): the message orders to keep (`None`: a plain
         /// record).
         steer: Option<Box<Steering>>,
+        /// A live run (`ddbx run --break-if`): halt without replay where this predicate
+        /// first holds (`None`: a plain record).
+        live: Option<HaltRequest>,
     },
     /// Replay a loaded recording.
     Replay {
@@ -318,7 +322,8 @@ fn start_gd(
     let registry = match (recording, mode.steering()) {
         (None, Some(steer)) => Registry::for_record_like(ddbx_pid, facts.host, steer.like.clone()),
         (None, None) => Registry::for_record(ddbx_pid, facts.host),
-        (Some(r), _) => Registry::for_replay(ddbx_pid, facts.host, r.manifest.actors.clone()),
+        (Some(r), _) => Registry::for_replay(ddbx_pid, facts.host, r.manifest.actors.clone())
+            .expecting_unjoined(r.unjoined_children()),
     };
     let first_manifest = manifest::first_manifest(facts);
     if let Some(dir) = manifest_dir {
@@ -338,8 +343,17 @@ fn start_gd(
         (Some(request), Some(r)) => Some(Halting::new(r, request, runtime.state_dir())),
         _ => None,
     };
+    let live = match mode {
+        SessionMode::Record {
+            live: Some(request),
+            ..
+        } => Some(live::Live::new(request.clone(), runtime.path())?),
+        _ => None,
+    };
+    let mut tables = Tables::new(registry, first_manifest, halting);
+    tables.live = live;
     let gd = GdState::new(
-        Tables::new(registry, first_manifest, halting),
+        tables,
         plans,
         ends,
         manifest_dir.clone(),

@@ -135,6 +135,28 @@ pub fn kill_descendants() -> usize {
     kill_descendants_but(&[])
 }
 
+/// Stops every live descendant (SIGSTOP), until no new one appears (a few rounds at most),
+/// so that none of them runs again before it dies: a process that a kill is about to end then
+/// sees nothing of the others' deaths (a reset, an end of stream), which its history would
+/// keep as its last events (a live run ended at its halt).
+pub fn freeze_descendants() {
+    let me = std::process::id() as i32;
+    let mut stopped: Vec<i32> = Vec::new();
+    for _ in 0..8 {
+        let new: Vec<i32> = descendants(me)
+            .into_iter()
+            .filter(|pid| !stopped.contains(pid))
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        for pid in new {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+            stopped.push(pid);
+        }
+    }
+}
+
 /// Sends SIGKILL to every live descendant of this process but those in `spare`. Returns how
 /// many were sent.
 pub fn kill_descendants_but(spare: &[i32]) -> usize {

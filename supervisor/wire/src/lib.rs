@@ -15,6 +15,7 @@
 //! * [`elf`]: telling statically linked programs (which ddbx cannot see into) apart;
 //! * [`errno`] and [`events`]: small value types that print readably in histories;
 //! * [`counters`]: the built-in counters every actor has (`p3.recvs`), counted once for all;
+//! * [`live_clock`]: the page that tells the LDs of a live run whether it is halted;
 //! * [`exit`]: ddbx's exit codes, the same in the `ddbx` command and in the LD;
 //! * [`file`]: reading a recording's files, refusing what is not a regular file (a FIFO).
 //!
@@ -29,6 +30,7 @@ pub mod exit;
 pub mod file;
 pub mod history;
 pub mod ids;
+pub mod live_clock;
 pub mod locks;
 pub mod manifest;
 pub mod pred;

@@ -264,6 +264,38 @@ pub enum LdToGd {
         /// The event it made.
         event: u64,
     },
+    /// Live run (`ddbx run --break-if`): after `events` events the actor's simple predicate
+    /// became true (`holds`) or false. When it became true the LD waits for
+    /// [`GdToLd::Proceed`]: at once if the whole predicate does not hold yet, else when the
+    /// halt this starts is over (`cont`).
+    Break {
+        /// The actor.
+        actor: ActorId,
+        /// Events made.
+        events: u64,
+        /// Whether its simple predicate holds now.
+        holds: bool,
+        /// Its variables (probes, counters, the globals its predicate reads) when it holds.
+        vars: Vec<(String, i64)>,
+    },
+    /// Live run, during a halt: the actor is about to interact with the process `peer` (a
+    /// send to it, a receive from it, a connect), or a wait of its for that peer's channel
+    /// timed out (`timed_out`). Answered by [`GdToLd::Proceed`]: at once if the peer runs,
+    /// else when the halt is over (the actor is *delayed* there: paper 001's lazy halting).
+    Touch {
+        /// The actor.
+        actor: ActorId,
+        /// Events made.
+        events: u64,
+        /// The peer's process id.
+        peer: i32,
+        /// A wait's timeout expired (rather than an interaction about to be made).
+        timed_out: bool,
+        /// What the actor is about to do (`a send on fd 5`), for the halted state.
+        doing: String,
+        /// Its variables (probes, counters).
+        vars: Vec<(String, i64)>,
+    },
     /// The actor's posix_spawn of `program` as `uid` made its child number `index`: that
     /// child must say `Hello` (claiming `Spawn { parent: actor, index }`).
     Spawned {
@@ -367,6 +399,17 @@ pub struct SteerPlan {
     pub report: Vec<u64>,
 }
 
+/// What an LD must know in a live run (`ddbx run --break-if`, paper 001).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct LivePlan {
+    /// This actor's simple predicate (`None`: it has none, and never stops by itself).
+    #[serde(with = "crate::pred::postfix")]
+    pub sp: Option<crate::pred::Expr>,
+    /// The session's clock page (see [`crate::live_clock`]), mapped for reading: whether a
+    /// halt is on, and how long the halts so far lasted.
+    pub clock: String,
+}
+
 /// What an LD must know in a halting replay (`ddbx replay --stop-if`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct HaltPlan {
@@ -420,6 +463,9 @@ pub enum GdToLd {
         /// Steered record only (`ddbx explore`): which events wait and which are told.
         #[serde(default)]
         steer: Option<SteerPlan>,
+        /// Live run only (`ddbx run`): this actor's breakpoint and the session's clock.
+        #[serde(default)]
+        live: Option<LivePlan>,
     },
     /// Answer to `WhoIs`: the connect event that made this connection (`None`: not managed).
     Peer {
@@ -463,6 +509,13 @@ pub enum GdToLd {
     Go {
         /// The event held.
         event: u64,
+    },
+    /// Answer to [`LdToGd::Break`] and [`LdToGd::Touch`]: go on.
+    Proceed {
+        /// The peer named by a `Touch` was stopped in the halt that the actor's wait
+        /// overlapped, or the actor waited for the halt to end: a timed wait for it starts
+        /// again with what is left of its timeout in virtual time.
+        peer_stopped: bool,
     },
 }
 

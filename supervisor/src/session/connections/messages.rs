@@ -9,6 +9,7 @@ use crate::session::events::{MainEvent, SessionEvent};
 use crate::session::gd_state::{GdState, Passthrough};
 use crate::session::halted::{HaltedActor, Observation};
 use crate::session::halting::PassiveNote;
+use crate::session::live::{BreakAnswer, TouchAnswer};
 use crate::session::outcome::{Divergence, End};
 use crate::session::procs;
 use crate::session::steer::StepAt;
@@ -46,6 +47,7 @@ pub(super) fn handle(gd: &GdState, from: &Connection, message: LdToGd) -> Option
         LdToGd::Kill { pid, sig } => return Some(kill_now(gd, pid, sig)),
         LdToGd::Hold { actor, event } => return Some(hold(gd, actor, event)),
         LdToGd::Did { actor, event } => did(gd, actor, event),
+        m @ (LdToGd::Break { .. } | LdToGd::Touch { .. }) => return live_message(gd, m),
         LdToGd::AtEnd { actor, events: _ } => at_end(gd, actor),
         LdToGd::Signal { actor, pid, sig } => gd.lock().registry.signalled(pid, actor, sig),
         LdToGd::Passthrough { actor, what } => passthrough(gd, actor, what),
@@ -398,5 +400,106 @@ fn hold(gd: &GdState, actor: ActorId, event: u64) -> GdToLd {
                 return GdToLd::Go { event };
             }
         }
+    }
+}
+
+/// Live run: a `Break` or a `Touch`; the answer, if one is due.
+fn live_message(gd: &GdState, message: LdToGd) -> Option<GdToLd> {
+    match message {
+        LdToGd::Break {
+            actor,
+            events,
+            holds,
+            vars,
+        } => live_break(gd, actor, events, holds, vars),
+        LdToGd::Touch {
+            actor,
+            events,
+            peer,
+            timed_out,
+            doing,
+            vars,
+        } => Some(touch(gd, actor, events, peer, (timed_out, doing), vars)),
+        _ => None,
+    }
+}
+
+/// Live run: `actor`'s simple predicate became true or false (`Break`). When it became true
+/// and completes the predicate, a halt starts with this actor stopped: the answer waits until
+/// the halt is over (or the session ends).
+fn live_break(
+    gd: &GdState,
+    actor: ActorId,
+    events: u64,
+    holds: bool,
+    vars: Vec<(String, i64)>,
+) -> Option<GdToLd> {
+    let mut tables = gd.lock();
+    let live = tables.live.as_mut()?;
+    let answer = live.on_break(actor, events, holds, vars);
+    if !holds {
+        return None;
+    }
+    let BreakAnswer::Halts(number) = answer else {
+        return Some(GdToLd::Proceed {
+            peer_stopped: false,
+        });
+    };
+    gd.send(MainEvent::Event(SessionEvent::ActorStopped {
+        actor,
+        events,
+        why: "break".into(),
+    }));
+    gd.send(MainEvent::Halted);
+    wait_for_halt_end(gd, tables, number);
+    Some(GdToLd::Proceed {
+        peer_stopped: false,
+    })
+}
+
+/// Live run, during a halt: `actor` is about to interact with process `peer`, or its wait
+/// for it timed out (`Touch`). Delayed until the halt is over if the peer stands.
+fn touch(
+    gd: &GdState,
+    actor: ActorId,
+    events: u64,
+    peer: i32,
+    doing: (bool, String),
+    vars: Vec<(String, i64)>,
+) -> GdToLd {
+    let mut tables = gd.lock();
+    let peer = tables.registry.live_actor(peer);
+    let Some(live) = tables.live.as_mut() else {
+        return GdToLd::Proceed {
+            peer_stopped: false,
+        };
+    };
+    match live.on_touch(actor, peer, events, doing, vars) {
+        TouchAnswer::Proceed(peer_stopped) => GdToLd::Proceed { peer_stopped },
+        TouchAnswer::Delayed(number) => {
+            let why = format!(
+                "delayed by {}",
+                peer.map(|p| p.to_string()).unwrap_or_default()
+            );
+            gd.send(MainEvent::Event(SessionEvent::ActorStopped {
+                actor,
+                events,
+                why,
+            }));
+            gd.changed.notify_all();
+            wait_for_halt_end(gd, tables, number);
+            GdToLd::Proceed { peer_stopped: true }
+        }
+    }
+}
+
+/// Waits until halt `number` is over (`cont`) or the session ends.
+fn wait_for_halt_end(
+    gd: &GdState,
+    mut tables: std::sync::MutexGuard<'_, crate::session::gd_state::Tables>,
+    number: u64,
+) {
+    while !tables.ending && tables.live.as_ref().and_then(|l| l.halt_on()) == Some(number) {
+        tables = gd.wait(tables);
     }
 }

@@ -157,6 +157,7 @@ fn welcome_reply(
         halting,
         passed,
         steer: gd.steer.as_ref().and_then(|s| s.plan_for(actor)),
+        live: gd.lock().live.as_ref().map(|l| l.plan_for(actor)),
     };
     (reply, fds)
 }

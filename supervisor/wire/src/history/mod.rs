@@ -187,6 +187,17 @@ pub struct HistoryError {
 }
 
 impl History {
+    /// The history of an actor that made no event.
+    pub fn empty(actor: ActorId) -> History {
+        History {
+            actor,
+            records: Vec::new(),
+            values: Vec::new(),
+            truncated: false,
+            unlogged_connect: None,
+        }
+    }
+
     /// The thread that made each event (event *k* is index *k − 1*), from the history's `~t`
     /// lines ([`value::Value::Thread`]): `t1` until the first, and again from each `Exec` (an
     /// image starts with its main thread). Empty when the history names no thread.
