@@ -115,12 +115,14 @@ pub fn run(args: Args) -> Result<i32, Error> {
         Some(lines) => lines.observer("run"),
         None => crate::api::Observer::default(),
     };
+    let predicate = break_predicate(args.break_if, &args.break_at)?;
     let prompt = !args.no_prompt && (args.prompt || super::prompt::stdin_is_terminal());
     let driver = if prompt {
         Some(prompt_driver())
     } else {
         Some(quiet_driver(messages.clone(), args.hold))
     };
+    let sink = messages.clone();
     let outcome = run_live(RunOptions {
         record: RecordOptions {
             command: args.command,
@@ -130,12 +132,17 @@ pub fn run(args: Args) -> Result<i32, Error> {
             observer,
             env_exclude: args.env_exclude,
         },
-        break_if: break_predicate(args.break_if, &args.break_at)?,
+        break_if: predicate.clone(),
         driver,
         hold: args.hold,
     })?;
     let record = &outcome.record;
     super::latest::remember(&record.dir);
+    if outcome.halts.is_empty() && record.kind == crate::api::OutcomeKind::Complete {
+        open_sink_append(&sink)(&format!(
+            "ddbx: `{predicate}` never held: the program ran to its end"
+        ));
+    }
     if quiet {
         let (_, problem) = json::end_details(&record.end);
         let value = serde_json::json!({
