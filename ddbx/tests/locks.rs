@@ -232,3 +232,27 @@ fn semaphore_posts_and_trywaits_replay_the_recorded_order() {
         );
     }
 }
+
+/// Read-write locks are lock objects, their accesses marked read or write (paper 000): what
+/// each reader saw of the writers' log, and which of its tries found the lock busy, is a race
+/// natively, and every replay prints the record's. `show --obj 1` names the object a rwlock.
+#[test]
+fn read_write_locks_replay_who_read_what_and_which_tries_found_it_busy() {
+    let program = progs().join("rwlock_race");
+    assert_races_natively(&program, &[]);
+    let tmp = TempDir::new("locks-rw");
+    record_and_replay(&tmp, &program, &[]);
+    let rec = tmp.join("rec");
+    let locks = std::fs::read_to_string(rec.join("history/p1.locks")).unwrap_or_default();
+    for op in [" rdlock 0", " wrlock 0", " tryrdlock ", " trywrlock "] {
+        assert!(
+            locks.contains(op),
+            "no `{op}` in the lock history:\n{locks}"
+        );
+    }
+    let shown = DDBX
+        .run(["show", path_str(&rec), "--obj", "1"])
+        .success()
+        .stdout;
+    assert!(shown.contains("(rwlock)"), "{shown}");
+}

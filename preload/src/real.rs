@@ -188,6 +188,16 @@ reals! {
     fn sem_trywait(s: *mut libc::sem_t) -> c_int;
     fn sem_timedwait(s: *mut libc::sem_t, t: *const timespec) -> c_int;
     fn sem_clockwait(s: *mut libc::sem_t, clock: libc::clockid_t, t: *const timespec) -> c_int;
+    fn pthread_rwlock_rdlock(l: *mut libc::pthread_rwlock_t) -> c_int;
+    fn pthread_rwlock_tryrdlock(l: *mut libc::pthread_rwlock_t) -> c_int;
+    fn pthread_rwlock_timedrdlock(l: *mut libc::pthread_rwlock_t, t: *const timespec) -> c_int;
+    fn pthread_rwlock_clockrdlock(l: *mut libc::pthread_rwlock_t, clock: libc::clockid_t, t: *const timespec) -> c_int;
+    fn pthread_rwlock_wrlock(l: *mut libc::pthread_rwlock_t) -> c_int;
+    fn pthread_rwlock_trywrlock(l: *mut libc::pthread_rwlock_t) -> c_int;
+    fn pthread_rwlock_timedwrlock(l: *mut libc::pthread_rwlock_t, t: *const timespec) -> c_int;
+    fn pthread_rwlock_clockwrlock(l: *mut libc::pthread_rwlock_t, clock: libc::clockid_t, t: *const timespec) -> c_int;
+    fn pthread_rwlock_init(l: *mut libc::pthread_rwlock_t, attr: *const libc::pthread_rwlockattr_t) -> c_int;
+    fn pthread_rwlock_destroy(l: *mut libc::pthread_rwlock_t) -> c_int;
 }
 
 static FCNTL: AtomicUsize = AtomicUsize::new(0);

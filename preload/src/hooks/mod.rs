@@ -23,6 +23,7 @@ pub mod probe;
 pub mod process;
 pub mod pthread;
 pub mod resolv;
+pub mod rwlock;
 pub mod semaphore;
 pub mod signal;
 pub mod sigwait;

@@ -366,14 +366,7 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
         // No more accesses, or a stall on the thread table: on without it.
         return Turn::Free;
     };
-    let same = access.op == op
-        || matches!(
-            (access.op, op),
-            (
-                Op::Lock | Op::TryLock | Op::TimedLock,
-                Op::Lock | Op::TryLock | Op::TimedLock
-            )
-        );
+    let same = access.op == op || (family(op) != 0 && family(access.op) == family(op));
     if !same {
         return Turn::Diverged(Mismatch {
             object,
@@ -384,6 +377,17 @@ pub fn wait_turn(plan: &Plan, object: u32, me: u32, op: Op) -> Turn {
         });
     }
     Turn::Mine(at, access)
+}
+
+/// The acquisitions that may stand for one another (a lock, a trylock and a timed lock of the
+/// same kind: the record's succeeded, replay's takes it as a lock); 0 for the other ops.
+fn family(op: Op) -> u8 {
+    match op {
+        Op::Lock | Op::TryLock | Op::TimedLock => 1,
+        Op::RdLock | Op::TryRdLock | Op::TimedRdLock => 2,
+        Op::WrLock | Op::TryWrLock | Op::TimedWrLock => 3,
+        _ => 0,
+    }
 }
 
 /// Access `at` of `object` is done: the next one may come.

@@ -14,7 +14,8 @@
 //! A line is `o<object> <index> t<thread> <op> <arg>`: the `index`-th access to the object
 //! (its birth, `new`, is access 0); with ` x<count>` after it, the line stands for `count`
 //! equal accesses from `index` on (a [`Run`]: a thread taking a mutex again and again). Object 0 is the process's thread table (`create`, `exit`,
-//! `join`); objects 1, 2, … are the mutexes and condition variables, numbered in the order the
+//! `join`); objects 1, 2, … are the mutexes, condition variables, semaphores and read-write
+//! locks (`rdlock`, `wrlock` and their try and timed forms), numbered in the order the
 //! record first touched them, so never by address. A mutex's accesses are its acquisitions
 //! and failed attempts (a condition wait's `woke` is an acquisition); unlocks are not written,
 //! as in paper 000: the next acquisition's turn orders them. `arg` is the call's result (an errno value,
@@ -75,10 +76,22 @@ pub enum Op {
     /// `sem_wait`, `sem_trywait`, `sem_timedwait`, `sem_clockwait` returned (`arg` 0: it took
     /// one; otherwise its errno: 11 EAGAIN, 110 ETIMEDOUT, 4 EINTR).
     Take,
+    /// `pthread_rwlock_rdlock`: a read acquisition (several readers may hold the lock).
+    RdLock,
+    /// `pthread_rwlock_tryrdlock` (`arg` 16: EBUSY, a writer held it).
+    TryRdLock,
+    /// `pthread_rwlock_timedrdlock` or `clockrdlock` (`arg` 110: ETIMEDOUT).
+    TimedRdLock,
+    /// `pthread_rwlock_wrlock`: a write acquisition (alone).
+    WrLock,
+    /// `pthread_rwlock_trywrlock` (`arg` 16: EBUSY).
+    TryWrLock,
+    /// `pthread_rwlock_timedwrlock` or `clockwrlock` (`arg` 110: ETIMEDOUT).
+    TimedWrLock,
 }
 
 /// Every [`Op`], in `repr` order, with its name in the file.
-const OPS: [(Op, &str); 14] = [
+const OPS: [(Op, &str); 20] = [
     (Op::New, "new"),
     (Op::Lock, "lock"),
     (Op::TryLock, "trylock"),
@@ -93,7 +106,16 @@ const OPS: [(Op, &str); 14] = [
     (Op::Join, "join"),
     (Op::Post, "post"),
     (Op::Take, "take"),
+    (Op::RdLock, "rdlock"),
+    (Op::TryRdLock, "tryrdlock"),
+    (Op::TimedRdLock, "timedrdlock"),
+    (Op::WrLock, "wrlock"),
+    (Op::TryWrLock, "trywrlock"),
+    (Op::TimedWrLock, "timedwrlock"),
 ];
+
+/// The longest name in [`OPS`].
+const NAME_MAX: usize = 11;
 
 impl Op {
     /// Its name in the file.
@@ -122,8 +144,10 @@ pub mod kind {
     pub const COND: u32 = 2;
     /// A `sem_t` (an unnamed POSIX semaphore).
     pub const SEM: u32 = 3;
+    /// A `pthread_rwlock_t`.
+    pub const RWLOCK: u32 = 4;
     /// Names, by kind.
-    pub const NAMES: [&str; 4] = ["threads", "mutex", "cond", "sem"];
+    pub const NAMES: [&str; 5] = ["threads", "mutex", "cond", "sem", "rwlock"];
 }
 
 /// One access to a lock object.
@@ -179,9 +203,9 @@ pub fn write_line(buf: &mut [u8], object: u32, index: u64, a: Access, count: u64
     // A fixed-size copy (no call to memcpy on the hook path); the NUL bytes after the name
     // are overwritten by what follows.
     let name = a.op.name().as_bytes();
-    let mut padded = [0u8; 9];
+    let mut padded = [0u8; NAME_MAX];
     padded[..name.len()].copy_from_slice(name);
-    buf[n..n + 9].copy_from_slice(&padded);
+    buf[n..n + NAME_MAX].copy_from_slice(&padded);
     n += name.len();
     buf[n] = b' ';
     n += 1;
@@ -207,7 +231,7 @@ fn write_decimal(buf: &mut [u8], v: u64) -> usize {
 }
 
 /// The longest line [`write_line`] writes.
-pub const MAX_LINE: usize = 1 + 10 + 1 + 20 + 2 + 10 + 1 + 9 + 1 + 10 + 2 + 20 + 1;
+pub const MAX_LINE: usize = 1 + 10 + 1 + 20 + 2 + 10 + 1 + NAME_MAX + 1 + 10 + 2 + 20 + 1;
 
 /// Consecutive accesses of one object that are the same (thread, op, arg): one line
 /// (`o1 5 t2 lock 0 x37`: accesses 5 to 41). A contended mutex is mostly taken again by the
