@@ -284,3 +284,36 @@ fn break_at_stops_right_after_that_event() {
     assert_eq!(halt["cut"]["p1"], 5, "{json}");
     assert_eq!(history_events(&rec, "p1"), 5);
 }
+
+#[test]
+fn a_program_name_names_the_first_process_that_runs_it() {
+    let tmp = TempDir::new("live-prog");
+    let json_file = tmp.join("out.json");
+    let out = DDBX
+        .run([
+            "run",
+            "--break-if",
+            "lazy_halt.asked == 1",
+            "--no-prompt",
+            "--json",
+        ])
+        .args([
+            "--messages",
+            path_str(&json_file),
+            "-o",
+            path_str(&tmp.join("run")),
+            "--",
+        ])
+        .args([path_str(&progs().join("lazy_halt"))])
+        .output();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&json_file).expect("json");
+    let json = parse_json(&text, "ddbx run --json");
+    let halt = &json["halts"][0];
+    assert_eq!(
+        halted_actor(halt, "p1")["status"],
+        "stopped (break)",
+        "{json}"
+    );
+    assert_eq!(halted_actor(halt, "p1")["vars"]["asked"], 1, "{json}");
+}

@@ -10,8 +10,9 @@ use super::record::{Run, record_run, refuse_unseen, session_env};
 use super::{RecordOptions, RecordOutcome, environment, path_variable, resolve_program};
 use crate::error::Error;
 use ddbx_supervisor::predicate::{self, Catalog, Class};
-use ddbx_supervisor::session::{HaltAction, HaltRequest, HaltedState};
+use ddbx_supervisor::session::{HaltAction, HaltRequest, HaltedState, LiveRequest};
 use ddbx_supervisor::wire::ActorId;
+use ddbx_supervisor::wire::pred::{ActorRef, Expr, VarRef};
 use std::sync::{Arc, Mutex};
 
 /// Decides at each halt of a live run how to go on; called again with the state as it is
@@ -23,7 +24,8 @@ pub struct RunOptions {
     /// The record's options: command, recording directory, messages, observer.
     pub record: RecordOptions,
     /// The breakpoint: a conjunction of conditions on single processes, named `pN.var` (or
-    /// `varN`), over probes and counters (`p2.recvs >= 3`).
+    /// `varN`) or `program.var` (the first process image that runs `program`), over probes
+    /// and counters (`p2.recvs >= 3 && redis-server.accepts >= 4`).
     pub break_if: String,
     /// How to go on at each halt (`None`: end every process at the first one, or hold them
     /// with `hold`).
@@ -42,15 +44,24 @@ pub struct RunOutcome {
 }
 
 /// The actors a live predicate may name: none is known before the run, so `pN` names any
-/// actor the run will have, and a bare `xN` is `x` of `pN`.
-struct LiveCatalog;
+/// actor the run will have, a bare `xN` is `x` of `pN`, and `program.x` is `x` of the first
+/// process image that runs `program` (a placeholder id until it joins).
+struct LiveCatalog {
+    /// How many programs the predicate names (their placeholders).
+    programs: u32,
+}
 
 /// Highest actor number a live predicate may name.
 const MAX_ACTOR: u32 = 100_000;
+/// The placeholder id of the first program a live predicate names (then one per program).
+const PLACEHOLDER: u32 = 1_000_000;
 
 impl Catalog for LiveCatalog {
     fn actors(&self) -> Vec<ActorId> {
-        (1..=MAX_ACTOR).map(ActorId).collect()
+        (1..=MAX_ACTOR)
+            .chain(PLACEHOLDER..PLACEHOLDER + self.programs)
+            .map(ActorId)
+            .collect()
     }
 
     fn program_names(&self, _: ActorId) -> Vec<String> {
@@ -62,16 +73,61 @@ impl Catalog for LiveCatalog {
     }
 }
 
+/// `expr` with each `program.x` made `x` of a placeholder actor, one per program (added to
+/// `programs`, in order).
+fn placeholders(expr: Expr, programs: &mut Vec<String>) -> Expr {
+    let mut go = |e: Box<Expr>| Box::new(placeholders(*e, programs));
+    match expr {
+        Expr::Var(VarRef {
+            actor: ActorRef::Program(program),
+            name,
+            ty,
+        }) => {
+            let index = match programs.iter().position(|p| *p == program) {
+                Some(i) => i,
+                None => {
+                    programs.push(program);
+                    programs.len() - 1
+                }
+            };
+            Expr::Var(VarRef {
+                actor: ActorRef::Id(ActorId(PLACEHOLDER + index as u32)),
+                name,
+                ty,
+            })
+        }
+        Expr::Not(e) => Expr::Not(go(e)),
+        Expr::Neg(e) => Expr::Neg(go(e)),
+        Expr::Bin(op, l, r) => {
+            let l = go(l);
+            Expr::Bin(op, l, go(r))
+        }
+        other => other,
+    }
+}
+
 /// The halt request of `--break-if text`, which must be conjunctive.
-fn break_request(text: &str) -> Result<HaltRequest, Error> {
+fn break_request(text: &str) -> Result<LiveRequest, Error> {
     let parsed = predicate::parse(text)
         .map_err(|e| Error::Usage(format!("--break-if: {}", e.render(text))))?;
-    let expr = predicate::resolve(parsed, &LiveCatalog)
+    let mut programs = Vec::new();
+    let parsed = placeholders(parsed, &mut programs);
+    let catalog = LiveCatalog {
+        programs: programs.len() as u32,
+    };
+    let expr = predicate::resolve(parsed, &catalog)
         .map_err(|e| Error::Usage(format!("--break-if `{text}`: {e}")))?;
     match predicate::classify(&expr) {
-        Class::Conjunctive(primary) => Ok(HaltRequest {
-            primary,
-            text: text.to_string(),
+        Class::Conjunctive(primary) => Ok(LiveRequest {
+            request: HaltRequest {
+                primary,
+                text: text.to_string(),
+            },
+            programs: programs
+                .into_iter()
+                .zip(PLACEHOLDER..)
+                .map(|(p, n)| (ActorId(n), p))
+                .collect(),
         }),
         Class::General { reason } => Err(Error::Usage(format!(
             "--break-if `{text}`: {reason}. A live run halts at a conjunction of conditions \

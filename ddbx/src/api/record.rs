@@ -97,7 +97,7 @@ pub(super) fn record_run(
     options: &RecordOptions,
     run: Run,
     steer: Option<Box<session::Steering>>,
-    live: Option<(session::HaltRequest, session::OnHalt)>,
+    live: Option<(session::LiveRequest, session::OnHalt)>,
     notes: Vec<String>,
 ) -> Result<RecordOutcome, Error> {
     let out_dir = match &options.out_dir {

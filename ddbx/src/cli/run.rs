@@ -35,9 +35,10 @@ run on. A wait's timeout (poll, epoll, select, SO_RCVTIMEO) does not expire beca
 of a halt: it counts virtual time, the time the program did not stand still.
 
 P names processes as pN (p1 is the program started; the others in the order they
-appear), over probes and the built-in counters (`ddbx help predicates`); a bare xN
-is x of pN. Only conjunctions of conditions on single processes (`p1.x == 1 &&
-p3.sends >= 2`).
+appear) or as PROGRAM.VAR (the first process image that runs PROGRAM, the basename
+of its argv[0]: `server.x == 1`), over probes and the built-in counters (`ddbx help
+predicates`); a bare xN is x of pN. Only conjunctions of conditions on single
+processes (`p1.x == 1 && p3.sends >= 2`).
 
 At the halt, with a terminal on stdin or --prompt, the (ddbx) prompt reads: show,
 ps, print pN.VAR, cont (run on as if nobody had stopped; halt again when P becomes

@@ -22,6 +22,7 @@ use crate::actors::Registry;
 use crate::error::{Error, Result};
 use ddbx_wire::ActorId;
 use ddbx_wire::live_clock::{self, LiveClock};
+use ddbx_wire::pred;
 use ddbx_wire::proto::LivePlan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::AsRawFd;
@@ -117,6 +118,17 @@ struct HaltOn {
     stopped: BTreeMap<ActorId, Stopped>,
 }
 
+/// What a live run halts at: a conjunctive predicate, some of whose simple predicates may be
+/// about a program rather than an actor (`redis-server.recvs >= 4`): those stand under a
+/// placeholder id until the first process image running that program joins, which takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveRequest {
+    /// The predicate, per actor (or placeholder).
+    pub request: HaltRequest,
+    /// Each placeholder id of `request` and the program (basename of argv\[0\]) it stands for.
+    pub programs: Vec<(ActorId, String)>,
+}
+
 /// What a `Break` that says the predicate holds gets.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum BreakAnswer {
@@ -139,6 +151,8 @@ pub(crate) enum TouchAnswer {
 #[derive(Debug)]
 pub(crate) struct Live {
     request: HaltRequest,
+    /// Placeholders not taken yet, with their programs.
+    programs: Vec<(ActorId, String)>,
     page: ClockPage,
     /// The actors whose simple predicate holds, as they last said.
     holds: BTreeSet<ActorId>,
@@ -150,15 +164,51 @@ pub(crate) struct Live {
 
 impl Live {
     /// The state for `request`, with the clock page in the runtime directory `dir`.
-    pub(crate) fn new(request: HaltRequest, dir: &Path) -> Result<Live> {
+    pub(crate) fn new(request: LiveRequest, dir: &Path) -> Result<Live> {
         Ok(Live {
-            request,
+            request: request.request,
+            programs: request.programs,
             page: ClockPage::create(dir)?,
             holds: BTreeSet::new(),
             on: None,
             last: BTreeSet::new(),
             halts: 0,
         })
+    }
+
+    /// A process image of `actor` running `argv` joins: it takes the simple predicates
+    /// written for its program, if nobody took them yet.
+    pub(crate) fn bind(&mut self, actor: ActorId, argv: &[String]) {
+        let Some(program) = argv
+            .first()
+            .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        else {
+            return;
+        };
+        let taken: Vec<ActorId> = self
+            .programs
+            .iter()
+            .filter(|(_, p)| *p == program)
+            .map(|(id, _)| *id)
+            .collect();
+        if taken.is_empty() {
+            return;
+        }
+        self.programs.retain(|(_, p)| *p != program);
+        let mut joined: Option<pred::Expr> = None;
+        self.request.primary.retain(|(a, sp)| {
+            if !taken.contains(a) && *a != actor {
+                return true;
+            }
+            joined = Some(match joined.take() {
+                Some(e) => pred::Expr::bin(pred::BinOp::And, e, sp.clone()),
+                None => sp.clone(),
+            });
+            false
+        });
+        if let Some(sp) = joined {
+            self.request.primary.push((actor, sp));
+        }
     }
 
     /// What `actor`'s LD must know.

@@ -49,6 +49,7 @@ mod transcript;
 
 pub use events::SessionEvent;
 pub use halted::{HaltAction, HaltRequest, HaltedActor, HaltedState, Observation, Resume};
+pub use live::LiveRequest;
 pub use outcome::{Divergence, End, Outcome};
 pub use runtime_dir::RuntimeDir;
 pub use steer::{Order, Steering};
@@ -80,7 +81,7 @@ pub enum SessionMode {
         steer: Option<Box<Steering>>,
         /// A live run (`ddbx run --break-if`): halt without replay where this predicate
         /// first holds (`None`: a plain record).
-        live: Option<HaltRequest>,
+        live: Option<LiveRequest>,
     },
     /// Replay a loaded recording.
     Replay {

@@ -67,6 +67,9 @@ pub(super) fn welcome(gd: &GdState, hello: &HelloFacts) -> Greeting {
             if let ddbx_wire::proto::Claim::Spawn { parent, index } = hello.claim {
                 gd.lock().execs.spawn_joined(parent, index);
             }
+            if let Some(live) = gd.lock().live.as_mut() {
+                live.bind(actor, &hello.argv);
+            }
             let (reply, fds) = welcome_reply(gd, actor, origin, exec, halting);
             Greeting {
                 actor: Some(actor),
