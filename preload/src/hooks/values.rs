@@ -20,7 +20,16 @@ use std::sync::atomic::Ordering;
 /// The LD, when this thread's values are recorded or replayed; `None`: pass through.
 pub fn values_ld() -> Option<&'static mut Ld> {
     let ld = ld::running()?;
-    (ld.trace.is_none() && ld.values_thread()).then_some(ld)
+    if ld.trace.is_some() || !ld.values_thread() {
+        return None;
+    }
+    // The value lines wait in one buffer: with threads ordered, another thread may be
+    // writing its own there (a worker's clock read), so this thread takes the baton first.
+    // (Without it, a bind's `~b` line and a worker's line were once written over each other.)
+    if ld.threads_ordered() {
+        crate::baton::take(crate::guard::depth());
+    }
+    Some(ld)
 }
 
 /// [`values_ld`] for clock reads and random bytes, which in a process whose threads are
