@@ -354,11 +354,17 @@ pub fn record_object(addr: usize, kind: u32, me: u32) -> Option<u32> {
             return Some(id);
         }
         let id = NEXT_OBJECT.load(Ordering::Relaxed);
-        if id as usize >= MAX_OBJECTS || !table::insert(addr, id) {
+        if id as usize >= MAX_OBJECTS {
+            return None;
+        }
+        // Access 0 (`new`) is taken before the object can be found: another thread that
+        // looks it up as soon as it is in the table notes its access as 1 or later (once, it
+        // took 0 too, and the history did not load).
+        COUNTS[id as usize].store(1, Ordering::Release);
+        if !table::insert(addr, id) {
             return None;
         }
         NEXT_OBJECT.store(id + 1, Ordering::Relaxed);
-        COUNTS[id as usize].store(1, Ordering::Relaxed);
         log::append(id, 0, access(me, Op::New, kind), 1);
         Some(id)
     })
