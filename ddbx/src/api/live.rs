@@ -6,8 +6,8 @@
 //! look again (the state changes while it stands), `cont`, hold, or end every process (the
 //! recording then ends there, and replays to it).
 
-use super::record::{Run, record_run, refuse_unseen, session_env};
-use super::{RecordOptions, RecordOutcome, environment, path_variable, resolve_program};
+use super::record::{Run, record_run};
+use super::{RecordOptions, RecordOutcome};
 use crate::error::Error;
 use ddbx_supervisor::predicate::{self, Catalog, Class};
 use ddbx_supervisor::session::{HaltAction, HaltRequest, HaltedState, LiveRequest};
@@ -145,25 +145,7 @@ pub fn run_live(options: RunOptions) -> Result<RunOutcome, Error> {
         hold,
         ..
     } = options;
-    let Some(program_name) = record_options.command.first() else {
-        return Err(Error::Usage(
-            "expected a program to run after `--`, found nothing".into(),
-        ));
-    };
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
-    let env = session_env();
-    let program = resolve_program(program_name, path_variable(&env), &cwd)?;
-    refuse_unseen(&program)?;
-    let (stored, env_left_out) = environment::split(&env, &record_options.env_exclude);
-    let notes = environment::secret_note(&stored).into_iter().collect();
-    let run = Run {
-        argv: record_options.command.clone(),
-        cwd,
-        env,
-        env_left_out,
-        program,
-    };
+    let (run, notes) = Run::of(&record_options, "run")?;
     let halts: Arc<Mutex<Vec<HaltedState>>> = Arc::default();
     let on_halt = halt_callback(driver, hold, halts.clone());
     let record = record_run(&record_options, run, None, Some((request, on_halt)), notes)?;

@@ -53,26 +53,36 @@ pub struct RecordOutcome {
 
 /// Records `options.command` under ddbx.
 pub fn record(options: RecordOptions) -> Result<RecordOutcome, Error> {
-    let Some(program_name) = options.command.first() else {
-        return Err(Error::Usage(
-            "expected a program to record after `--`, found nothing".into(),
-        ));
-    };
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
-    let env = session_env();
-    let program = resolve_program(program_name, path_variable(&env), &cwd)?;
-    refuse_unseen(&program)?;
-    let (stored, env_left_out) = environment::split(&env, &options.env_exclude);
-    let notes = environment::secret_note(&stored).into_iter().collect();
-    let run = Run {
-        argv: options.command.clone(),
-        cwd,
-        env,
-        env_left_out,
-        program,
-    };
+    let (run, notes) = Run::of(&options, "record")?;
     record_run(&options, run, None, None, notes)
+}
+
+impl Run {
+    /// The run of `options.command` from this directory with this environment (`verb`: the
+    /// command's name, for the error when nothing follows `--`), and the notes to show about
+    /// its environment.
+    pub(super) fn of(options: &RecordOptions, verb: &str) -> Result<(Run, Vec<String>), Error> {
+        let Some(program_name) = options.command.first() else {
+            return Err(Error::Usage(format!(
+                "expected a program to {verb} after `--`, found nothing"
+            )));
+        };
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::Internal(format!("cannot read the current directory: {e}")))?;
+        let env = session_env();
+        let program = resolve_program(program_name, path_variable(&env), &cwd)?;
+        refuse_unseen(&program)?;
+        let (stored, env_left_out) = environment::split(&env, &options.env_exclude);
+        let notes = environment::secret_note(&stored).into_iter().collect();
+        let run = Run {
+            argv: options.command.clone(),
+            cwd,
+            env,
+            env_left_out,
+            program,
+        };
+        Ok((run, notes))
+    }
 }
 
 /// A run to record: the root's command, directory and environment.
