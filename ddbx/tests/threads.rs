@@ -4,7 +4,7 @@
 //! thread's socket I/O is refused (exit 103); a thread that does no socket I/O is recorded and
 //! replayed like any program.
 
-use ddbx_tests::{Ddbx, Run, TempDir, native_outputs, path_str, progs};
+use ddbx_tests::{Ddbx, Run, TempDir, histories, native_outputs, path_str, progs};
 use ddbx_wire::manifest::{Manifest, SessionState};
 use std::path::Path;
 
@@ -253,4 +253,48 @@ fn a_thread_that_took_a_lock_fewer_times_than_recorded_does_not_hang_replay() {
             replayed.stdout
         );
     }
+}
+
+/// `sig_threads`: a SIGTERM whose handler clears a loop's flag lands in the main thread's
+/// computation between two polls while a helper thread makes events of its own (a poll every
+/// 2 ms), after a pause of the parent that record and replay choose independently (30 or
+/// 300 ms). A record where it came in computation (`~G15#N`: held back to the main thread's
+/// next entry into a hook, counted from its own last event) replays 5 times with the same
+/// count and histories. (Before, a process with threads ran the handler where it landed and
+/// replay ran it at the next event's gate, the helper's as often as not, or as the main
+/// thread's poll returned, a turn early: Node's and memcached's shutdowns diverged so.)
+#[test]
+fn a_signal_in_the_main_threads_computation_is_replayed_at_the_same_entry() {
+    let program = progs().join("sig_threads");
+    let outputs = native_outputs(&program, &[], 0, 2, 30);
+    assert!(
+        outputs.len() >= 2,
+        "30 native runs all printed {:?}",
+        outputs[0]
+    );
+    let tmp = TempDir::new("sig-threads");
+    let rec = tmp.join("rec");
+    let polls = |out: &str| -> u32 {
+        out.trim()
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected output {out:?}"))
+    };
+    let recorded = (0..40)
+        .find_map(|_| {
+            let _ = std::fs::remove_dir_all(&rec);
+            let out = DDBX.record(&rec, &program, &[]).output();
+            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
+            let history = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap();
+            let held = history.lines().any(|l| l.starts_with("~G15#"));
+            let helper = threads_of_events(&rec.join("history/p2.ron")).contains(&2);
+            // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one
+            // 50 to 75.
+            (held && helper && polls(&out.stdout) < 20).then_some(out)
+        })
+        .unwrap_or_else(|| {
+            panic!("no record of 40 had the SIGTERM held in computation after 30 ms")
+        });
+    DDBX.assert_replays(&rec, &recorded, 5, &histories(&rec), &histories);
 }

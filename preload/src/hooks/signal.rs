@@ -285,12 +285,21 @@ fn handler_address() -> usize {
     on_signal as *const () as usize
 }
 
-/// Whether the program runs on the thread whose calls are the actor's events, in a process
-/// without threads (elsewhere entries into hooks come in no fixed order): where a signal that
-/// lands in computation is held back for the program's next entry into a hook
-/// (`preload/src/signals/deferred.rs`).
+/// Whether the program runs on the thread where a signal that lands in computation is held
+/// back for the program's next entry into a hook (`preload/src/signals/deferred.rs`): the
+/// thread whose calls are the actor's events in a process without threads; in a process
+/// whose threads are ordered, the main thread, which every signal sent to the process is
+/// passed on to ([`forwarded_to_main_thread`]). Elsewhere entries into hooks come in no fixed
+/// order.
 fn actors_thread() -> bool {
-    !crate::locks::threaded() && crate::ld::running().is_some_and(|ld| ld.values_thread())
+    let Some(ld) = crate::ld::running() else {
+        return false;
+    };
+    if crate::locks::threaded() {
+        ld.threads_ordered() && crate::locks::me() == 1
+    } else {
+        ld.values_thread()
+    }
 }
 
 /// At each entry of the program into a hook, outside the guard (`crate::guard::on_each_entry`):
@@ -301,17 +310,24 @@ pub extern "C" fn at_entry() {
     if mode == signals::PASS || !actors_thread() {
         return;
     }
-    let Some(events) = crate::ld::running().map(|ld| ld.events()) else {
+    let Some(ld) = crate::ld::running() else {
         return;
     };
-    let n = signals::count_entry(events);
+    // Entries are counted since the event before; in a process with threads, since the main
+    // thread's own last event (a count of the actor's events just after it).
+    let mark = match (crate::locks::threaded(), mode) {
+        (false, _) => ld.events(),
+        (true, signals::RECORD) => signals::main_mark(),
+        (true, _) => crate::replay::threads::main_mark(ld, ld.events()),
+    };
+    let n = signals::count_entry(mark);
     if mode == signals::RECORD {
         if signals::any_held() {
             signals::disarm_watchdog();
             signals::run_held(Some(n), sys::block_signals(0));
         }
     } else {
-        crate::replay::signals::at_entry(events, n);
+        crate::replay::signals::at_entry(ld, mark, n);
     }
 }
 

@@ -50,6 +50,9 @@ fn deliver_due(at_gate: bool, ctx: *mut libc::c_void) -> Due {
 /// [`deliver_due`], delivering the next due delivery of signal `force` even if it has not
 /// arrived.
 fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int) -> Due {
+    if !super::threads::on_handlers_thread() {
+        return Due::Nothing;
+    }
     if !signals::enter_delivery() {
         return Due::Nothing;
     }
@@ -58,7 +61,8 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
             break Due::Nothing;
         };
         let events = ld::running().map_or(0, |ld| ld.events());
-        if p.gap > events || (p.gap == events && signals::waits_taken() < p.waits_before) {
+        let early = p.gap > events && signals::entry_gap() != Some(p.gap);
+        if early || (p.gap == events && signals::waits_taken() < p.waits_before) {
             break Due::Nothing;
         }
         if let Some(entry) = p.entry
@@ -470,21 +474,19 @@ pub fn at_unblock(unblocked: u64) {
 /// record ran the handlers of deliveries that had landed in its computation: waits for each signal (at most [`AWAIT_MS`], answering the GD)
 /// and runs its handler here, as the record did. One that has not come by then runs at the
 /// next event's gate ([`at_gate`]).
-pub fn at_entry(events: u64, n: u32) {
+pub fn at_entry(ld: &mut Ld, mark: u64, n: u32) {
     // At its entry, or past it (a replay that made fewer entries before it: late rather than
     // never, for a program that computes until the handler has run).
-    let here = |p: &Planned| p.entry.is_some_and(|e| e <= n) && p.gap == events;
     loop {
-        let Some(p) = signals::next_planned().filter(here) else {
+        let Some(p) = signals::next_planned().filter(|p| {
+            p.entry.is_some_and(|e| e <= n) && super::threads::main_mark(ld, p.gap) == mark
+        }) else {
             return;
         };
         if signals::waits_taken() < p.waits_before {
             return;
         }
         guard::held(|| {
-            let Some(ld) = ld::running() else {
-                return;
-            };
             if !ld.halt.as_ref().is_none_or(|h| h.runs_freely()) {
                 // A halting replay may hold the actor before this call: its gate, where the
                 // GD learns what the event needs, waits for the signal ([`at_gate`]).
@@ -500,7 +502,7 @@ pub fn at_entry(events: u64, n: u32) {
             sys::set_signal_mask(old);
         });
         let made = signals::planned_made();
-        let _ = crate::signals::as_entry(n, || deliver_due(false, std::ptr::null_mut()));
+        let _ = crate::signals::as_entry(n, p.gap, || deliver_due(false, std::ptr::null_mut()));
         if signals::planned_made() == made {
             return;
         }

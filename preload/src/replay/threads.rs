@@ -178,3 +178,35 @@ fn at_place(ld: &mut Ld, k: usize, gap: u64, call: impl FnOnce() -> c_int) -> c_
     sys::set_errno(err);
     r
 }
+
+/// Whether the calling thread runs the handlers of recorded deliveries: the main thread of a
+/// process with threads (the record passed every signal sent to the process on to it,
+/// `crate::hooks::signal`), the only one otherwise. Another thread's event is no place for
+/// them: Node's SIGTERM handler, run at the gate of a helper thread's `epoll_wait`, made its
+/// lock-pipe read there, an event the record never had.
+pub fn on_handlers_thread() -> bool {
+    !crate::locks::threaded() || sys::gettid() == sys::getpid()
+}
+
+/// Where the main thread's entries into hooks before the record's event `gap` are counted
+/// from: `gap` in a process without threads; in one with threads, the count of events just
+/// after the main thread's last event before `gap` (its entries are its own, the other
+/// threads' events come between them in no fixed order).
+pub fn main_mark(ld: &Ld, gap: u64) -> u64 {
+    let Some(replay) = ld.replay.as_ref().filter(|_| crate::locks::threaded()) else {
+        return gap;
+    };
+    let runs = &replay.threads;
+    let mut end = gap as usize;
+    // The runs that start before `gap`, latest first: the first of the main thread's ends it.
+    for &(start, thread) in runs[..runs.partition_point(|(start, _)| *start < end)]
+        .iter()
+        .rev()
+    {
+        if thread == 1 {
+            return end as u64;
+        }
+        end = start;
+    }
+    end as u64 // before the first run, every event is the main thread's
+}

@@ -11,10 +11,15 @@
 //! the handler there. The program sees its handler run a little later than the kernel would
 //! have run it, which a program cannot tell from a signal sent a little later.
 //!
+//! In a process with threads the LD passes every signal sent to the process on to the main
+//! thread (`crate::hooks::signal`), which holds it back the same way: its entries are counted
+//! since its own last event ([`main_mark`]), since other threads' events come in no fixed
+//! order between them.
+//!
 //! Not held back (run where it lands, noted as before, and replayed between the same two
 //! events): a signal that interrupts a system call the LD does not hook (the call's EINTR or
-//! restart is the kernel's, and a loop that retries on EINTR must see the handler's flag), one that comes on another thread than the actor's or in a process
-//! with threads, and one held back for [`WATCHDOG_MS`] without a hook being entered (a
+//! restart is the kernel's, and a loop that retries on EINTR must see the handler's flag), one
+//! that comes on another thread than the main one, and one held back for [`WATCHDOG_MS`] without a hook being entered (a
 //! computation that only ends when its handler has run: a watchdog timer raises
 //! [`WATCHDOG_SIG`] and the handler runs then). Atomics and raw system calls only: this runs in
 //! signal handlers.
@@ -40,6 +45,11 @@ static ENTRIES: AtomicU32 = AtomicU32::new(0);
 static ENTRIES_GAP: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Replay: the entry being made now while a delivery planned at it runs, plus one (0: none).
 static ENTRY_NOW: AtomicU32 = AtomicU32::new(0);
+/// Replay: the gap of the delivery planned at the entry being made now (`u64::MAX`: none).
+static ENTRY_GAP: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Record, in a process with threads: the actor's event count just after the main thread's
+/// last event.
+static MAIN_MARK: AtomicU64 = AtomicU64::new(0);
 
 /// The watchdog's kernel timer and the process that made it (timers are not inherited).
 static TIMER: AtomicI32 = AtomicI32::new(-1);
@@ -136,6 +146,14 @@ fn in_system_call(ctx: *mut libc::c_void) -> bool {
         ([*p.sub(2), *p.sub(1)], [*p, *p.add(1)])
     };
     const SYSCALL: [u8; 2] = [0x0f, 0x05];
+    if at == SYSCALL && rax == libc::SYS_futex {
+        // A futex wait the kernel restarts after the handler: a lock, a join or a condition
+        // variable of the C library's (which waits again on EINTR whatever the handler did),
+        // whose hooks enter no guard. Held back like a computation's (Node's main thread,
+        // joining a helper thread at its exit when the second SIGTERM came, ran the handler
+        // there and the replay, placing it earlier, read a lock pipe still open).
+        return false;
+    }
     at == SYSCALL || (before == SYSCALL && rax == -i64::from(libc::EINTR))
 }
 
@@ -178,17 +196,40 @@ pub fn run_held(entry: Option<u32>, blocked: u64) {
     crate::sys::set_errno(saved);
 }
 
-/// Replay: runs `f` as entry `n`, at which a planned delivery runs ([`entry_now`]).
-pub fn as_entry<R>(n: u32, f: impl FnOnce() -> R) -> R {
+/// Replay: runs `f` as entry `n`, at which the planned delivery of gap `gap` runs
+/// ([`entry_now`], [`entry_gap`]).
+pub fn as_entry<R>(n: u32, gap: u64, f: impl FnOnce() -> R) -> R {
+    ENTRY_GAP.store(gap, SeqCst);
     ENTRY_NOW.store(n.saturating_add(1), SeqCst);
     let r = f();
     ENTRY_NOW.store(0, SeqCst);
+    ENTRY_GAP.store(u64::MAX, SeqCst);
     r
 }
 
 /// Replay: the entry being made now while its planned deliveries run.
 pub fn entry_now() -> Option<u32> {
     ENTRY_NOW.load(SeqCst).checked_sub(1)
+}
+
+/// Replay: the gap of the delivery planned at the entry being made now. In a process with
+/// threads the main thread comes to it once its own events before that gap are made, which
+/// may be before the other threads' events of the gap.
+pub fn entry_gap() -> Option<u64> {
+    Some(ENTRY_GAP.load(SeqCst)).filter(|g| *g != u64::MAX)
+}
+
+/// Record, in a process with threads: the main thread made an event, after which the actor
+/// has made `events`.
+#[inline]
+pub fn main_event_made(events: u64) {
+    MAIN_MARK.store(events, Relaxed);
+}
+
+/// Record, in a process with threads: the actor's event count just after the main thread's
+/// last event, from which its entries into hooks are counted.
+pub fn main_mark() -> u64 {
+    MAIN_MARK.load(Relaxed)
 }
 
 /// A forked child has no delivery held back, no watchdog and no entries counted.
@@ -198,6 +239,7 @@ pub fn forked_child() {
     }
     HELD_COUNT.store(0, SeqCst);
     ENTRIES_GAP.store(u64::MAX, SeqCst);
+    MAIN_MARK.store(0, SeqCst);
     TIMER.store(-1, SeqCst);
     TIMER_PID.store(0, SeqCst);
 }

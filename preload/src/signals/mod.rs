@@ -18,8 +18,8 @@ mod kids;
 mod notes;
 
 pub use deferred::{
-    any_held, as_entry, count_entry, defer, disarm_watchdog, disposition_changed, entry_now,
-    is_watchdog, run_held, watchdog_fired,
+    any_held, as_entry, count_entry, defer, disarm_watchdog, disposition_changed, entry_gap,
+    entry_now, is_watchdog, main_event_made, main_mark, run_held, watchdog_fired,
 };
 pub use kids::{add_kid, being_forked, forking, kid_index, kid_pid};
 pub use notes::{Note, next_note_before, note, note_closed, note_reaped, notes_pushed, take_lost};
