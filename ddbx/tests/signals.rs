@@ -695,6 +695,32 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
 }
 
+/// `sig_in_clock`: the record's SIGTERM interrupted the child's blocking poll (`~g15`, after a
+/// 300 ms pause); a replay that pauses 30 ms instead (the pause is not recorded) gets it while
+/// the child still reads its clock 200,000 times before that poll. Each of 6 replays prints the
+/// record's count, 1: the handler runs in the poll, as recorded, never inside a clock read's
+/// hook (there the loop saw the flag first and made no poll: memcached's main loop closed its
+/// listener where the record waited, 1 test run in 5). Natively the signal always comes in the
+/// poll: what varies here is the replay's timing against the record's.
+#[test]
+fn a_signal_taken_in_a_poll_is_not_run_in_a_clock_read_before_it() {
+    let program = progs().join("sig_in_clock");
+    let tmp = TempDir::new("sig-in-clock");
+    let rec = tmp.join("rec");
+    let recorded = (0..40)
+        .find_map(|_| {
+            let _ = std::fs::remove_dir_all(&rec);
+            let out = DDBX.record(&rec, &program, &[]).output();
+            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
+            let in_call = deliveries(&rec, "p2")
+                .iter()
+                .any(|(_, line)| line.starts_with("~g15"));
+            (in_call && out.stdout.trim().ends_with(": 1")).then_some(out)
+        })
+        .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM in the poll"));
+    DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
+}
+
 /// `sig_clock`: a SIGTERM whose handler clears a loop's flag lands in the child's computation,
 /// after the loop read its clock, checked the flag and read its clock again. A record where it
 /// came in computation after the two reads of its gap (`~c`, `~c`, `~G15#2`: run at the poll's

@@ -237,9 +237,11 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
         match signals::mode() {
             signals::RECORD => {
                 let ended = signals::ended_child(sig, info);
-                let in_call = crate::guard::inside_before_event();
+                // In a clock read or a random draw: as in computation (`replay::kept::instant`).
+                let instant = crate::replay::kept::in_instant();
+                let in_call = crate::guard::inside_before_event() && !instant;
                 let releasing = super::nohang::releasing();
-                if !crate::guard::inside()
+                if (!crate::guard::inside() || instant)
                     && !releasing
                     && actors_thread()
                     && signals::defer(sig, info, ended, ctx, handler_address())
@@ -296,7 +298,7 @@ fn actors_thread() -> bool {
         return false;
     };
     if crate::locks::threaded() {
-        ld.threads_ordered() && crate::locks::me() == 1
+        crate::locks::known_me() == 1 && ld.threads_ordered()
     } else {
         ld.values_thread()
     }

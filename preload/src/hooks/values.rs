@@ -134,13 +134,19 @@ fn number(ld: &mut Ld, key: ValueKey, real: i64) -> i64 {
 
 const NS: i64 = 1_000_000_000;
 
+/// The body of a clock read's or a random draw's hook: errno kept, and a signal that lands in
+/// it taken as landing in the program's computation (`crate::replay::kept::instant`).
+fn value_call<R: super::Outcome>(f: impl FnOnce() -> R) -> R {
+    super::keeping_errno(|| replay::kept::instant(f))
+}
+
 /// clock_gettime(2).
 ///
 /// # Safety
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c_int {
-    super::keeping_errno(|| {
+    value_call(|| {
         let Some(_guard) = Guard::enter() else {
             // SAFETY: the program's arguments, valid for the real function.
             return unsafe { real_clock_gettime(clock, tp) };
@@ -169,7 +175,7 @@ pub unsafe extern "C" fn clock_gettime(clock: clockid_t, tp: *mut timespec) -> c
 /// Called by the program in place of libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn clock() -> libc::clock_t {
-    super::keeping_errno(|| {
+    value_call(|| {
         // SAFETY: all-zero is a valid timespec, for the call to fill.
         let mut ts: timespec = unsafe { std::mem::zeroed() };
         // SAFETY: our own timespec.
@@ -236,7 +242,7 @@ pub unsafe extern "C" fn clock_nanosleep(
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_int {
-    super::keeping_errno(|| {
+    value_call(|| {
         let Some(_guard) = Guard::enter() else {
             // SAFETY: the program's arguments, valid for the real function.
             return unsafe { real_gettimeofday(tv, tz) };
@@ -263,7 +269,7 @@ pub unsafe extern "C" fn gettimeofday(tv: *mut timeval, tz: *mut c_void) -> c_in
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
-    super::keeping_errno(|| {
+    value_call(|| {
         let Some(_guard) = Guard::enter() else {
             // SAFETY: the program's arguments, valid for the real function.
             return unsafe { real_time(t) };
@@ -289,7 +295,7 @@ pub unsafe extern "C" fn time(t: *mut time_t) -> time_t {
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -> ssize_t {
-    super::keeping_errno(|| {
+    value_call(|| {
         let Some(_guard) = Guard::enter() else {
             // SAFETY: the program's arguments, valid for the real function.
             return unsafe { real_getrandom(buf, n, flags) };
@@ -314,7 +320,7 @@ pub unsafe extern "C" fn getrandom(buf: *mut c_void, n: size_t, flags: c_uint) -
 /// Called by the program in place of libc's, with valid arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getentropy(buf: *mut c_void, n: size_t) -> c_int {
-    super::keeping_errno(|| {
+    value_call(|| {
         let Some(_guard) = Guard::enter() else {
             // SAFETY: the program's arguments, valid for the real function.
             return unsafe { real_getentropy(buf, n) };

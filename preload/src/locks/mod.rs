@@ -142,6 +142,16 @@ pub fn me() -> u32 {
     }
 }
 
+/// The calling thread's id if it is known already (0: not yet, or never): [`me`] without
+/// finding it, for the entry of every hook (`crate::hooks::signal::at_entry`), which must not
+/// wait for a creation under way.
+pub fn known_me() -> u32 {
+    match ME.try_with(|me| me.get()).unwrap_or(UNKNOWN) {
+        UNKNOWN => 0,
+        id => id,
+    }
+}
+
 /// Finds the calling thread's id (see [`me`]) and remembers it.
 fn identify() -> u32 {
     if sys::gettid() == sys::getpid() {

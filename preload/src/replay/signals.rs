@@ -92,9 +92,10 @@ fn deliver_due_forcing(at_gate: bool, ctx: *mut libc::c_void, force: libc::c_int
         }
         let past_this_event = p.gap == events && guard::inside() && guard::past_event();
         let in_sleep = kept::in_sleep();
+        let in_hook = guard::inside() && !kept::in_instant();
         if !at_gate
             && p.in_call
-            && ((!guard::inside() && !in_sleep) || past_this_event)
+            && ((!in_hook && !in_sleep) || past_this_event)
             && ld::running().is_some_and(|ld| ld.values_thread())
         {
             // Or it arrived as the hook of the event before that call returns (after the
