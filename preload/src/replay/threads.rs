@@ -204,7 +204,13 @@ fn at_place(ld: &mut Ld, k: usize, gap: u64, call: impl FnOnce() -> c_int) -> c_
 /// them: Node's SIGTERM handler, run at the gate of a helper thread's `epoll_wait`, made its
 /// lock-pipe read there, an event the record never had.
 pub fn on_handlers_thread() -> bool {
-    !crate::locks::threaded() || sys::gettid() == sys::getpid()
+    if !crate::locks::threaded() {
+        return true;
+    }
+    match crate::locks::known_me() {
+        0 => sys::gettid() == sys::getpid(), // not known yet: asked of the kernel
+        me => me == 1,
+    }
 }
 
 /// Where the main thread's entries into hooks before the record's event `gap` are counted
