@@ -162,13 +162,7 @@ fn bytes_a_resetting_close_would_drop_in_the_sender_reach_the_receiver_in_replay
     // A record where every byte got through (one in two does).
     let tmp = TempDir::new("reset-unsent");
     let rec = tmp.join("rec");
-    let recorded = (0..40)
-        .find_map(|_| {
-            let _ = std::fs::remove_dir_all(&rec);
-            let out = DDBX.record(&rec, &program, &[]).output();
-            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
-            (out.stdout == all).then_some(out)
-        })
-        .unwrap_or_else(|| panic!("40 records all lost bytes"));
+    let what = (40, "every byte through");
+    let recorded = DDBX.record_until(&rec, &program, what, |out, _| out.stdout == all);
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
 }

@@ -8,7 +8,7 @@
 //! signals were recorded replays as before.
 
 use ddbx_tests::{
-    Ddbx, TempDir, assert_same_histories, full_histories, histories, path_str, progs,
+    Ddbx, TempDir, assert_same_histories, full_histories, histories, last_number, path_str, progs,
 };
 use ddbx_wire::Record;
 use ddbx_wire::history::Origin;
@@ -672,26 +672,15 @@ fn a_signal_that_came_in_computation_runs_its_handler_before_the_next_call() {
     );
     let tmp = TempDir::new("sig-computing");
     let rec = tmp.join("rec");
-    let polls = |out: &str| -> u32 {
-        out.trim()
-            .rsplit(' ')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected output {out:?}"))
-    };
-    let recorded = (0..40)
-        .find_map(|_| {
-            let _ = std::fs::remove_dir_all(&rec);
-            let out = DDBX.record(&rec, &program, &[]).output();
-            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
-            let in_computation = deliveries(&rec, "p2")
-                .iter()
-                .any(|(_, line)| line.starts_with("~G15"));
-            // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one
-            // 50 to 75.
-            (in_computation && polls(&out.stdout) < 20).then_some(out)
-        })
-        .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM in computation after 30 ms"));
+    let what = (40, "the SIGTERM in computation after 30 ms");
+    let recorded = DDBX.record_until(&rec, &program, what, |out, rec| {
+        let in_computation = deliveries(rec, "p2")
+            .iter()
+            .any(|(_, line)| line.starts_with("~G15"));
+        // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one 50
+        // to 75.
+        in_computation && last_number(&out.stdout) < 20
+    });
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
 }
 
@@ -707,17 +696,17 @@ fn a_signal_taken_in_a_poll_is_not_run_in_a_clock_read_before_it() {
     let program = progs().join("sig_in_clock");
     let tmp = TempDir::new("sig-in-clock");
     let rec = tmp.join("rec");
-    let recorded = (0..40)
-        .find_map(|_| {
-            let _ = std::fs::remove_dir_all(&rec);
-            let out = DDBX.record(&rec, &program, &[]).output();
-            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
-            let in_call = deliveries(&rec, "p2")
+    let recorded = DDBX.record_until(
+        &rec,
+        &program,
+        (40, "the SIGTERM in the poll"),
+        |out, rec| {
+            let in_call = deliveries(rec, "p2")
                 .iter()
                 .any(|(_, line)| line.starts_with("~g15"));
-            (in_call && out.stdout.trim().ends_with(": 1")).then_some(out)
-        })
-        .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM in the poll"));
+            in_call && last_number(&out.stdout) == 1
+        },
+    );
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
 }
 
@@ -757,14 +746,8 @@ fn a_signal_that_came_between_clock_reads_runs_its_handler_after_as_many() {
                 gap == 2
             })
     };
-    let recorded = (0..40)
-        .find_map(|_| {
-            let _ = std::fs::remove_dir_all(&rec);
-            let out = DDBX.record(&rec, &program, &[]).output();
-            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
-            after_two_reads(&rec).then_some(out)
-        })
-        .unwrap_or_else(|| panic!("no record of 40 had the SIGTERM after the two clock reads"));
+    let what = (40, "the SIGTERM after the two clock reads");
+    let recorded = DDBX.record_until(&rec, &program, what, |_, rec| after_two_reads(rec));
     DDBX.assert_replays(&rec, &recorded, 6, &histories(&rec), &histories);
 }
 

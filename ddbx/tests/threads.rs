@@ -4,7 +4,7 @@
 //! thread's socket I/O is refused (exit 103); a thread that does no socket I/O is recorded and
 //! replayed like any program.
 
-use ddbx_tests::{Ddbx, Run, TempDir, histories, native_outputs, path_str, progs};
+use ddbx_tests::{Ddbx, Run, TempDir, histories, last_number, native_outputs, path_str, progs};
 use ddbx_wire::manifest::{Manifest, SessionState};
 use std::path::Path;
 
@@ -274,27 +274,14 @@ fn a_signal_in_the_main_threads_computation_is_replayed_at_the_same_entry() {
     );
     let tmp = TempDir::new("sig-threads");
     let rec = tmp.join("rec");
-    let polls = |out: &str| -> u32 {
-        out.trim()
-            .rsplit(' ')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected output {out:?}"))
-    };
-    let recorded = (0..40)
-        .find_map(|_| {
-            let _ = std::fs::remove_dir_all(&rec);
-            let out = DDBX.record(&rec, &program, &[]).output();
-            assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
-            let history = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap();
-            let held = history.lines().any(|l| l.starts_with("~G15#"));
-            let helper = threads_of_events(&rec.join("history/p2.ron")).contains(&2);
-            // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one
-            // 50 to 75.
-            (held && helper && polls(&out.stdout) < 20).then_some(out)
-        })
-        .unwrap_or_else(|| {
-            panic!("no record of 40 had the SIGTERM held in computation after 30 ms")
-        });
+    let what = (40, "the SIGTERM held in computation after 30 ms");
+    let recorded = DDBX.record_until(&rec, &program, what, |out, rec| {
+        let history = std::fs::read_to_string(rec.join("history/p2.ron")).unwrap();
+        let held = history.lines().any(|l| l.starts_with("~G15#"));
+        let helper = threads_of_events(&rec.join("history/p2.ron")).contains(&2);
+        // A short pause makes 3 to 8 polls on a 2-core VM (fewer under load), a long one 50
+        // to 75.
+        held && helper && last_number(&out.stdout) < 20
+    });
     DDBX.assert_replays(&rec, &recorded, 5, &histories(&rec), &histories);
 }

@@ -55,6 +55,26 @@ impl Ddbx {
             .args(args)
     }
 
+    /// Records `program` (no arguments) into `rec` until `wanted(output, rec)` holds, at most
+    /// `tries` times, each record exiting 0: the output of the one kept, whose recording stays
+    /// in `rec`. Panics saying that no record of `tries` had `what`.
+    pub fn record_until(
+        &self,
+        rec: &Path,
+        program: &Path,
+        (tries, what): (usize, &str),
+        wanted: impl Fn(&Output, &Path) -> bool,
+    ) -> Output {
+        (0..tries)
+            .find_map(|_| {
+                let _ = std::fs::remove_dir_all(rec);
+                let out = self.record(rec, program, &[]).output();
+                assert_eq!(out.code, 0, "record failed:\n{}", out.stderr);
+                wanted(&out, rec).then_some(out)
+            })
+            .unwrap_or_else(|| panic!("no record of {tries} had {what}"))
+    }
+
     /// Records the Figure 1 example (`examples/figure1/run`, `DDBX_JITTER=20`) into `rec`; the
     /// record must succeed.
     pub fn record_figure1(&self, rec: &Path) -> Output {

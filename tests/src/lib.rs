@@ -135,3 +135,12 @@ impl Drop for TempDir {
         }
     }
 }
+
+/// The number that ends a program's one-line output (`polls before the SIGTERM: 3`).
+pub fn last_number(out: &str) -> u32 {
+    out.trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected output {out:?}"))
+}
