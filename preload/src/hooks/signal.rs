@@ -317,10 +317,10 @@ pub extern "C" fn at_entry() {
     };
     // Entries are counted since the event before; in a process with threads, since the main
     // thread's own last event (a count of the actor's events just after it).
-    let mark = match (crate::locks::threaded(), mode) {
-        (false, _) => ld.events(),
-        (true, signals::RECORD) => signals::main_mark(),
-        (true, _) => crate::replay::threads::main_mark(ld, ld.events()),
+    let mark = if crate::locks::threaded() {
+        signals::main_mark()
+    } else {
+        ld.events()
     };
     let n = signals::count_entry(mark);
     if mode == signals::RECORD {

@@ -410,12 +410,11 @@ impl Ld {
     /// Counts one more executed event.
     fn count_event(&self) {
         let made = self.progress().events.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.mode == Mode::Replay {
-            if crate::locks::threaded() {
-                // Threads waiting for their turn look again (`replay/threads.rs`).
-                crate::baton::event_happened();
-            }
-        } else if !crate::locks::threaded() || crate::locks::me() == 1 {
+        if self.mode == Mode::Replay && crate::locks::threaded() {
+            // Threads waiting for their turn look again (`replay/threads.rs`).
+            crate::baton::event_happened();
+        }
+        if !crate::locks::threaded() || crate::locks::me() == 1 {
             // Where the main thread's entries into hooks are counted from (`signals`).
             crate::signals::main_event_made(made);
         }

@@ -47,8 +47,8 @@ static ENTRIES_GAP: AtomicU64 = AtomicU64::new(u64::MAX);
 static ENTRY_NOW: AtomicU32 = AtomicU32::new(0);
 /// Replay: the gap of the delivery planned at the entry being made now (`u64::MAX`: none).
 static ENTRY_GAP: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Record, in a process with threads: the actor's event count just after the main thread's
-/// last event.
+/// In a process with threads: the actor's event count just after the main thread's last
+/// event (replay derives the record's from the history: `replay::threads::main_mark`).
 static MAIN_MARK: AtomicU64 = AtomicU64::new(0);
 
 /// The watchdog's kernel timer and the process that made it (timers are not inherited).
@@ -219,15 +219,14 @@ pub fn entry_gap() -> Option<u64> {
     Some(ENTRY_GAP.load(SeqCst)).filter(|g| *g != u64::MAX)
 }
 
-/// Record, in a process with threads: the main thread made an event, after which the actor
-/// has made `events`.
+/// The main thread made an event, after which the actor has made `events`.
 #[inline]
 pub fn main_event_made(events: u64) {
     MAIN_MARK.store(events, Relaxed);
 }
 
-/// Record, in a process with threads: the actor's event count just after the main thread's
-/// last event, from which its entries into hooks are counted.
+/// In a process with threads: the actor's event count just after the main thread's last
+/// event, from which its entries into hooks are counted.
 pub fn main_mark() -> u64 {
     MAIN_MARK.load(Relaxed)
 }
